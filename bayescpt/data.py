@@ -1,0 +1,354 @@
+"""The tidy loss-curve table, its validation, and loaders for the shared public formats.
+
+One row per logged step of one run (and validation set)::
+
+    run        str    the training run (one LR schedule); required
+    step       int    optimizer steps done (>= 0), strictly increasing within (run, val_set)
+    lr         float  raw learning rate used at that step (e.g. 3e-4, never normalised); required
+    loss       float  validation/training loss in nats (> 0); empty on rows that only give the LR
+    val_set    str    optional, the validation set (default ``"default"``)
+    model_size float  optional, non-embedding parameters (a count, e.g. 25e6), constant per run
+
+The learning rate between logged steps is taken as linear in the step (the multi-power-law
+authors' convention); give a dense ``lr`` (rows without loss) where that is not good enough,
+e.g. a row ``step=0, lr=0`` for a linear warmup from zero. Other columns are kept as they are
+(the CPT extension adds ``val_role``, ``phase``, ``replay_ratio``).
+
+Every problem raises :class:`DataError` with one line naming the file, run, column and value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .schedules import Schedule, from_points
+
+REQUIRED = ("run", "step", "lr", "loss")
+DEFAULT_VAL_SET = "default"
+#: learning rates above this are taken as a unit mistake (percent, normalised to peak = 1, ...)
+MAX_RAW_LR = 0.1
+#: model sizes below this are taken as "given in millions"
+MIN_MODEL_SIZE = 1e4
+
+
+class DataError(ValueError):
+    """Bad input data; the message is one line naming the file, run, column and value."""
+
+
+def _where(source, run=None, column=None, step=None, line=None) -> str:
+    parts = [str(source)]
+    if line is not None:
+        parts.append(f"line {line}")
+    if run is not None:
+        parts.append(f"run {run!r}")
+    if column is not None:
+        parts.append(f"column {column!r}")
+    if step is not None:
+        parts.append(f"step {step}")
+    return ", ".join(parts)
+
+
+def _parse_numeric(raw: pd.Series, column: str, source, runs: pd.Series, lines: pd.Series,
+                   allow_empty: bool) -> pd.Series:
+    """Strings -> floats, one clear error for the first cell that is not a number."""
+    text = raw.astype(str).str.strip()
+    empty = (text == "") | raw.isna()
+    def num(t):
+        try:
+            return float(t)
+        except ValueError:
+            return None
+    parsed = [num(t) if not e else float("nan") for t, e in zip(text, empty)]
+    bad = pd.Series([p is None for p in parsed], index=raw.index)
+    values = pd.Series([np.nan if p is None else p for p in parsed], index=raw.index)
+    if bad.any():
+        i = bad.idxmax()
+        raise DataError(f"{_where(source, runs[i], column, line=lines[i])}: value {raw[i]!r} "
+                        "is not a number")
+    if not allow_empty and empty.any():
+        i = empty.idxmax()
+        raise DataError(f"{_where(source, runs[i], column, line=lines[i])}: empty; "
+                        f"every row needs a value in {column!r}")
+    return values.astype(float)
+
+
+def read_curves(path, max_lr: float = MAX_RAW_LR, need_loss: bool = True) -> pd.DataFrame:
+    """Read and validate a tidy loss-curve CSV (see the module docstring).
+
+    ``need_loss=False`` accepts a schedule without losses (for prediction): the ``loss`` column may
+    then be missing or empty.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    return validate_curves(raw, source=path, max_lr=max_lr, need_loss=need_loss, _from_text=True)
+
+
+def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_RAW_LR,
+                    need_loss: bool = True, _from_text: bool = False) -> pd.DataFrame:
+    """Check a loss-curve table and return a clean copy with proper dtypes, sorted by
+    (run, val_set, step). The input is not modified.
+
+    With a DataFrame (rather than a CSV) a NaN loss means "no loss logged at this step"; in a CSV
+    only an empty cell means that, and a written ``nan``/``inf`` is an error.
+    """
+    df = df.copy()
+    df.columns = [str(c).strip() for c in df.columns]
+    if not need_loss and "loss" not in df.columns:
+        df["loss"] = "" if _from_text else np.nan
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise DataError(f"{source}: missing column(s) {missing}; found {list(df.columns)}; "
+                        f"expected at least {list(REQUIRED)} (+ optional val_set, model_size)")
+    if df.empty:
+        raise DataError(f"{source}: no rows")
+    df = df.reset_index(drop=True)
+    lines = pd.Series(np.arange(len(df)) + 2 if _from_text else [None] * len(df))
+    runs = df["run"].astype(str).str.strip()
+    if (runs == "").any() or df["run"].isna().any():
+        i = int(((runs == "") | df["run"].isna()).idxmax())
+        raise DataError(f"{_where(source, column='run', line=lines[i])}: empty run name")
+    df["run"] = runs
+
+    if "val_set" in df.columns:
+        vs = df["val_set"].astype(str).str.strip()
+        df["val_set"] = vs.where((vs != "") & (vs.str.lower() != "nan") & df["val_set"].notna(),
+                                 DEFAULT_VAL_SET)
+    else:
+        df["val_set"] = DEFAULT_VAL_SET
+
+    step = _parse_numeric(df["step"], "step", source, runs, lines, allow_empty=False)
+    bad = ~np.isfinite(step) | (step < 0) | (step != np.round(step))
+    if bad.any():
+        i = int(bad.idxmax())
+        raise DataError(f"{_where(source, runs[i], 'step', line=lines[i])}: value {df['step'][i]!r}"
+                        "; expected a non-negative whole number of optimizer steps")
+    df["step"] = step.astype(np.int64)
+
+    lr = _parse_numeric(df["lr"], "lr", source, runs, lines, allow_empty=False)
+    bad = ~np.isfinite(lr) | (lr < 0)
+    if bad.any():
+        i = int(bad.idxmax())
+        raise DataError(f"{_where(source, runs[i], 'lr', df['step'][i], lines[i])}: value "
+                        f"{df['lr'][i]!r}; expected a finite, non-negative raw learning rate")
+    df["lr"] = lr
+
+    if _from_text:
+        loss = _parse_numeric(df["loss"], "loss", source, runs, lines, allow_empty=True)
+        given = df["loss"].astype(str).str.strip() != ""
+    else:
+        loss = pd.to_numeric(df["loss"], errors="coerce").astype(float)
+        notnum = loss.isna() & df["loss"].notna()
+        if notnum.any():
+            i = int(notnum.idxmax())
+            raise DataError(f"{_where(source, runs[i], 'loss', df['step'][i])}: value "
+                            f"{df['loss'][i]!r} is not a number")
+        given = loss.notna()
+    bad = given & (~np.isfinite(loss) | (loss <= 0))
+    if bad.any():
+        i = int(bad.idxmax())
+        raise DataError(f"{_where(source, runs[i], 'loss', df['step'][i], lines[i])}: value "
+                        f"{df['loss'][i]!r}; expected a positive, finite loss in nats "
+                        "(leave the cell empty on rows that only give the learning rate)")
+    df["loss"] = loss.where(given)
+
+    if "model_size" in df.columns:
+        ms = _parse_numeric(df["model_size"], "model_size", source, runs, lines, allow_empty=False)
+        bad = ~np.isfinite(ms) | (ms <= 0)
+        if bad.any():
+            i = int(bad.idxmax())
+            raise DataError(f"{_where(source, runs[i], 'model_size', line=lines[i])}: value "
+                            f"{df['model_size'][i]!r}; expected a positive parameter count")
+        small = ms < MIN_MODEL_SIZE
+        if small.any():
+            i = int(small.idxmax())
+            raise DataError(f"{_where(source, runs[i], 'model_size', line=lines[i])}: value "
+                            f"{df['model_size'][i]!r} looks like millions or billions; expected "
+                            "the number of non-embedding parameters (e.g. 25e6)")
+        df["model_size"] = ms
+        per_run = df.groupby("run")["model_size"].nunique()
+        if (per_run > 1).any():
+            r = per_run.index[per_run > 1][0]
+            vals = sorted(df.loc[df["run"] == r, "model_size"].unique())
+            raise DataError(f"{_where(source, r, 'model_size')}: several values {vals}; "
+                            "a run has one model size")
+
+    for r, g in df.groupby("run", sort=False):
+        peak = g["lr"].max()
+        if peak > max_lr:
+            raise DataError(f"{_where(source, r, 'lr')}: peak learning rate {peak:g} looks like the "
+                            f"wrong unit; expected raw learning rates (e.g. 3e-4, at most {max_lr:g}),"
+                            " not percent or normalised to the peak")
+        if need_loss and g["loss"].notna().sum() == 0:
+            raise DataError(f"{_where(source, r, 'loss')}: the run has no loss values")
+        # one learning rate per (run, step), whatever the validation set
+        lr_per_step = g.groupby("step")["lr"].agg(["min", "max"])
+        clash = lr_per_step["max"] - lr_per_step["min"] > 1e-12 * lr_per_step["max"].clip(1e-30)
+        if clash.any():
+            s = int(lr_per_step.index[clash][0])
+            raise DataError(f"{_where(source, r, 'lr', s)}: different learning rates "
+                            f"{sorted(g.loc[g['step'] == s, 'lr'].unique())} for the same step")
+        first = int(g["step"].min())
+        if first > 1:
+            raise DataError(f"{_where(source, r, 'lr', first)}: the learning rate is given from "
+                            f"step {first} on; add rows from step 0 or 1 (e.g. step=0, lr=0 with an"
+                            " empty loss for a linear warmup from zero)")
+        for vs, h in g.groupby("val_set", sort=False):
+            steps = h["step"].to_numpy()
+            d = np.diff(steps)
+            if np.any(d == 0):
+                j = int(np.flatnonzero(d == 0)[0])
+                raise DataError(f"{_where(source, r, 'step', int(steps[j + 1]))}: duplicated step "
+                                f"(val_set {vs!r}); each step appears once per run and val_set")
+            if np.any(d < 0):
+                j = int(np.flatnonzero(d < 0)[0])
+                raise DataError(f"{_where(source, r, 'step', int(steps[j + 1]))}: comes after step "
+                                f"{int(steps[j])} (val_set {vs!r}); steps must increase within a run"
+                                " - sort the rows by run and step")
+    return df.sort_values(["run", "val_set", "step"], kind="stable").reset_index(drop=True)
+
+
+def schedules_of(df: pd.DataFrame) -> dict[str, Schedule]:
+    """The per-step schedule of every run, from all its (step, lr) rows by linear interpolation."""
+    out = {}
+    for r, g in df.groupby("run", sort=False):
+        pts = g.groupby("step")["lr"].first()
+        out[r] = from_points(pts.index.to_numpy(), pts.to_numpy(), name=r)
+    return out
+
+
+def data_hash(df: pd.DataFrame) -> str:
+    """A short, order-independent hash of a validated table's content."""
+    cols = [c for c in ("run", "val_set", "step", "lr", "loss", "model_size") if c in df.columns]
+    canon = df[cols].sort_values(["run", "val_set", "step"]).to_csv(index=False,
+                                                                     float_format="%.10g")
+    return hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+
+def decimate(df: pd.DataFrame, points: int = 48, warmup: str = "peak", lam: float = 0.999):
+    """Thin the loss rows of long curves while keeping their information.
+
+    Per (run, val_set) curve, keep about ``points`` loss rows, spread evenly in the coordinate
+    ``u = log S1 / range + S2 / range`` so that early training (where log S1 moves) and decay phases
+    (where S2 moves) stay dense; the first and last loss rows are always kept. Dropped rows keep
+    their learning rate (their loss becomes NaN), so the schedule is unchanged.
+    """
+    sched = schedules_of(df)
+    out = df.copy()
+    for (r, _vs), g in df.groupby(["run", "val_set"], sort=False):
+        has = g.index[g["loss"].notna()]
+        if len(has) <= points:
+            continue
+        s1, s2 = sched[r].areas(lam=lam, warmup=warmup)
+        st = df.loc[has, "step"].to_numpy()
+        ls1 = np.log(np.maximum(s1[st], 1e-12))
+        u = (ls1 - ls1[0]) / max(np.ptp(ls1), 1e-12)
+        u = u + np.maximum.accumulate(np.abs(s2[st] - s2[st[0]])) / max(np.ptp(s2[st]), 1e-12)
+        u = np.maximum.accumulate(u)
+        targets = np.linspace(u[0], u[-1], points)
+        keep = set(np.searchsorted(u, targets, side="left").clip(0, len(st) - 1).tolist())
+        keep |= {0, len(st) - 1}
+        drop = [has[i] for i in range(len(st)) if i not in keep]
+        out.loc[drop, "loss"] = np.nan
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Loaders for the shared formats
+# ----------------------------------------------------------------------------------------------
+
+MULTIPOWER_WARMUP_STEPS = 2160
+
+
+def load_multipowerlaw(root, sizes=("25", "100", "400"), schedules=None) -> pd.DataFrame:
+    """The multi-power-law curves (Luo et al. 2025): ``root/csv_{size}/{schedule}.csv``.
+
+    Runs are named ``"{size}M/{schedule}"`` and get ``model_size = size * 1e6`` (the authors' nominal
+    sizes). Each run gets a row ``step=0, lr=0`` without loss, since the files start at the end of
+    the 2160-step linear warmup from zero (and a row ``step=2160`` at the peak where the file starts
+    later).
+    """
+    root = Path(root)
+    frames = []
+    for size in sizes:
+        folder = root / f"csv_{size}"
+        if not folder.is_dir():
+            raise DataError(f"{folder}: no such folder (expected csv_{{25,100,400}} under {root})")
+        names = schedules or sorted(p.stem for p in folder.glob("*.csv"))
+        for name in names:
+            path = folder / f"{name}.csv"
+            if not path.exists():
+                raise DataError(f"{path}: no such file")
+            f = pd.read_csv(path)
+            missing = {"step", "lr", "loss"} - set(f.columns)
+            if missing:
+                raise DataError(f"{path}: missing column(s) {sorted(missing)}")
+            head = [pd.DataFrame({"step": [0], "lr": [0.0], "loss": [np.nan]})]
+            if f["step"].iloc[0] > MULTIPOWER_WARMUP_STEPS:
+                head.append(pd.DataFrame({"step": [MULTIPOWER_WARMUP_STEPS],
+                                          "lr": [f["lr"].iloc[0]], "loss": [np.nan]}))
+            f = pd.concat(head + [f])
+            f.insert(0, "run", f"{size}M/{name}")
+            f["model_size"] = float(size) * 1e6
+            frames.append(f)
+    return validate_curves(pd.concat(frames, ignore_index=True), source=root)
+
+
+OLMO_LOSS = re.compile(r"^eval/(.+)-validation/CrossEntropyLoss$")
+
+
+def load_olmo_ladder(root, val_sets=("c4_en",), runs=None) -> pd.DataFrame:
+    """The OLMo-2 ladder (``peteish-moreeval``): one file per run, e.g. ``190M-1xC.csv``.
+
+    ``val_sets`` are names such as ``c4_en``, ``pile``, ``dolma_stack`` (``"all"`` for every one).
+    ``model_size`` is the nominal size in the file name. A row ``step=0, lr=0`` is added, assuming
+    the ladder's linear warmup from zero.
+    """
+    root = Path(root)
+    paths = sorted(root.glob("*.csv")) if runs is None else [root / f"{r}.csv" for r in runs]
+    if not paths:
+        raise DataError(f"{root}: no run files")
+    frames = []
+    for path in paths:
+        if not path.exists():
+            raise DataError(f"{path}: no such file")
+        f = pd.read_csv(path)
+        if "_step" not in f.columns or "optim/learning_rate_group0" not in f.columns:
+            raise DataError(f"{path}: missing column '_step' or 'optim/learning_rate_group0'")
+        avail = {OLMO_LOSS.match(c).group(1): c for c in f.columns if OLMO_LOSS.match(c)}
+        wanted = list(avail) if val_sets == "all" else list(val_sets)
+        for vs in wanted:
+            if vs not in avail:
+                raise DataError(f"{path}: no validation set {vs!r}; available {sorted(avail)}")
+        m = re.match(r"^(\d+(?:\.\d+)?)([MB])", path.stem)
+        if not m:
+            raise DataError(f"{path}: cannot read the model size from the file name")
+        size = float(m.group(1)) * (1e6 if m.group(2) == "M" else 1e9)
+        for vs in wanted:
+            g = pd.DataFrame({"run": path.stem, "step": f["_step"],
+                              "lr": f["optim/learning_rate_group0"], "loss": f[avail[vs]],
+                              "val_set": vs, "model_size": size})
+            g = g.dropna(subset=["loss"])
+            zero = pd.DataFrame({"run": [path.stem], "step": [0], "lr": [0.0], "loss": [np.nan],
+                                 "val_set": [vs], "model_size": [size]})
+            frames.append(pd.concat([zero, g], ignore_index=True))
+    return validate_curves(pd.concat(frames, ignore_index=True), source=root)
+
+
+def describe(df: pd.DataFrame) -> str:
+    """A short human summary: runs, validation sets, sizes, loss rows."""
+    info = {"runs": df["run"].nunique(), "val_sets": sorted(df["val_set"].unique()),
+            "loss_rows": int(df["loss"].notna().sum())}
+    if "model_size" in df.columns:
+        info["model_sizes"] = sorted(float(x) for x in df["model_size"].unique())
+    return json.dumps(info)

@@ -1,0 +1,17 @@
+"""The laws bayescpt models; each module fills the small interface of :mod:`.base`."""
+
+from .annealing import AnnealingLaw
+from .base import Law, Param
+from .multipower import MultiPowerLaw
+
+LAWS = {"annealing": AnnealingLaw, "multipower": MultiPowerLaw}
+
+
+def get_law(name: str, **options) -> Law:
+    """The law called ``name`` (``annealing``, ``multipower``) with its options."""
+    if name not in LAWS:
+        raise ValueError(f"unknown law {name!r}; expected one of {sorted(LAWS)}")
+    return LAWS[name](**options)
+
+
+__all__ = ["LAWS", "AnnealingLaw", "Law", "MultiPowerLaw", "Param", "get_law"]

@@ -1,0 +1,53 @@
+"""LR-annealing law (Tissue, Wang, Wang 2024, arXiv 2408.11029), LAWS.md section 1.
+
+    L(s) = L0 + A * S1(s)^(-alpha) - C * S2(s)                       L0, A, alpha, C > 0
+
+With ``size_extension=True`` it is the paper's Eq. 7 (N = non-embedding parameters in millions)::
+
+    L(s, N) = L0 + A * S1^(-alpha) + B * N^(-beta) - C * S2 * N^gamma
+
+Without it, model size enters the hierarchy instead: each parameter's group value is a regression
+on log N plus a group deviation (see :mod:`bayescpt.hierarchy`), which needs no extra parameters
+and is the default.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Law, Param, check_steps
+
+
+class AnnealingLaw(Law):
+    name = "annealing"
+    default_settings = {"lam": 0.999, "warmup": "exact"}
+
+    def __init__(self, size_extension: bool = False):
+        self.size_extension = bool(size_extension)
+        base = (
+            Param("L0", True, np.log(2.5), 0.5, 0.1, 0.1, 0.0, "irreducible loss (nats)"),
+            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.1, "power-law amplitude"),
+            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.05, "power-law exponent in S1"),
+            Param("C", True, np.log(0.35), 1.0, 0.3, 0.3, 0.1, "annealing coefficient"),
+        )
+        if self.size_extension:
+            base = base + (
+                Param("B", True, np.log(2.5), 1.0, 0.0, doc="size amplitude (N in millions)"),
+                Param("beta", True, np.log(0.15), 0.7, 0.0, doc="size exponent"),
+                Param("gamma", False, 0.05, 0.1, 0.0, doc="size exponent of C"),
+            )
+        self.params = base
+
+    def design(self, schedule, steps, settings):
+        steps = check_steps(schedule, steps)
+        s1, s2 = schedule.areas(lam=settings.get("lam", 0.999),
+                                warmup=settings.get("warmup", "peak"))
+        return {"S1": s1[steps], "S2": s2[steps]}
+
+    def mean(self, xp, theta, X):
+        loss = theta["L0"] + theta["A"] * X["S1"] ** (-theta["alpha"])
+        if self.size_extension:
+            n = X["n_millions"]
+            return (loss + theta["B"] * n ** (-theta["beta"])
+                    - theta["C"] * X["S2"] * n ** theta["gamma"])
+        return loss - theta["C"] * X["S2"]

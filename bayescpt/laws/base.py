@@ -1,0 +1,79 @@
+"""What every law provides: its parameters, default priors, design features and mean function.
+
+A law's mean function is written once over an array namespace ``xp`` (``numpy`` or
+``pytensor.tensor``) so the same code builds the PyMC graph and evaluates posterior draws.
+
+Shapes: a *design* is a dict of arrays whose leading axis is the point axis ``n`` (one entry per
+predicted or observed point); matrix features have shape ``(n, K)``. Parameters passed to
+:meth:`Law.mean` are arrays broadcastable against ``(..., n)`` (e.g. ``(n,)`` inside the model, or
+``(draws, n)`` for prediction); the law adds the trailing axis for its matrix features itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schedules import Schedule
+
+
+@dataclass(frozen=True)
+class Param:
+    """One law parameter and its default prior (on the log scale when ``positive``).
+
+    ``loc``/``scale``: population mean of the parameter (log scale if positive) ~ Normal(loc, scale).
+    ``group_sd``: HalfNormal scale of the spread between groups (validation set x model size).
+    ``size_slope_sd``: Normal scale of the slope on log model size (0 disables it).
+    ``run_sd``: HalfNormal scale of the spread between runs (schedules) around their group; 0 keeps
+    the parameter identical for every run of a group.
+    """
+
+    name: str
+    positive: bool
+    loc: float
+    scale: float
+    group_sd: float
+    size_slope_sd: float = 0.0
+    run_sd: float = 0.0
+    doc: str = ""
+
+
+class Law:
+    """Interface; see the module docstring."""
+
+    name: str = ""
+    params: tuple[Param, ...] = ()
+    #: settings of the design (e.g. lambda, warmup convention); saved with the fit
+    default_settings: dict = {}
+
+    def param_names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+    def design(self, schedule: Schedule, steps: np.ndarray, settings: dict) -> dict:
+        """Features of ``schedule`` at ``steps`` (int array, 1 <= step <= T), as numpy arrays."""
+        raise NotImplementedError
+
+    def mean(self, xp, theta: dict, X: dict):
+        """Expected loss (nats) at the design's points."""
+        raise NotImplementedError
+
+    # helpers --------------------------------------------------------------------------------
+    def stack_designs(self, designs: list[dict]) -> dict:
+        """Concatenate per-curve designs along the point axis, zero-padding matrix features."""
+        out = {}
+        for key in designs[0]:
+            arrs = [d[key] for d in designs]
+            if arrs[0].ndim == 2:
+                k = max(a.shape[1] for a in arrs)
+                arrs = [np.pad(a, ((0, 0), (0, k - a.shape[1]))) for a in arrs]
+            out[key] = np.concatenate(arrs, axis=0)
+        return out
+
+
+def check_steps(schedule: Schedule, steps) -> np.ndarray:
+    steps = np.asarray(steps, dtype=np.int64)
+    if steps.size and (steps.min() < 1 or steps.max() > schedule.total_steps):
+        raise ValueError(f"schedule {schedule.name!r}: steps must lie in 1..{schedule.total_steps}"
+                         f", got {steps.min()}..{steps.max()}")
+    return steps

@@ -1,0 +1,56 @@
+"""Pictures of predictions (matplotlib). The core library never imports this module."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float = 0.9,
+                     observed: pd.DataFrame | None = None, ncols: int = 3):
+    """One panel per run: observed loss, posterior-mean curve, curve band and predictive band.
+
+    ``pred`` is the output of :func:`bayescpt.predict.predict_frame`; ``observed`` (optional) the
+    training rows to draw in another colour. Returns the matplotlib Figure (saved to ``path``).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    runs = list(dict.fromkeys(pred["run"]))
+    nrows = int(np.ceil(len(runs) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
+    for ax, run in zip(axes.flat, runs):
+        g = pred[pred["run"] == run]
+        x = g["step"].to_numpy()
+        ax.fill_between(x, g["lower"], g["upper"], color="C0", alpha=0.18,
+                        label=f"{prob:.0%} predictive interval")
+        ax.fill_between(x, g["curve_lower"], g["curve_upper"], color="C0", alpha=0.35,
+                        label=f"{prob:.0%} credible band (curve)")
+        ax.plot(x, g["mean"], color="C0", lw=1.2, label="posterior mean")
+        if "loss" in g and g["loss"].notna().any():
+            h = g[g["loss"].notna()]
+            inside = (h["loss"] >= h["lower"]) & (h["loss"] <= h["upper"])
+            ax.plot(h["step"], h["loss"], ".", ms=2.5, color="k",
+                    label=f"held-out loss ({inside.mean():.0%} inside)")
+        if observed is not None:
+            o = observed[(observed["run"] == run) & observed["loss"].notna()]
+            if len(o):
+                ax.plot(o["step"], o["loss"], ".", ms=2.5, color="C3", label="training loss")
+        lo = np.nanpercentile(g["lower"], 1)
+        hi = np.nanpercentile(g["upper"], 90)
+        ax.set_ylim(lo - 0.02 * (hi - lo), hi + 0.1 * (hi - lo))
+        ax.set_title(run, fontsize=9)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("loss (nats)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6.5, loc="upper right")
+    for ax in list(axes.flat)[len(runs):]:
+        ax.axis("off")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
