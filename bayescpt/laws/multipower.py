@@ -74,9 +74,9 @@ class MultiPowerLaw(Law):
     def __init__(self):
         self.params = (
             Param("L0", True, np.log(2.5), 0.5, 0.1, 0.1, 0.0, "irreducible loss (nats)"),
-            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.1, "power-law amplitude"),
-            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.05, "power-law exponent"),
-            Param("B", True, np.log(400.0), 1.0, 0.3, 0.3, 0.1, "loss-drop amplitude"),
+            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.03, "power-law amplitude"),
+            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.03, "power-law exponent"),
+            Param("B", True, np.log(400.0), 1.0, 0.3, 0.3, 0.03, "loss-drop amplitude"),
             Param("C", True, np.log(2.0), 1.5, 0.3, 0.3, 0.0, "loss-drop rate"),
             Param("beta", True, np.log(0.6), 0.5, 0.2, 0.2, 0.0, "loss-drop power"),
             Param("gamma", True, np.log(0.6), 0.5, 0.1, 0.1, 0.0, "LR exponent of the drop"),
