@@ -229,7 +229,9 @@ class CompiledFit:
             if group in trace.groups():
                 delattr(trace, group)
                 trace._groups_warmup = [g for g in trace._groups_warmup if g != group]
-        trace.add_groups(observed_data=az.dict_to_dataset({"y": prep.y}, coords={"obs": np.arange(len(prep.y))}, dims={"y": ["obs"]}))
+        trace.add_groups(observed_data=az.dict_to_dataset(
+            {"y": prep.y}, coords={"obs": np.arange(len(prep.y))}, dims={"y": ["obs"]},
+            default_dims=[]))
         meta = {"format": FORMAT, "law": self.law.name, "law_options": self.law_options,
                 "bayescpt_version": __version__, "data_hash": data_hash(df),
                 "n_points": int(len(prep.points)),

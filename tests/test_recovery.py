@@ -39,6 +39,7 @@ def recovery():
 
 def test_true_values_inside_90pct_intervals_at_the_nominal_rate(recovery):
     rate, total, _, _ = recovery
+    print(f"recovery: {rate:.3f} of {total} true group parameters inside 90 % intervals")
     assert total == N_SETS * len(SIZES) * len(POP)
     # 240 checks, correlated within a data set: accept 0.80-0.97 around the nominal 0.90
     assert 0.80 <= rate <= 0.97, f"coverage {rate:.3f} of {total} true values"

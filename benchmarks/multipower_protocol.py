@@ -1,0 +1,176 @@
+"""The multi-power-law held-out protocol (LAWS.md section 7), Bayesian vs the practitioner's fit.
+
+Fit on ``cosine_24000, constant_24000, wsdcon_9`` (hierarchical across 25M/100M/400M), predict the
+six other schedules per size. Baseline, in the same run: per-size multi-start L-BFGS on a Huber
+loss (delta 1e-3, log loss) and a 100-resample bootstrap of it for 90 % intervals.
+
+Prints per size: mean/worst relative error, R^2 and 90 % coverage for both; wall-time ratios
+(NUTS cold with compile, NUTS warm with the model compiled, vs point fit + bootstrap); one
+gradient evaluation vs one numpy evaluation of the same law on the same points.
+
+    python benchmarks/multipower_protocol.py --law annealing [--boot 100] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bayescpt import baseline  # noqa: E402
+from bayescpt.data import schedules_of  # noqa: E402
+from bayescpt.demo import bundled_multipowerlaw, score, split  # noqa: E402
+from bayescpt.fit import CompiledFit, Fit  # noqa: E402
+from bayescpt.laws import get_law  # noqa: E402
+from bayescpt.predict import predict_frame  # noqa: E402
+
+
+def design_of(law, df, settings):
+    sched = schedules_of(df)
+    pts = df[df["loss"].notna()]
+    designs, ys, rows = [], [], []
+    for run, g in pts.groupby("run", sort=False):
+        designs.append(law.design(sched[run], g["step"].to_numpy(), settings))
+        ys.append(np.log(g["loss"].to_numpy()))
+        rows.append(g)
+    return law.stack_designs(designs), np.concatenate(ys), pd.concat(rows)
+
+
+def practitioner(law, train, test, n_boot, seed=0):
+    """Per-size point fit + bootstrap; returns predictions table and timings."""
+    settings = law.default_settings
+    out, t_point, t_boot = [], 0.0, 0.0
+    for size, tr in train.groupby("model_size"):
+        X, y, _ = design_of(law, tr, settings)
+        t0 = time.perf_counter()
+        theta, z_hat = baseline.point_fit(law, X, y, n_starts=16, seed=seed)
+        t_point += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        boots = baseline.bootstrap(law, X, y, n_boot=n_boot, seed=seed, z_hat=z_hat)
+        t_boot += time.perf_counter() - t0
+        Xt, _, rows = design_of(law, test[test["model_size"] == size], settings)
+        point = law.mean(np, theta, Xt)
+        bt = {p.name: (np.exp(boots[:, i]) if p.positive else boots[:, i])[:, None]
+              for i, p in enumerate(law.params)}
+        with np.errstate(all="ignore"):
+            curves = law.mean(np, bt, Xt)
+        lo, hi = np.nanquantile(curves, [0.05, 0.95], axis=0)
+        r = rows.copy()
+        r["mean"], r["lower"], r["upper"] = point, lo, hi
+        out.append(r)
+    return pd.concat(out), t_point, t_boot
+
+
+def gradient_vs_numpy(fit_model, law, prep, theta_groups, reps=50):
+    """Seconds per dlogp call of the PyMC model vs per numpy evaluation of the law's mean."""
+    dlogp = fit_model.compile_dlogp()
+    ip = fit_model.initial_point()
+    dlogp(ip)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        dlogp(ip)
+    t_grad = (time.perf_counter() - t0) / reps
+    gi = prep.points["group"].to_numpy()
+    th = {k: v[gi] for k, v in theta_groups.items()}
+    law.mean(np, th, prep.X)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        law.mean(np, th, prep.X)
+    t_np = (time.perf_counter() - t0) / reps
+    return t_grad, t_np
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--law", default="annealing", choices=["annealing", "multipower"])
+    ap.add_argument("--boot", type=int, default=100)
+    ap.add_argument("--sampler", default="auto")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+
+    df = bundled_multipowerlaw()
+    train, test = split(df)
+    law = get_law(a.law)
+    print(f"== {a.law} law: train {train['run'].nunique()} curves, "
+          f"test {test['run'].nunique()} curves ({int(test['loss'].notna().sum())} points)", flush=True)
+
+    pred_pt, t_point, t_boot = practitioner(law, train, test, a.boot, a.seed)
+    print(f"point fit (16-start L-BFGS, 3 sizes): {t_point:.2f} s; bootstrap x{a.boot}: "
+          f"{t_boot:.2f} s", flush=True)
+
+    t0 = time.perf_counter()
+    fit = Fit.run(train, law=a.law, sampler=a.sampler, seed=a.seed, warn=False)
+    t_cold = time.perf_counter() - t0
+    diag = fit.diagnostics()
+    print(f"NUTS cold (compile + sample, {fit.config['sampler']['sampler']}): {t_cold:.1f} s; "
+          f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
+          f"divergences {diag.divergences}", flush=True)
+    t_warm = None
+    if fit.config["sampler"]["sampler"] == "nutpie":
+        compiled = CompiledFit(train, a.law)
+        t0 = time.perf_counter()
+        compiled.fit(train, seed=a.seed)
+        t_warm = time.perf_counter() - t0
+        print(f"NUTS warm (model compiled once, {compiled.compile_seconds:.1f} s): {t_warm:.1f} s",
+              flush=True)
+
+    pred = predict_frame(fit, test, prob=0.9, seed=a.seed)
+    bayes = score(pred)
+    h = pred_pt[pred_pt["loss"].notna()]
+    base_rows = []
+    for size, g in h.groupby("model_size"):
+        rel = np.abs(g["mean"] / g["loss"] - 1)
+        ss_res = np.sum((g["loss"] - g["mean"]) ** 2)
+        ss_tot = np.sum((g["loss"] - g["loss"].mean()) ** 2)
+        inside = (g["loss"] >= g["lower"]) & (g["loss"] <= g["upper"])
+        base_rows.append({"model_size": f"{size / 1e6:g}M", "mean_rel_err": rel.mean(),
+                          "worst_rel_err": rel.max(), "r2": 1 - ss_res / ss_tot,
+                          "coverage": inside.mean()})
+    base = pd.DataFrame(base_rows)
+    table = bayes.merge(base, on="model_size", suffixes=("", "_point"))
+    print("\nper size (Bayesian posterior mean / 90 % predictive interval vs point fit / 90 % "
+          "bootstrap band):")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+
+    from bayescpt.hierarchy import build_model, prepare
+    prep = prepare(train, fit.law, fit.config["settings"])
+    model = build_model(fit.law, prep, fit.config)
+    post = fit.idata.posterior
+    theta_g = {p.name: post[p.name].mean(("chain", "draw")).values for p in fit.law.params}
+    t_grad, t_np = gradient_vs_numpy(model, fit.law, prep, theta_g)
+    baseline_total = t_point + t_boot
+    ratios = {"nuts_cold_over_point_plus_bootstrap": t_cold / baseline_total,
+              "nuts_warm_over_point_plus_bootstrap": (t_warm / baseline_total) if t_warm else None,
+              "gradient_over_numpy_eval": t_grad / t_np}
+    print(f"\ntimes: point {t_point:.2f} s + bootstrap {t_boot:.2f} s = {baseline_total:.2f} s; "
+          f"NUTS cold {t_cold:.1f} s ({ratios['nuts_cold_over_point_plus_bootstrap']:.2f}x)"
+          + (f", warm {t_warm:.1f} s ({ratios['nuts_warm_over_point_plus_bootstrap']:.2f}x)"
+             if t_warm else ""))
+    print(f"one gradient (PyMC dlogp, {len(prep.points)} points): {t_grad * 1e3:.2f} ms; one "
+          f"numpy evaluation: {t_np * 1e3:.3f} ms ({ratios['gradient_over_numpy_eval']:.1f}x)")
+    print(f"diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
+          f"divergences {diag.divergences} -> {'OK' if diag.ok else 'FAIL'}")
+    if a.json:
+        a.json.write_text(json.dumps({"law": a.law, "table": table.to_dict(orient="records"),
+                                      "times": {"point": t_point, "bootstrap": t_boot,
+                                                "nuts_cold": t_cold, "nuts_warm": t_warm,
+                                                "gradient": t_grad, "numpy_eval": t_np},
+                                      "ratios": ratios,
+                                      "diagnostics": {"max_rhat": diag.max_rhat,
+                                                      "min_ess_bulk": diag.min_ess_bulk,
+                                                      "divergences": diag.divergences}},
+                                     indent=2))
+
+
+if __name__ == "__main__":
+    main()
