@@ -196,6 +196,9 @@ def main(argv=None) -> int:
     from .fit import FitError
 
     args = build_parser().parse_args(argv)
+    # PyTensor's C backend warns when pip's numpy exposes no BLAS; nutpie (numba) is unaffected.
+    warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
+    warnings.filterwarnings("ignore", category=FutureWarning)
     try:
         return COMMANDS[args.command](args)
     except (DataError, FitError, FileExistsError, ValueError) as err:

@@ -17,6 +17,7 @@ def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     runs = list(dict.fromkeys(pred["run"]))
     nrows = int(np.ceil(len(runs) / ncols))
@@ -42,6 +43,7 @@ def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float
         hi = np.nanpercentile(g["upper"], 90)
         ax.set_ylim(lo - 0.02 * (hi - lo), hi + 0.1 * (hi - lo))
         ax.set_title(run, fontsize=9)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("loss (nats)")
         ax.grid(alpha=0.3)
@@ -50,7 +52,7 @@ def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float
         ax.axis("off")
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97 if title else 1))
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig

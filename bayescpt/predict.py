@@ -95,8 +95,7 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     nu = fit.config["noise"].get("nu", 5.0)
     student = fit.config["noise"]["family"] == "studentt"
     has_size = "model_size" in df.columns
-    if "model_size" in fit.groups and fit.groups["size"].notna().any() and not has_size \
-            and fit.groups["size"].nunique() > 1:
+    if not has_size and fit.groups["size"].nunique() > 1:
         raise DataError("the schedule has no model_size column; the fit has several model sizes "
                         f"({sorted(fit.groups['size'].unique())})")
     pieces = []

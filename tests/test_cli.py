@@ -90,6 +90,7 @@ def test_existing_output_is_not_overwritten(small_fit_file, tmp_path, capsys):
     ("run,step,lr,model_size,val_set\nx,0,0,5e7,c4\nx,10,1e-4,5e7,c4\n",
      "validation set 'c4' is not in the fit"),
     ("run,step,lr,model_size\nx,0,0,5e7\nx,10,1e-4,5e7\nx,10,1e-4,5e7\n", "duplicated step"),
+    ("run,step,lr\nx,0,0\nx,10,1e-4\n", "no model_size column"),
 ])
 def test_predict_bad_schedule_one_line_error(small_fit_file, tmp_path, capsys, content, message):
     _, out = small_fit_file

@@ -9,7 +9,8 @@ learning-rate increments are not decrements (they are clamped away).
 
 Evaluating LD exactly costs O(t) per point for a cosine, which decays at every step. The
 decrements are therefore grouped into at most ``bins_area + bins_time`` bins per schedule, with edges
-at equal shares of the total |decrement| and at equal step spacing. For a point t, the part of each
+at equal shares of the total |decrement|, at equal step spacing and wherever the learning rate
+turns from falling to rising (so a re-warmup never shares a bin with a decay). For a point t, the part of each
 bin with k <= t is included exactly (cumulative sums); only G is evaluated at the |decrement|-weighted
 centroid of that part, so the error is second order in the bin width. ``tests`` check it against
 the exact per-step sum.
@@ -46,7 +47,10 @@ def decrement_design(schedule, steps, bins_area: int = 48, bins_time: int = 48):
     q = np.linspace(cabs[k_lo - 1], cabs[k_hi], bins_area + 1)
     e_area = np.searchsorted(cabs, q, side="left")
     e_time = np.linspace(k_lo - 1, k_hi, bins_time + 1).round().astype(int)
-    edges = np.unique(np.clip(np.concatenate([e_area, e_time, [k_lo - 1, k_hi]]), k_lo - 1, k_hi))
+    sign = np.sign(d)
+    e_sign = np.flatnonzero(sign[1:] != sign[:-1]) + 1     # re-warmups: never mix signs in a bin
+    edges = np.unique(np.clip(np.concatenate([e_area, e_time, e_sign, [k_lo - 1, k_hi]]),
+                              k_lo - 1, k_hi))
     a = edges[:-1] + 1                       # bin j covers steps a_j..b_j
     b = edges[1:]
     cd = _cum(d)
