@@ -141,6 +141,13 @@ def main(argv=None):
     print("\nper size (Bayesian posterior mean / 90 % predictive interval vs point fit / 90 % "
           "bootstrap band):")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    h2 = pred[pred["loss"].notna()].assign(
+        inside=lambda d: (d["loss"] >= d["lower"]) & (d["loss"] <= d["upper"]),
+        rel=lambda d: np.abs(d["mean"] / d["loss"] - 1))
+    per_run = h2.groupby("run").agg(points=("rel", "size"), mean_rel_err=("rel", "mean"),
+                                    coverage=("inside", "mean"))
+    print("\nper held-out run (Bayesian):")
+    print(per_run.to_string(float_format=lambda v: f"{v:.4f}"))
 
     from bayescpt.hierarchy import build_model, prepare
     prep = prepare(train, fit.law, fit.config["settings"])
@@ -162,6 +169,7 @@ def main(argv=None):
           f"divergences {diag.divergences} -> {'OK' if diag.ok else 'FAIL'}")
     if a.json:
         a.json.write_text(json.dumps({"law": a.law, "table": table.to_dict(orient="records"),
+                                      "per_run": per_run.reset_index().to_dict(orient="records"),
                                       "times": {"point": t_point, "bootstrap": t_boot,
                                                 "nuts_cold": t_cold, "nuts_warm": t_warm,
                                                 "gradient": t_grad, "numpy_eval": t_np},

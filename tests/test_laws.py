@@ -53,8 +53,8 @@ def test_multipower_binned_decrements_match_exact_sum(sch):
     steps = np.arange(sch.warmup_steps + 40, sch.total_steps + 1, 97)
     X = law.design(sch, steps, law.default_settings)
     approx = law.mean(np, {k: np.array(v) for k, v in th.items()}, X)
-    # 24 + 24 bins: within 0.03 % of the exact O(t) sum, ten times below the loss noise (~0.2 %)
-    np.testing.assert_allclose(approx, exact_multipower(sch, steps, th), rtol=3e-4)
+    # 16 + 16 bins: within 0.04 % of the exact O(t) sum, ten times below the loss noise (~0.2 %)
+    np.testing.assert_allclose(approx, exact_multipower(sch, steps, th), rtol=4e-4)
 
 
 def test_same_mean_function_builds_the_pymc_graph():

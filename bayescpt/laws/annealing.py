@@ -26,9 +26,11 @@ class AnnealingLaw(Law):
         self.size_extension = bool(size_extension)
         base = (
             Param("L0", True, np.log(2.5), 0.5, 0.1, 0.1, 0.0, "irreducible loss (nats)"),
-            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.03, "power-law amplitude"),
-            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.03, "power-law exponent in S1"),
-            Param("C", True, np.log(0.35), 1.0, 0.3, 0.3, 0.03, "annealing coefficient"),
+            # Schedule-level deviations (run_sd) on the two amplitudes A and C only: a deviation of
+            # alpha as well cost accuracy on unseen schedules without improving calibration.
+            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.04, "power-law amplitude"),
+            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.0, "power-law exponent in S1"),
+            Param("C", True, np.log(0.35), 1.0, 0.3, 0.3, 0.04, "annealing coefficient"),
         )
         if self.size_extension:
             base = base + (

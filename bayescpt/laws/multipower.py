@@ -73,14 +73,14 @@ def decrement_design(schedule, steps, bins_area: int = 48, bins_time: int = 48):
 
 class MultiPowerLaw(Law):
     name = "multipower"
-    default_settings = {"warmup": "exact", "bins_area": 24, "bins_time": 24}
+    default_settings = {"warmup": "exact", "bins_area": 16, "bins_time": 16}
 
     def __init__(self):
         self.params = (
             Param("L0", True, np.log(2.5), 0.5, 0.1, 0.1, 0.0, "irreducible loss (nats)"),
-            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.03, "power-law amplitude"),
-            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.03, "power-law exponent"),
-            Param("B", True, np.log(400.0), 1.0, 0.3, 0.3, 0.03, "loss-drop amplitude"),
+            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.04, "power-law amplitude"),
+            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.0, "power-law exponent"),
+            Param("B", True, np.log(400.0), 1.0, 0.3, 0.3, 0.04, "loss-drop amplitude"),
             # The shape of the loss drop is shared by all groups (the authors' own fits give
             # C ~ 2, beta ~ 0.59, gamma ~ 0.64 at 25M, 100M and 400M alike); letting it vary too
             # adds strongly correlated dimensions that the data cannot separate.
@@ -92,8 +92,8 @@ class MultiPowerLaw(Law):
     def design(self, schedule, steps, settings):
         steps = check_steps(schedule, steps)
         s1, _ = schedule.areas(warmup=settings.get("warmup", "exact"))
-        D, Sk, log_eta = decrement_design(schedule, steps, settings.get("bins_area", 24),
-                                          settings.get("bins_time", 24))
+        D, Sk, log_eta = decrement_design(schedule, steps, settings.get("bins_area", 16),
+                                          settings.get("bins_time", 16))
         return {"S1": s1[steps], "D": D, "Sk": Sk, "log_eta": log_eta}
 
     def mean(self, xp, theta, X):
