@@ -58,7 +58,7 @@ def default_config(law: Law) -> dict:
                    for p in law.params},
         "noise": dict(DEFAULT_NOISE),
         "centered": {"group": True, "schedule": True},
-        "settings": dict(law.default_settings),
+        "settings": dict(law.default_settings, skip_warmup=True),
     }
 
 
@@ -105,6 +105,11 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
     """Index the loss rows of a validated table and compute the law's design at them."""
     has_size = "model_size" in df.columns
     pts = df[df["loss"].notna()].copy()
+    if settings.get("skip_warmup", True):
+        # The laws describe training after the initial warmup; losses logged during it are not
+        # evidence about their parameters (on the OLMo ladder they were off by 3-8 %).
+        warm = {r: s.warmup_steps for r, s in schedules_of(df).items()}
+        pts = pts[pts["step"] >= pts["run"].map(warm)]
     pts["size"] = pts["model_size"] if has_size else np.nan
     groups = (pts[["val_set", "size"]].drop_duplicates().sort_values(["val_set", "size"])
               .reset_index(drop=True))

@@ -33,9 +33,15 @@ from bayescpt.laws import get_law  # noqa: E402
 from bayescpt.predict import predict_frame  # noqa: E402
 
 
+def after_warmup(df):
+    """Loss rows from the end of each run's initial warmup on (where the laws apply)."""
+    warm = {r: s.warmup_steps for r, s in schedules_of(df).items()}
+    return df[df["loss"].notna() & (df["step"] >= df["run"].map(warm))]
+
+
 def design_of(law, df, settings):
     sched = schedules_of(df)
-    pts = df[df["loss"].notna()]
+    pts = after_warmup(df)
     designs, ys, rows = [], [], []
     for run, g in pts.groupby("run", sort=False):
         designs.append(law.design(sched[run], g["step"].to_numpy(), settings))
