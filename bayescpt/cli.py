@@ -79,14 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", type=Path, default=Path("out"), help="output folder (default out/)")
     q.add_argument("--law", default="annealing", choices=["annealing", "multipower"])
     q.add_argument("--force", action="store_true", help="replace existing outputs")
-    _sampler_args_demo(q)
+    q.add_argument("--sampler", default="auto", help="as for fit (default: nutpie if installed)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--quiet", action="store_true", help="no progress output")
     return ap
-
-
-def _sampler_args_demo(p):
-    p.add_argument("--sampler", default="auto")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quiet", action="store_true")
 
 
 def _version() -> str:
@@ -117,8 +113,8 @@ def cmd_fit(a) -> int:
         _say(f"data: {a.data} {describe(df)}")
         _say(f"fitting the {a.law} law (compiling, then sampling; this takes a minute or more)")
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # diagnostics are reported below, with guidance
         fit = Fit.run(df, law=a.law, config=_load_config(a.config), sampler=a.sampler,
                       chains=a.chains, draws=a.draws, tune=a.tune, seed=a.seed,
                       progress=not a.quiet and sys.stderr.isatty(), warn=False)
@@ -127,7 +123,6 @@ def cmd_fit(a) -> int:
     if not a.quiet:
         _say(f"done in {time.perf_counter() - t0:.1f} s; saved {a.out}")
     print(diag.to_text())
-    del caught
     return _verdict(diag, a.strict)
 
 

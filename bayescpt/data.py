@@ -227,18 +227,21 @@ def schedules_of(df: pd.DataFrame) -> dict[str, Schedule]:
     return out
 
 
-def schedule_ids(df: pd.DataFrame, rtol: float = 0.05) -> dict[str, str]:
+def schedule_ids(df: pd.DataFrame, rtol: float = 0.05,
+                 schedules: dict[str, Schedule] | None = None) -> dict[str, str]:
     """Which runs share a learning-rate schedule: run -> schedule id.
 
     Uses the ``schedule`` column when the table has one; otherwise runs whose per-step learning
     rates agree on the steps both ran (every step within ``rtol`` of the peak; one run may be
-    logged for longer) share the id of the first such run. Runs of one schedule at several model sizes then share their schedule deviation in
+    logged for longer) share the id of the first such run (``schedules``, from
+    :func:`schedules_of`, saves recomputing them). Runs of one schedule at several model sizes
+    then share their schedule deviation in
     the hierarchy.
     """
     if "schedule" in df.columns:
         per_run = df.groupby("run")["schedule"].first().astype(str)
         return per_run.to_dict()
-    sched = schedules_of(df)
+    sched = schedules if schedules is not None else schedules_of(df)
     rep_of, reps = {}, []
     for run, sch in sched.items():
         for rep in reps:

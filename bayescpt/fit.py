@@ -98,9 +98,7 @@ class Fit:
         t0 = time.perf_counter()
         idata = _sample(model, s, progress=progress, cores=cores)
         wall = time.perf_counter() - t0
-        meta = {"format": FORMAT, "law": law_obj.name, "law_options": law_options or {},
-                "bayescpt_version": __version__, "data_hash": data_hash(df),
-                "n_points": int(len(prep.points)), "sampling_seconds": round(wall, 3)}
+        meta = _meta(law_obj, law_options, df, prep, wall)
         fit = cls(idata, law_obj, cfg, prep.groups, prep.curves, prep.size_ref, meta)
         fit._write_attrs()
         if warn:
@@ -225,22 +223,31 @@ class CompiledFit:
                                   seed=s["seed"] if seed is None else seed, progress_bar=False,
                                   low_rank_modified_mass_matrix=s.get("low_rank", True),
                                   cores=min(s["chains"], os.cpu_count() or 1))
-        for group in ("warmup_posterior", "warmup_sample_stats"):
-            if group in trace.groups():
-                delattr(trace, group)
-                trace._groups_warmup = [g for g in trace._groups_warmup if g != group]
+        _drop_warmup(trace)
         trace.add_groups(observed_data=az.dict_to_dataset(
             {"y": prep.y}, coords={"obs": np.arange(len(prep.y))}, dims={"y": ["obs"]},
             default_dims=[]))
-        meta = {"format": FORMAT, "law": self.law.name, "law_options": self.law_options,
-                "bayescpt_version": __version__, "data_hash": data_hash(df),
-                "n_points": int(len(prep.points)),
-                "sampling_seconds": round(time.perf_counter() - t0, 3)}
+        meta = _meta(self.law, self.law_options, df, prep, time.perf_counter() - t0)
         fit = Fit(trace, self.law, self.config, prep.groups, prep.curves, prep.size_ref, meta)
         fit._write_attrs()
         if warn:
             warn_if_bad(fit.diagnostics())
         return fit
+
+
+def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: float) -> dict:
+    """What a fit file records about where it came from."""
+    return {"format": FORMAT, "law": law.name, "law_options": law_options or {},
+            "bayescpt_version": __version__, "data_hash": data_hash(df),
+            "n_points": int(len(prep.points)), "sampling_seconds": round(seconds, 3)}
+
+
+def _drop_warmup(idata) -> None:
+    """Remove the tuning draws (nutpie stores them) so fit files hold only the posterior."""
+    for group in ("warmup_posterior", "warmup_sample_stats"):
+        if group in idata.groups():
+            delattr(idata, group)
+            idata._groups_warmup = [g for g in idata._groups_warmup if g != group]
 
 
 def _io(text):
@@ -272,10 +279,7 @@ def _sample(model, s: dict, progress: bool, cores: int | None):
         else:
             idata = pm.sample(nuts_sampler=s["sampler"], idata_kwargs={"log_likelihood": True},
                               **kw)
-        for group in ("warmup_posterior", "warmup_sample_stats"):
-            if group in idata.groups():
-                delattr(idata, group)
-                idata._groups_warmup = [g for g in idata._groups_warmup if g != group]
+        _drop_warmup(idata)
         if "log_likelihood" not in idata:
             pm.compute_log_likelihood(idata, model=model, progressbar=False)
     return idata

@@ -104,11 +104,12 @@ def group_label(val_set: str, size) -> str:
 def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepared:
     """Index the loss rows of a validated table and compute the law's design at them."""
     has_size = "model_size" in df.columns
+    sched = schedules_of(df)
     pts = df[df["loss"].notna()].copy()
     if settings.get("skip_warmup", True):
         # The laws describe training after the initial warmup; losses logged during it are not
         # evidence about their parameters (on the OLMo ladder they were off by 3-8 %).
-        warm = {r: s.warmup_steps for r, s in schedules_of(df).items()}
+        warm = {r: s.warmup_steps for r, s in sched.items()}
         pts = pts[pts["step"] >= pts["run"].map(warm)]
     pts["size"] = pts["model_size"] if has_size else np.nan
     groups = (pts[["val_set", "size"]].drop_duplicates().sort_values(["val_set", "size"])
@@ -124,15 +125,14 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
     gkey = {(v, s): i for i, (v, s) in enumerate(zip(groups["val_set"], groups["size"].fillna(-1)))}
     curves["group"] = [gkey[(v, s)] for v, s in zip(curves["val_set"], curves["size"].fillna(-1))]
     curves["label"] = curves["run"] + ":" + curves["val_set"]
-    sid = schedule_ids(df)
+    sid = schedule_ids(df, schedules=sched)
     curves["schedule"] = [sid[r] for r in curves["run"]]
-    skeys = list(dict.fromkeys(zip(curves["schedule"], curves["val_set"])))
-    curves["sched_idx"] = [skeys.index(k) for k in zip(curves["schedule"], curves["val_set"])]
+    skeys = {k: i for i, k in enumerate(dict.fromkeys(zip(curves["schedule"], curves["val_set"])))}
+    curves["sched_idx"] = [skeys[k] for k in zip(curves["schedule"], curves["val_set"])]
     key = {(r, v): i for i, (r, v) in enumerate(zip(curves["run"], curves["val_set"]))}
     pts["curve"] = [key[(r, v)] for r, v in zip(pts["run"], pts["val_set"])]
     pts["group"] = curves["group"].to_numpy()[pts["curve"].to_numpy()]
     pts = pts.sort_values(["curve", "step"], kind="stable").reset_index(drop=True)
-    sched = schedules_of(df)
     designs = []
     for i, c in curves.iterrows():
         steps = pts.loc[pts["curve"] == i, "step"].to_numpy()
