@@ -10,10 +10,15 @@ import json
 import sys
 import time
 import warnings
+from importlib import import_module
 from pathlib import Path
 
 EXIT_STRICT = 1
 EXIT_INPUT = 2
+
+# Command groups living next to their models: each module has
+# ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
+PLUGINS: tuple[str, ...] = ()
 
 
 def _say(msg: str) -> None:
@@ -82,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--sampler", default="auto", help="as for fit (default: nutpie if installed)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--quiet", action="store_true", help="no progress output")
+
+    for name in PLUGINS:
+        COMMANDS.update(import_module(f"bayescpt.{name}").add_commands(sub, _sampler_args))
     return ap
 
 

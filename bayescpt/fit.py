@@ -21,44 +21,13 @@ import pandas as pd
 from . import __version__
 from .data import data_hash
 from .diagnostics import Diagnostics, summarize, warn_if_bad
+from .fitfile import FORMAT, FitError, load_idata, save_idata
 from .hierarchy import Prepared, build_model, default_config, merge_config, prepare
 from .laws import get_law
 from .laws.base import Law
+from .sampling import DEFAULT_SAMPLER_SETTINGS, drop_warmup, resolve_settings, sample_model
 
-SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
-DEFAULT_SAMPLER_SETTINGS = {"chains": 4, "draws": 1000, "tune": 1000, "target_accept": 0.95,
-                            "seed": 0, "low_rank": True}
-FORMAT = "bayescpt-fit/1"
-
-
-class FitError(ValueError):
-    """A fit file that cannot be used as asked (wrong law, version, not a bayescpt fit...)."""
-
-
-def default_sampler() -> str:
-    """nutpie when installed (fastest on CPU), else PyMC's own NUTS."""
-    try:
-        import nutpie  # noqa: F401
-        return "nutpie"
-    except ImportError:
-        return "pymc"
-
-
-def _check_sampler(name: str) -> str:
-    if name == "auto":
-        return default_sampler()
-    if name not in SAMPLERS:
-        raise ValueError(f"sampler {name!r}; expected one of {SAMPLERS} or 'auto'")
-    need = {"nutpie": "nutpie", "numpyro": "numpyro", "blackjax": "blackjax"}.get(name)
-    if need:
-        try:
-            __import__(need)
-        except ImportError:
-            extra = "nutpie" if name == "nutpie" else "jax"
-            raise ValueError(f"sampler {name!r} needs the package {need!r}: "
-                             f"pip install 'bayescpt[{extra}]'") from None
-    return name
-
+__all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
 
 @dataclass
 class Fit:
@@ -86,17 +55,13 @@ class Fit:
         """
         law_obj = get_law(law, **(law_options or {}))
         cfg = merge_config(default_config(law_obj), config)
-        s = dict(DEFAULT_SAMPLER_SETTINGS, **cfg.get("sampler", {}))
-        for k, v in dict(chains=chains, draws=draws, tune=tune, seed=seed,
-                         target_accept=target_accept).items():
-            if v is not None:
-                s[k] = v
-        s["sampler"] = _check_sampler(sampler if sampler else "auto")
+        s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
+                             seed=seed, target_accept=target_accept)
         cfg["sampler"] = s
         prep = prepare(df, law_obj, cfg["settings"])
         model = build_model(law_obj, prep, cfg)
         t0 = time.perf_counter()
-        idata = _sample(model, s, progress=progress, cores=cores)
+        idata = sample_model(model, s, progress=progress, cores=cores)
         wall = time.perf_counter() - t0
         meta = _meta(law_obj, law_options, df, prep, wall)
         fit = cls(idata, law_obj, cfg, prep.groups, prep.curves, prep.size_ref, meta)
@@ -128,48 +93,28 @@ class Fit:
         return int(hit[0]) if len(hit) else None
 
     # -------------------------------------------------------------------------------------------
-    def _write_attrs(self):
+    def _attrs(self) -> dict:
         attrs = dict(self.meta)
         attrs["law_options"] = json.dumps(self.meta.get("law_options") or {})
         attrs["config"] = json.dumps(self.config)
         attrs["groups"] = self.groups.to_json(orient="split")
         attrs["curves"] = self.curves.to_json(orient="split")
         attrs["size_ref"] = json.dumps(list(self.size_ref))
-        self.idata.posterior.attrs.update(attrs)
+        return attrs
+
+    def _write_attrs(self):
+        self.idata.posterior.attrs.update(self._attrs())
 
     def save(self, path, overwrite: bool = False) -> Path:
         """Write the fit as NetCDF. Refuses to replace an existing file unless ``overwrite``."""
-        path = Path(path)
-        if path.exists() and not overwrite:
-            raise FileExistsError(f"{path} exists; choose another name or allow overwriting "
-                                  "(--force on the command line)")
-        tmp = path.with_name(path.name + ".tmp")
-        self.idata.to_netcdf(str(tmp))
-        os.replace(tmp, path)
-        return path
+        return save_idata(self.idata, self._attrs(), path, overwrite=overwrite)
 
     @classmethod
     def load(cls, path, law: str | None = None) -> "Fit":
         """Read a fit saved by :meth:`save`; ``law`` (optional) is the law the caller expects."""
-        import arviz as az
+        from .laws import LAWS
 
-        path = Path(path)
-        if not path.exists():
-            raise FitError(f"{path}: no such file")
-        try:
-            idata = az.from_netcdf(str(path))
-        except Exception as err:  # noqa: BLE001 - any reader error means "not a fit file"
-            raise FitError(f"{path}: not a NetCDF fit file ({type(err).__name__})") from None
-        attrs = dict(getattr(idata, "posterior", {}).attrs) if "posterior" in idata else {}
-        if attrs.get("format") != FORMAT:
-            raise FitError(f"{path}: not a bayescpt fit (format {attrs.get('format')!r}, "
-                           f"expected {FORMAT!r})")
-        saved = attrs.get("bayescpt_version", "?")
-        if saved.split(".")[:2] != __version__.split(".")[:2]:
-            raise FitError(f"{path}: saved by bayescpt {saved}, this is {__version__}; refit with "
-                           "this version")
-        if law is not None and attrs["law"] != law:
-            raise FitError(f"{path}: a fit of the {attrs['law']!r} law, expected {law!r}")
+        idata, attrs = load_idata(path, law if law is not None else tuple(LAWS))
         law_opts = json.loads(attrs["law_options"]) if isinstance(attrs["law_options"], str) \
             else attrs["law_options"]
         law_obj = get_law(attrs["law"], **(law_opts or {}))
@@ -223,7 +168,7 @@ class CompiledFit:
                                   seed=s["seed"] if seed is None else seed, progress_bar=False,
                                   low_rank_modified_mass_matrix=s.get("low_rank", True),
                                   cores=min(s["chains"], os.cpu_count() or 1))
-        _drop_warmup(trace)
+        drop_warmup(trace)
         trace.add_groups(observed_data=az.dict_to_dataset(
             {"y": prep.y}, coords={"obs": np.arange(len(prep.y))}, dims={"y": ["obs"]},
             default_dims=[]))
@@ -242,44 +187,6 @@ def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: floa
             "n_points": int(len(prep.points)), "sampling_seconds": round(seconds, 3)}
 
 
-def _drop_warmup(idata) -> None:
-    """Remove the tuning draws (nutpie stores them) so fit files hold only the posterior."""
-    for group in ("warmup_posterior", "warmup_sample_stats"):
-        if group in idata.groups():
-            delattr(idata, group)
-            idata._groups_warmup = [g for g in idata._groups_warmup if g != group]
-
-
 def _io(text):
     from io import StringIO
     return StringIO(text)
-
-
-def _sample(model, s: dict, progress: bool, cores: int | None):
-    """Sample ``model`` with the settings ``s``; returns InferenceData with log likelihood."""
-    import pymc as pm
-
-    ncores = cores or min(s["chains"], os.cpu_count() or 1)
-    kw = dict(draws=s["draws"], tune=s["tune"], chains=s["chains"], random_seed=s["seed"],
-              progressbar=progress, model=model, target_accept=s["target_accept"])
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=FutureWarning)
-        warnings.filterwarnings("ignore", message=".*[Dd]ivergen.*")
-        warnings.filterwarnings("ignore", message=".*R-hat.*|.*effective sample size.*")
-        if s["sampler"] == "pymc":
-            idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": True}, **kw)
-        elif s["sampler"] == "nutpie":
-            # The low-rank mass-matrix adaptation follows the strong L0-A-alpha correlations that
-            # a diagonal one cannot: 10x faster sampling and no divergences on the hierarchy.
-            idata = pm.sample(nuts_sampler="nutpie", nuts_sampler_kwargs={
-                "low_rank_modified_mass_matrix": s.get("low_rank", True), "cores": ncores}, **kw)
-        elif s["sampler"] == "numpyro":
-            idata = pm.sample(nuts_sampler="numpyro", idata_kwargs={"log_likelihood": True},
-                              nuts_sampler_kwargs={"chain_method": "vectorized"}, **kw)
-        else:
-            idata = pm.sample(nuts_sampler=s["sampler"], idata_kwargs={"log_likelihood": True},
-                              **kw)
-        _drop_warmup(idata)
-        if "log_likelihood" not in idata:
-            pm.compute_log_likelihood(idata, model=model, progressbar=False)
-    return idata
