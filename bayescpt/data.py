@@ -11,8 +11,16 @@ One row per logged step of one run (and validation set)::
 
 The learning rate between logged steps is taken as linear in the step (the multi-power-law
 authors' convention); give a dense ``lr`` (rows without loss) where that is not good enough,
-e.g. a row ``step=0, lr=0`` for a linear warmup from zero. Other columns are kept as they are
-(the CPT extension adds ``val_role``, ``phase``, ``replay_ratio``).
+e.g. a row ``step=0, lr=0`` for a linear warmup from zero. Other columns are kept as they are.
+
+Continual pre-training (CPT) runs add, all optional for the other laws and required by the CPT law::
+
+    phase        str    ``pt`` or ``cpt``; a run lists its PT rows, then its CPT rows (steps count
+                        from the start of PT; the last PT step is the transfer point). A run with
+                        no ``pt`` rows is a base model with unknown PT history.
+    val_role     str    per validation set: ``general`` (the PT distribution), ``domain`` (the CPT
+                        distribution) or ``other`` (out of domain); every loss needs one
+    replay_ratio float  share of PT data in the CPT mixture, in [0, 1], constant per run
 
 Every problem raises :class:`DataError` with one line naming the file, run, column and value.
 """
@@ -35,6 +43,8 @@ DEFAULT_VAL_SET = "default"
 MAX_RAW_LR = 0.1
 #: model sizes below this are taken as "given in millions"
 MIN_MODEL_SIZE = 1e4
+PHASES = ("pt", "cpt")
+VAL_ROLES = ("general", "domain", "other")
 
 
 class DataError(ValueError):
@@ -183,6 +193,8 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
             raise DataError(f"{_where(source, r, 'model_size')}: several values {vals}; "
                             "a run has one model size")
 
+    _validate_cpt_columns(df, source, runs, lines)
+
     for r, g in df.groupby("run", sort=False):
         peak = g["lr"].max()
         if peak > max_lr:
@@ -216,6 +228,90 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
                                 f"{int(steps[j])} (val_set {vs!r}); steps must increase within a run"
                                 " - sort the rows by run and step")
     return df.sort_values(["run", "val_set", "step"], kind="stable").reset_index(drop=True)
+
+
+def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
+    """Normalise and check ``phase``, ``val_role`` and ``replay_ratio`` where present (in place)."""
+    def text(col):
+        t = df[col].astype(str).str.strip().str.lower()
+        return t.where(df[col].notna() & ~t.isin(["", "nan", "none"]), "")
+
+    if "phase" in df.columns:
+        ph = text("phase")
+        bad = ~ph.isin(PHASES)
+        if bad.any():
+            i = int(bad.idxmax())
+            raise DataError(f"{_where(source, runs[i], 'phase', df['step'][i], lines[i])}: value "
+                            f"{df['phase'][i]!r}; expected 'pt' or 'cpt' on every row")
+        df["phase"] = ph
+        for r, g in df.groupby("run", sort=False):
+            pt_steps, cpt_steps = g.loc[ph[g.index] == "pt", "step"], g.loc[ph[g.index] == "cpt",
+                                                                             "step"]
+            if len(pt_steps) and len(cpt_steps) and cpt_steps.min() <= pt_steps.max():
+                raise DataError(f"{_where(source, r, 'phase', int(cpt_steps.min()))}: a CPT row "
+                                f"at or before the end of the run's PT (step {int(pt_steps.max())}); "
+                                "steps count from the start of PT and the CPT segment follows it")
+    if "val_role" in df.columns:
+        role = text("val_role")
+        bad = ~role.isin(VAL_ROLES + ("",))
+        if bad.any():
+            i = int(bad.idxmax())
+            raise DataError(f"{_where(source, runs[i], 'val_role', line=lines[i])}: value "
+                            f"{df['val_role'][i]!r}; expected one of {list(VAL_ROLES)}")
+        df["val_role"] = role
+        for vs, g in df[role != ""].groupby("val_set"):
+            if g["val_role"].nunique() > 1:
+                raise DataError(f"{_where(source, column='val_role')}: validation set {vs!r} has "
+                                f"several roles {sorted(g['val_role'].unique())}; give it one")
+        known = set(df.loc[role != "", "val_set"])
+        lost = df["loss"].notna() & (role == "") & ~df["val_set"].isin(known)
+        if lost.any():
+            i = int(lost.idxmax())
+            raise DataError(f"{_where(source, runs[i], 'val_role', df['step'][i], lines[i])}: "
+                            f"a loss for validation set {df['val_set'][i]!r}, which has no role; "
+                            f"expected one of {list(VAL_ROLES)}")
+        role = role.mask(role == "", df["val_set"].map(
+            df[role != ""].groupby("val_set")["val_role"].first()).fillna(""))
+        df["val_role"] = role
+    if "replay_ratio" in df.columns:
+        rr = _parse_numeric(df["replay_ratio"], "replay_ratio", source, runs, lines,
+                            allow_empty=True)
+        bad = rr.notna() & ((rr < 0) | (rr > 1))
+        if bad.any():
+            i = int(bad.idxmax())
+            raise DataError(f"{_where(source, runs[i], 'replay_ratio', line=lines[i])}: value "
+                            f"{df['replay_ratio'][i]!r}; expected the share of PT data in the CPT "
+                            "mixture, between 0 and 1 (not percent)")
+        per_run = rr.groupby(runs).nunique()
+        if (per_run > 1).any():
+            r = per_run.index[per_run > 1][0]
+            raise DataError(f"{_where(source, r, 'replay_ratio')}: several values "
+                            f"{sorted(rr[runs == r].dropna().unique())}; a run has one replay ratio")
+        df["replay_ratio"] = rr.groupby(runs).transform("first")
+
+
+def curve_info(df: pd.DataFrame, run: str, val_set: str) -> dict:
+    """What a law may need to know about one curve (see :meth:`Law.design`).
+
+    ``pt_end`` is the last step of the run's PT rows (0 when it has none: unknown PT history, or
+    a plain pre-training table without a ``phase`` column, whose whole run is then "CPT").
+    """
+    rows = df[df["run"] == run]
+    vs_rows = rows[rows["val_set"] == val_set]
+    size = rows["model_size"].iloc[0] if "model_size" in rows.columns else None
+    role = None
+    if "val_role" in rows.columns:
+        given = df.loc[(df["val_set"] == val_set) & (df["val_role"] != ""), "val_role"]
+        role = given.iloc[0] if len(given) else None
+    pt_end = 0
+    if "phase" in rows.columns and (rows["phase"] == "pt").any():
+        pt_end = int(rows.loc[rows["phase"] == "pt", "step"].max())
+    replay = None
+    if "replay_ratio" in rows.columns and rows["replay_ratio"].notna().any():
+        replay = float(rows["replay_ratio"].dropna().iloc[0])
+    return {"model_size": None if size is None or pd.isna(size) else float(size),
+            "val_set": val_set, "val_role": role, "pt_end": pt_end, "replay_ratio": replay,
+            "n_rows": int(len(vs_rows))}
 
 
 def schedules_of(df: pd.DataFrame) -> dict[str, Schedule]:
@@ -261,7 +357,8 @@ def schedule_ids(df: pd.DataFrame, rtol: float = 0.05,
 
 def data_hash(df: pd.DataFrame) -> str:
     """A short, order-independent hash of a validated table's content."""
-    cols = [c for c in ("run", "val_set", "step", "lr", "loss", "model_size") if c in df.columns]
+    cols = [c for c in ("run", "val_set", "step", "lr", "loss", "model_size", "phase", "val_role",
+                        "replay_ratio") if c in df.columns]
     canon = df[cols].sort_values(["run", "val_set", "step"]).to_csv(index=False,
                                                                      float_format="%.10g")
     return hashlib.sha256(canon.encode()).hexdigest()[:16]

@@ -83,7 +83,7 @@ class Fit:
         return keep
 
     def diagnostics(self) -> Diagnostics:
-        return summarize(self.idata, self.param_vars())
+        return summarize(self.idata, self.param_vars(), getattr(self.law, "derived_names", ()))
 
     def group_index(self, val_set: str, model_size) -> int | None:
         """Index of the fitted group (validation set x model size), or None if it is new."""

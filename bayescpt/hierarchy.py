@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .data import schedule_ids, schedules_of
+from .data import curve_info, schedule_ids, schedules_of
 from .laws.base import Law
 
 DEFAULT_NOISE = {"family": "studentt", "nu": 3.0, "sigma_loc": float(np.log(0.003)),
@@ -111,6 +111,11 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
         # evidence about their parameters (on the OLMo ladder they were off by 3-8 %).
         warm = {r: s.warmup_steps for r, s in sched.items()}
         pts = pts[pts["step"] >= pts["run"].map(warm)]
+    if "phase" in pts.columns:
+        # Several CPT runs from one checkpoint each list the same PT losses: count them once.
+        pt_dup = (pts["phase"] == "pt") & pts.duplicated(
+            [c for c in ("val_set", "model_size", "step", "loss") if c in pts.columns])
+        pts = pts[~pt_dup]
     pts["size"] = pts["model_size"] if has_size else np.nan
     groups = (pts[["val_set", "size"]].drop_duplicates().sort_values(["val_set", "size"])
               .reset_index(drop=True))
@@ -126,7 +131,12 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
     curves["group"] = [gkey[(v, s)] for v, s in zip(curves["val_set"], curves["size"].fillna(-1))]
     curves["label"] = curves["run"] + ":" + curves["val_set"]
     sid = schedule_ids(df, schedules=sched)
-    curves["schedule"] = [sid[r] for r in curves["run"]]
+    infos = [curve_info(df, r, v) for r, v in zip(curves["run"], curves["val_set"])]
+    curves["schedule"] = [sid[r] if i["replay_ratio"] is None else f"{sid[r]}|replay={i['replay_ratio']:g}"
+                          for r, i in zip(curves["run"], infos)]
+    if "val_role" in df.columns:
+        roles = dict(zip(curves["val_set"], [i["val_role"] for i in infos]))
+        groups["val_role"] = groups["val_set"].map(roles)
     skeys = {k: i for i, k in enumerate(dict.fromkeys(zip(curves["schedule"], curves["val_set"])))}
     curves["sched_idx"] = [skeys[k] for k in zip(curves["schedule"], curves["val_set"])]
     key = {(r, v): i for i, (r, v) in enumerate(zip(curves["run"], curves["val_set"]))}
@@ -136,17 +146,10 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
     designs = []
     for i, c in curves.iterrows():
         steps = pts.loc[pts["curve"] == i, "step"].to_numpy()
-        d = law.design(sched[c["run"]], steps, settings)
-        if "n_millions" in law_keys(law):
-            d["n_millions"] = np.full(len(steps), c["size"] / 1e6)
-        designs.append(d)
+        designs.append(law.design(sched[c["run"]], steps, settings, infos[i]))
     X = law.stack_designs(designs)
     return Prepared(pts[["run", "val_set", "step", "loss", "curve", "group"]], curves, groups, X,
                     tuple(size_ref))
-
-
-def law_keys(law: Law) -> set:
-    return {"n_millions"} if getattr(law, "size_extension", False) else set()
 
 
 def build_model(law: Law, prep: Prepared, config: dict):
@@ -201,6 +204,9 @@ def build_model(law: Law, prep: Prepared, config: dict):
                 u_c = u_c + dev[sidx]
             theta_curve[p.name] = pt.exp(u_c) if c["positive"] else u_c
             pm.Deterministic(p.name, pt.exp(u_g) if c["positive"] else u_g, dims="group")
+        for name, value in law.derived(pt, {p.name: model[p.name] for p in law.params},
+                                       config["settings"]).items():
+            pm.Deterministic(name, value, dims="group")
         theta = {k: v[cidx] for k, v in theta_curve.items()}
         X = {k: pt.as_tensor_variable(v) for k, v in prep.X.items()}
         mean = law.mean(pt, theta, X)

@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .data import DataError, schedules_of
+from .data import DataError, curve_info, schedules_of
 from .fit import Fit
 
 CHUNK_ELEMENTS = 4_000_000
+OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
 
 
 def _draws(fit: Fit, name: str) -> np.ndarray:
@@ -102,7 +103,9 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     """Predictions for every row of ``df`` (validated table; loss may be empty) with step >= 1.
 
     Returns ``df``'s columns (run, step, lr, val_set, model_size, loss where given) plus ``mean,
-    median, lower, upper, curve_lower, curve_upper``.
+    median, lower, upper, curve_lower, curve_upper``. Rows inside a run's initial warmup are left
+    empty when the fit excluded such losses (``settings.skip_warmup``, the default): the laws do
+    not describe them (the forward area is near zero there, and the power law blows up).
     """
     if not 0 < prob < 1:
         raise ValueError(f"prob={prob}; expected a probability strictly between 0 and 1")
@@ -120,9 +123,11 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
         size = g["model_size"].iloc[0] if has_size else (
             fit.groups["size"].iloc[0] if fit.groups["size"].nunique() == 1 else None)
         theta = parameter_draws(fit, vs, size, rng)
-        X = fit.law.design(sched[run], g["step"].to_numpy(), fit.config["settings"])
-        if getattr(fit.law, "size_extension", False):
-            X["n_millions"] = np.full(len(g), float(size) / 1e6)
+        info = curve_info(df, run, vs)
+        info["model_size"] = None if size is None else float(size)
+        if info["val_role"] is None and "val_role" in fit.groups.columns:
+            info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
+        X = fit.law.design(sched[run], g["step"].to_numpy(), fit.config["settings"], info)
         curves = curve_draws(fit, theta, X)
         noise = rng.standard_t(nu, size=curves.shape) if student else \
             rng.standard_normal(curves.shape)
@@ -132,6 +137,8 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
         res["median"] = np.median(curves, axis=0)
         res["lower"], res["upper"] = np.quantile(y_rep, q, axis=0)
         res["curve_lower"], res["curve_upper"] = np.quantile(curves, q, axis=0)
+        if fit.config["settings"].get("skip_warmup", True):
+            res.loc[res["step"] < sched[run].warmup_steps, OUTPUT_COLUMNS] = np.nan
         pieces.append(res)
     if not pieces:
         raise DataError("nothing to predict: no rows with step >= 1")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Law, Param, check_steps
+from .base import Law, Param, check_steps, size_in_millions
 
 
 class AnnealingLaw(Law):
@@ -40,11 +40,14 @@ class AnnealingLaw(Law):
             )
         self.params = base
 
-    def design(self, schedule, steps, settings):
+    def design(self, schedule, steps, settings, info=None):
         steps = check_steps(schedule, steps)
         s1, s2 = schedule.areas(lam=settings.get("lam", 0.999),
                                 warmup=settings.get("warmup", "peak"))
-        return {"S1": s1[steps], "S2": s2[steps]}
+        X = {"S1": s1[steps], "S2": s2[steps]}
+        if self.size_extension:
+            X["n_millions"] = np.full(steps.size, size_in_millions(info, self.name))
+        return X
 
     def mean(self, xp, theta, X):
         loss = theta["L0"] + theta["A"] * X["S1"] ** (-theta["alpha"])

@@ -50,13 +50,26 @@ class Law:
     def param_names(self) -> list[str]:
         return [p.name for p in self.params]
 
-    def design(self, schedule: Schedule, steps: np.ndarray, settings: dict) -> dict:
-        """Features of ``schedule`` at ``steps`` (int array, 1 <= step <= T), as numpy arrays."""
+    def design(self, schedule: Schedule, steps: np.ndarray, settings: dict,
+               info: dict | None = None) -> dict:
+        """Features of ``schedule`` at ``steps`` (int array, 1 <= step <= T), as numpy arrays.
+
+        ``info`` describes the curve (see :func:`bayescpt.data.curve_info`): its ``model_size``
+        (non-embedding parameters or None), ``val_set``, ``val_role``, ``pt_end`` (last PT step,
+        0 for no PT rows) and ``replay_ratio``; laws use what they need.
+        """
         raise NotImplementedError
 
     def mean(self, xp, theta: dict, X: dict):
         """Expected loss (nats) at the design's points."""
         raise NotImplementedError
+
+    #: names of the quantities :meth:`derived` returns (shown in diagnostics, not judged)
+    derived_names: tuple[str, ...] = ()
+
+    def derived(self, xp, theta: dict, settings: dict) -> dict:
+        """Quantities reported beside the parameters (natural scale), e.g. a reparametrised one."""
+        return {}
 
     # helpers --------------------------------------------------------------------------------
     def stack_designs(self, designs: list[dict]) -> dict:
@@ -77,3 +90,11 @@ def check_steps(schedule: Schedule, steps) -> np.ndarray:
         raise ValueError(f"schedule {schedule.name!r}: steps must lie in 1..{schedule.total_steps}"
                          f", got {steps.min()}..{steps.max()}")
     return steps
+
+
+def size_in_millions(info: dict | None, law: str) -> float:
+    """The curve's model size in millions of parameters (for laws with an explicit N term)."""
+    size = (info or {}).get("model_size")
+    if size is None or not np.isfinite(size):
+        raise ValueError(f"the {law} law's size extension needs a model_size for every run")
+    return float(size) / 1e6

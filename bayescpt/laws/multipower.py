@@ -89,7 +89,7 @@ class MultiPowerLaw(Law):
             Param("gamma", True, np.log(0.6), 0.3, 0.0, 0.0, 0.0, "LR exponent of the drop"),
         )
 
-    def design(self, schedule, steps, settings):
+    def design(self, schedule, steps, settings, info=None):
         steps = check_steps(schedule, steps)
         s1, _ = schedule.areas(warmup=settings.get("warmup", "exact"))
         D, Sk, log_eta = decrement_design(schedule, steps, settings.get("bins_area", 16),
