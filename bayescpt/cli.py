@@ -15,6 +15,7 @@ from pathlib import Path
 
 EXIT_STRICT = 1
 EXIT_INPUT = 2
+LAW_NAMES = ["annealing", "multipower", "cpt"]
 
 # Command groups living next to their models: each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
@@ -55,10 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fit a hierarchical law to a tidy loss-curve CSV "
                        "(columns run, step, lr, loss [, val_set, model_size]).")
     f.add_argument("data", type=Path, metavar="DATA.csv")
-    f.add_argument("--law", required=True, choices=["annealing", "multipower"])
+    f.add_argument("--law", required=True, choices=LAW_NAMES)
     f.add_argument("--out", required=True, type=Path, metavar="FIT.nc")
     f.add_argument("--max-points", type=int, default=None,
                    help="thin each curve to about this many loss points (decay phases kept dense)")
+    o = f.add_argument_group("cpt law options (default: chosen from the data)")
+    o.add_argument("--replay", action=argparse.BooleanOptionalAction, default=None,
+                   help="replay-ratio extension (Eq. 8); default on when runs differ in "
+                   "replay_ratio")
+    o.add_argument("--unknown-pt", action=argparse.BooleanOptionalAction, default=None,
+                   help="S1pt as a parameter for runs without PT rows; default on when a run "
+                   "has none")
+    o.add_argument("--size-extension", action=argparse.BooleanOptionalAction, default=None,
+                   help="model-size extension (Eq. 7); default on with three or more sizes")
     _sampler_args(f)
 
     p = sub.add_parser("predict", help="predict loss curves for schedules from a fit",
@@ -69,7 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
     p.add_argument("--out", required=True, type=Path, metavar="PRED.csv")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--force", action="store_true", help="replace an existing --out file")
+    p.add_argument("--outlook", type=Path, metavar="OUTLOOK.csv",
+                   help="cpt fits: also write each plan's final losses, loss potential and "
+                   "general-loss turning point (with intervals) here")
+    p.add_argument("--force", action="store_true", help="replace existing --out/--outlook files")
 
     d = sub.add_parser("diagnose", help="print R-hat, ESS and divergences of a fit")
     d.add_argument("fit", type=Path, metavar="FIT.nc")
@@ -77,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when R-hat > 1.01, bulk ESS < 400 or any divergence")
 
     c = sub.add_parser("config", help="print a law's default priors and structure as JSON")
-    c.add_argument("--law", required=True, choices=["annealing", "multipower"])
+    c.add_argument("--law", required=True, choices=LAW_NAMES)
 
     q = sub.add_parser("demo", help="the quick start: fit bundled curves, diagnose, predict "
                        "unseen schedules, write CSV + plot")
@@ -117,13 +130,16 @@ def cmd_fit(a) -> int:
     df = read_curves(a.data)
     if a.max_points:
         df = decimate(df, a.max_points)
+    law_options = _law_options(a, df)
     if not a.quiet:
         _say(f"data: {a.data} {describe(df)}")
-        _say(f"fitting the {a.law} law (compiling, then sampling; this takes a minute or more)")
+        opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
+        _say(f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
+             "sampling; this takes a minute or more)")
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # diagnostics are reported below, with guidance
-        fit = Fit.run(df, law=a.law, config=_load_config(a.config), sampler=a.sampler,
+        fit = Fit.run(df, law=a.law, law_options=law_options, config=_load_config(a.config), sampler=a.sampler,
                       chains=a.chains, draws=a.draws, tune=a.tune, seed=a.seed,
                       progress=not a.quiet and sys.stderr.isatty(), warn=False)
     fit.save(a.out, overwrite=a.force)
@@ -132,6 +148,19 @@ def cmd_fit(a) -> int:
         _say(f"done in {time.perf_counter() - t0:.1f} s; saved {a.out}")
     print(diag.to_text())
     return _verdict(diag, a.strict)
+
+
+def _law_options(a, df) -> dict:
+    given = {k: getattr(a, k) for k in ("replay", "unknown_pt", "size_extension")
+             if getattr(a, k) is not None}
+    if a.law != "cpt":
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise ValueError(f"{flags}: options of the cpt law, not of --law {a.law}")
+        return {}
+    from .cpt import cpt_law_options
+
+    return cpt_law_options(df, **given)
 
 
 def _verdict(diag, strict: bool) -> int:
@@ -151,15 +180,27 @@ def cmd_predict(a) -> int:
     from .predict import predict_frame
 
     _refuse_overwrite(a.out, a.force)
+    if a.outlook is not None:
+        _refuse_overwrite(a.outlook, a.force)
     fit = Fit.load(a.fit)
+    if a.outlook is not None and fit.law.name != "cpt":
+        raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
+                         "needs a cpt fit")
     sched = read_curves(a.schedule, need_loss=False)
     pred = predict_frame(fit, sched, prob=a.prob, seed=a.seed)
-    cols = [c for c in ("run", "step", "lr", "val_set", "model_size", "loss") if c in pred.columns]
+    cols = [c for c in ("run", "step", "lr", "phase", "val_set", "val_role", "model_size",
+                        "replay_ratio", "loss") if c in pred.columns]
     if pred["loss"].isna().all():
         cols.remove("loss")
     cols += ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
     pred[cols].to_csv(a.out, index=False, float_format="%.6g")
     _say(f"wrote {len(pred)} rows to {a.out}")
+    if a.outlook is not None:
+        from .cpt import outlook
+
+        out = outlook(fit, sched, prob=a.prob, seed=a.seed)
+        out.to_csv(a.outlook, index=False, float_format="%.6g")
+        _say(f"wrote the outlook of {out['run'].nunique()} plan(s) to {a.outlook}")
     return 0
 
 

@@ -71,5 +71,5 @@ def test_same_mean_function_builds_the_pymc_graph():
 
 
 def test_unknown_law():
-    with pytest.raises(ValueError, match="unknown law 'cpt'"):
-        get_law("cpt")
+    with pytest.raises(ValueError, match="unknown law 'chinchilla'"):
+        get_law("chinchilla")

@@ -2,16 +2,17 @@
 
 from .annealing import AnnealingLaw
 from .base import Law, Param
+from .cpt import CPTLaw
 from .multipower import MultiPowerLaw
 
-LAWS = {"annealing": AnnealingLaw, "multipower": MultiPowerLaw}
+LAWS = {"annealing": AnnealingLaw, "multipower": MultiPowerLaw, "cpt": CPTLaw}
 
 
 def get_law(name: str, **options) -> Law:
-    """The law called ``name`` (``annealing``, ``multipower``) with its options."""
+    """The law called ``name`` (``annealing``, ``multipower``, ``cpt``) with its options."""
     if name not in LAWS:
         raise ValueError(f"unknown law {name!r}; expected one of {sorted(LAWS)}")
     return LAWS[name](**options)
 
 
-__all__ = ["LAWS", "AnnealingLaw", "Law", "MultiPowerLaw", "Param", "get_law"]
+__all__ = ["LAWS", "AnnealingLaw", "CPTLaw", "Law", "MultiPowerLaw", "Param", "get_law"]

@@ -1,0 +1,230 @@
+"""The CPT learning-dynamics law: data model, the law's behaviour with the paper's parameters,
+recovery on simulated runs, and the CLI round trip (fit -> predict a new CPT plan)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayescpt import schedules as S
+from bayescpt.cli import main
+from bayescpt.cpt import PAPER_FIG3, cpt_law_options, cpt_rows, loss_potential
+from bayescpt.data import DataError, curve_info, read_curves, validate_curves
+from bayescpt.laws import get_law
+from bayescpt.laws.cpt import CPTLaw, with_bref
+from bayescpt.simulate import simulate_cpt
+
+ROLES = {"general": "general", "domain": "domain"}
+PT = S.wsd(10000, 2e-4, decay_steps=2000, final=2e-5, warmup_steps=200, name="pt")
+
+
+def _curve(theta, role, transfer, seg, law=None):
+    """The law's loss on one set over PT (to ``transfer``) then ``seg``: (cpt steps, loss)."""
+    law = law or CPTLaw()
+    head = S.Schedule(PT.lr[:transfer + 1], PT.warmup_steps)
+    full = head.then(seg)
+    steps = np.arange(transfer, full.total_steps + 1)
+    info = {"val_role": role, "val_set": role, "pt_end": transfer}
+    X = law.design(full, steps, law.default_settings, info)
+    th = {k: np.asarray(v) for k, v in with_bref(theta).items() if k != "B"}
+    return steps - transfer, law.mean(np, th, X), X
+
+
+# ---- the law with the paper's Fig. 3 parameters ------------------------------------------------
+
+@pytest.mark.parametrize("transfer", [8000, 10000])
+def test_paper_fig3_general_rises_then_recovers_domain_falls(transfer):
+    seg = S.rewarmup(6000, 2e-4, 100, final=0.0, shape="cosine")
+    t, gen, _ = _curve(PAPER_FIG3["general"], "general", transfer, seg)
+    _, dom, _ = _curve(PAPER_FIG3["domain"], "domain", transfer, seg)
+    peak = int(np.argmax(gen))
+    assert gen[peak] > gen[0] + 0.05            # the general loss rises after the transfer ...
+    assert 0 < peak < t.size - 1                # ... peaks inside the run ...
+    assert gen[-1] < gen[peak] - 0.02           # ... and recovers as the LR anneals
+    assert dom[-1] < dom[0] - 0.2               # the domain loss falls
+    assert np.all(np.diff(dom[t > 200]) < 1e-6)  # and keeps falling after the re-warmup
+
+
+def test_paper_fig3_shift_term_independent_of_transfer_step():
+    seg = S.rewarmup(4000, 2e-4, 100, final=0.0, shape="cosine")
+    law = CPTLaw()
+    shifts = []
+    for transfer in (6000, 8000, 10000):
+        _, loss, X = _curve(PAPER_FIG3["general"], "general", transfer, seg, law)
+        no_shift = dict(PAPER_FIG3["general"], B=0.0)
+        _, loss0, _ = _curve(no_shift, "general", transfer, seg, law)
+        shifts.append(loss - loss0)
+    # the PT (and thus the power-law and annealing terms) differ, the shift does not
+    assert not np.allclose(_curve(PAPER_FIG3["general"], "general", 6000, seg)[1],
+                           _curve(PAPER_FIG3["general"], "general", 10000, seg)[1])
+    np.testing.assert_allclose(shifts[0], shifts[1], atol=1e-12)
+    np.testing.assert_allclose(shifts[0], shifts[2], atol=1e-12)
+    assert shifts[0][-1] == pytest.approx(0.366 * (1 - (1 + 28.0 * _curve(
+        PAPER_FIG3["general"], "general", 8000, seg)[2]["S1cpt"][-1]) ** -0.189), rel=1e-9)
+
+
+def test_bref_is_the_shift_at_the_reference_area():
+    th = with_bref(PAPER_FIG3["domain"], shift_ref=1.0)
+    B = CPTLaw().derived(np, th, {"shift_ref": 1.0})["B"]
+    assert B == pytest.approx(PAPER_FIG3["domain"]["B"], rel=1e-12)
+    assert th["Bref"] < th["B"]
+
+
+def test_replay_shift_factor_is_one_without_replay_and_zero_with_pure_pt():
+    law = CPTLaw(replay=True)
+    seg = S.rewarmup(2000, 2e-4, 100, final=0.0, shape="cosine")
+    head = S.Schedule(PT.lr[:8001], PT.warmup_steps)
+    full = head.then(seg)
+    steps = np.array([8000, 9000, 10000])
+    th = {k: np.asarray(v) for k, v in with_bref(PAPER_FIG3["general"]).items() if k != "B"}
+    th.update(a1=np.asarray(0.0), k=np.asarray(2.0))
+    base = CPTLaw().mean(np, {k: v for k, v in th.items() if k not in ("a1", "k")},
+                         CPTLaw().design(full, steps, {}, {"val_role": "general", "pt_end": 8000}))
+    out = {}
+    for r in (0.0, 1.0):
+        X = law.design(full, steps, {}, {"val_role": "general", "pt_end": 8000,
+                                         "replay_ratio": r})
+        out[r] = law.mean(np, th, X)
+    np.testing.assert_allclose(out[0.0], base)        # r = 0: the law without replay
+    no_shift = with_bref(dict(PAPER_FIG3["general"], B=0.0))
+    X = CPTLaw().design(full, steps, {}, {"val_role": "general", "pt_end": 8000})
+    flat = CPTLaw().mean(np, {k: np.asarray(v) for k, v in no_shift.items() if k != "B"}, X)
+    np.testing.assert_allclose(out[1.0], flat, atol=1e-12)  # r = 1: PT data only, no shift
+
+
+def test_other_role_is_refused_with_guidance():
+    law = get_law("cpt")
+    with pytest.raises(ValueError, match="'general' or 'domain'"):
+        law.design(PT, np.array([5000]), {}, {"val_role": "other", "val_set": "c"})
+
+
+def test_loss_potential():
+    assert loss_potential(PT, 8000) == pytest.approx(1.0)
+    assert loss_potential(PT, 10000) == pytest.approx(0.1)
+
+
+# ---- the CPT data model -------------------------------------------------------------------------
+
+def _table():
+    seg = S.rewarmup(1000, 2e-4, 50, final=0.0, shape="cosine")
+    head = S.Schedule(PT.lr[:5001], PT.warmup_steps)
+    return cpt_rows("r1", head, seg, ROLES, loss_steps=[3000, 5000, 5500, 6000],
+                    losses={"general": [3.5, 3.4, 3.6, 3.55], "domain": [3.3, 3.2, 2.9, 2.8]},
+                    replay_ratio=0.25)
+
+
+def _csv(df, tmp_path, name="cpt.csv"):
+    path = tmp_path / name
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_cpt_table_round_trip_and_curve_info(tmp_path):
+    df = read_curves(_csv(_table(), tmp_path))
+    info = curve_info(df, "r1", "domain")
+    assert info["pt_end"] == 5000 and info["val_role"] == "domain"
+    assert info["replay_ratio"] == 0.25
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda d: d.assign(phase=d["phase"].replace("cpt", "finetune")), "phase.*expected 'pt' or 'cpt'"),
+    (lambda d: d.assign(replay_ratio=1.5), "replay_ratio.*1.5"),
+    (lambda d: d.assign(replay_ratio=np.where(d["step"] > 5500, 0.5, 0.25)),
+     "a run has one replay ratio"),
+    (lambda d: d.assign(val_role=d["val_role"].replace("domain", "target")), "val_role.*'target'"),
+    (lambda d: d.assign(val_role=np.where(d["val_set"] == "domain", np.nan, d["val_role"])),
+     "validation set 'domain', which has no role"),
+    (lambda d: d.assign(phase=np.where(d["step"] == 3000, "cpt", d["phase"])),
+     "CPT row at or before the end of the run's PT"),
+])
+def test_cpt_bad_input_names_the_problem(tmp_path, edit, match):
+    path = _csv(edit(_table()), tmp_path)
+    with pytest.raises(DataError, match=match) as err:
+        read_curves(path)
+    assert str(path) in str(err.value)
+
+
+def test_cpt_law_options_follow_the_data():
+    df = _table()
+    assert cpt_law_options(df) == {"replay": False, "unknown_pt": False, "size_extension": False}
+    two = pd.concat([df, df.assign(run="r2", replay_ratio=0.5)])
+    assert cpt_law_options(two)["replay"] is True
+    no_pt = df[df["phase"] == "cpt"].assign(run="base-unknown")
+    assert cpt_law_options(pd.concat([df, no_pt]))["unknown_pt"] is True
+    assert cpt_law_options(two, replay=False)["replay"] is False
+
+
+# ---- recovery and the CLI round trip -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cli_fit(tmp_path_factory):
+    """Simulated Fig. 3 runs (cosine and constant CPT from two transfer steps), fitted by the CLI;
+    the WSD runs are held out."""
+    d = tmp_path_factory.mktemp("cpt")
+    curves, truth = simulate_cpt(seed=3)
+    held = curves["run"].str.endswith("/wsd")
+    curves[~held].to_csv(d / "fit.csv", index=False)
+    curves[held].to_csv(d / "held.csv", index=False)
+    rc = main(["fit", str(d / "fit.csv"), "--law", "cpt", "--out", str(d / "fit.nc"),
+               "--draws", "300", "--tune", "500", "--chains", "2", "--seed", "1", "--quiet"])
+    assert rc == 0
+    return d, truth
+
+
+def test_cpt_fit_recovers_the_shift_and_predicts_a_held_out_schedule(cli_fit):
+    from bayescpt.fit import Fit
+    from bayescpt.predict import predict_frame
+
+    d, truth = cli_fit
+    fit = Fit.load(d / "fit.nc")
+    assert fit.law.name == "cpt" and fit.meta["law_options"]["replay"] is False
+    diag = fit.diagnostics()
+    assert diag.max_rhat < 1.05 and diag.divergences == 0
+    post = fit.idata.posterior
+    for role in ("general", "domain"):
+        bref = post["Bref"].sel(group=role).values.ravel()
+        lo, hi = np.quantile(bref, [0.025, 0.975])
+        true = float(truth.set_index("val_set").loc[role, "Bref"])
+        assert lo <= true <= hi, (role, lo, true, hi)
+    held = read_curves(d / "held.csv")
+    pred = predict_frame(fit, held, prob=0.9)
+    pred = pred[pred["loss"].notna() & (pred["phase"] == "cpt")]
+    inside = ((pred["loss"] >= pred["lower"]) & (pred["loss"] <= pred["upper"])).mean()
+    mre = (pred["median"] / pred["loss"] - 1).abs().mean()
+    assert inside >= 0.8, inside
+    assert mre < 0.005, mre
+
+
+def test_cli_predicts_a_new_cpt_plan_with_its_outlook(cli_fit, tmp_path, capsys):
+    d, _ = cli_fit
+    head = S.Schedule(PT.lr[:8001], PT.warmup_steps)
+    plan = cpt_rows("plan", head, S.rewarmup(3000, 1e-4, 100, final=0.0, shape="linear",
+                                              decay_steps=600), ROLES, lr_every=50)
+    plan.to_csv(tmp_path / "plan.csv", index=False)
+    args = ["predict", str(d / "fit.nc"), "--schedule", str(tmp_path / "plan.csv"),
+            "--out", str(tmp_path / "pred.csv"), "--outlook", str(tmp_path / "outlook.csv")]
+    assert main(args) == 0
+    pred = pd.read_csv(tmp_path / "pred.csv")
+    assert set(pred["val_role"]) == {"general", "domain"}
+    cpt = pred[pred["phase"] == "cpt"]
+    assert cpt["mean"].notna().all() and (cpt["lower"] < cpt["upper"]).all()
+    assert pred.loc[pred["step"] < 200, "mean"].isna().all()   # the initial warmup: no law
+    out = pd.read_csv(tmp_path / "outlook.csv").set_index("val_set")
+    assert out.loc["general", "p_rise"] > 0.9
+    assert out.loc["domain", "final_upper"] < out.loc["general", "final_lower"]
+    assert out.loc["general", "final_lower"] <= out.loc["general", "final_median"] \
+        <= out.loc["general", "final_upper"]
+    assert main(args) == 2                                      # never overwrites silently
+    assert "--force" in capsys.readouterr().err
+
+
+def test_cli_rejects_cpt_options_for_other_laws(tmp_path, capsys):
+    df = validate_curves(_table(), source="t")
+    df.to_csv(tmp_path / "d.csv", index=False)
+    rc = main(["fit", str(tmp_path / "d.csv"), "--law", "annealing", "--replay",
+               "--out", str(tmp_path / "f.nc")])
+    assert rc == 2
+    assert "--replay: options of the cpt law" in capsys.readouterr().err
