@@ -106,7 +106,10 @@ def outlook(fit, plans: pd.DataFrame, prob: float = 0.9, seed: int = 0) -> pd.Da
     run ends (``p_turn``).
     """
     from .data import curve_info, schedules_of
-    from .predict import curve_draws, parameter_draws
+    from .other import other_sets
+    from .predict import other_draws, curve_draws, parameter_draws
+
+    others = other_sets(fit.meta)
 
     rng = np.random.default_rng(seed)
     sched = schedules_of(plans)
@@ -119,10 +122,13 @@ def outlook(fit, plans: pd.DataFrame, prob: float = 0.9, seed: int = 0) -> pd.Da
         s = sched[run]
         t_pt = info["pt_end"]
         steps = np.arange(max(t_pt, 1), s.total_steps + 1)
-        X = fit.law.design(s, steps, fit.config["settings"], info)
-        theta = parameter_draws(fit, vs, info["model_size"] if info["model_size"] is not None
-                                else _only_size(fit), rng)
-        curves = curve_draws(fit, theta, X)
+        if info["model_size"] is None:
+            info["model_size"] = _only_size(fit)
+        if vs in others:
+            curves, _ = other_draws(fit, vs, others[vs], s, steps, info, rng)
+        else:
+            X = fit.law.design(s, steps, fit.config["settings"], info)
+            curves = curve_draws(fit, parameter_draws(fit, vs, info["model_size"], rng), X)
         final = curves[:, -1]
         row = {"run": run, "val_set": vs, "val_role": info["val_role"],
                "cpt_steps": int(s.total_steps - t_pt),

@@ -58,12 +58,27 @@ class Fit:
         s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
                              seed=seed, target_accept=target_accept)
         cfg["sampler"] = s
-        prep = prepare(df, law_obj, cfg["settings"])
+        other = None
+        if law_obj.name == "cpt":
+            from .other import split_other
+
+            df_law, other = split_other(df)  # 'other' sets: combinations, fitted after
+        else:
+            df_law = df
+        prep = prepare(df_law, law_obj, cfg["settings"])
         model = build_model(law_obj, prep, cfg)
         t0 = time.perf_counter()
         idata = sample_model(model, s, progress=progress, cores=cores)
         wall = time.perf_counter() - t0
         meta = _meta(law_obj, law_options, df, prep, wall)
+        if other is not None:
+            from .other import add_to_posterior, fit_other
+
+            post = idata.posterior
+            arrays, summary = fit_other(df, other, post.sizes["chain"], post.sizes["draw"],
+                                        seed=s["seed"])
+            add_to_posterior(idata, arrays, summary)
+            meta["other_sets"] = json.dumps(summary)
         fit = cls(idata, law_obj, cfg, prep.groups, prep.curves, prep.size_ref, meta)
         fit._write_attrs()
         if warn:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .data import DataError, curve_info, schedules_of
 from .fit import Fit
+from .other import other_sets
 
 CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
@@ -118,20 +119,25 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     if not has_size and fit.groups["size"].nunique() > 1:
         raise DataError("the schedule has no model_size column; the fit has several model sizes "
                         f"({sorted(fit.groups['size'].unique())})")
+    others = other_sets(fit.meta)
     pieces = []
     for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
         size = g["model_size"].iloc[0] if has_size else (
             fit.groups["size"].iloc[0] if fit.groups["size"].nunique() == 1 else None)
-        theta = parameter_draws(fit, vs, size, rng)
         info = curve_info(df, run, vs)
         info["model_size"] = None if size is None else float(size)
-        if info["val_role"] is None and "val_role" in fit.groups.columns:
-            info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
-        X = fit.law.design(sched[run], g["step"].to_numpy(), fit.config["settings"], info)
-        curves = curve_draws(fit, theta, X)
-        noise = rng.standard_t(nu, size=curves.shape) if student else \
-            rng.standard_normal(curves.shape)
-        y_rep = curves * np.exp(theta["_sigma"][:, None] * noise)
+        if vs in others:
+            curves, y_rep = other_draws(fit, vs, others[vs], sched[run], g["step"].to_numpy(),
+                                         info, rng)
+        else:
+            theta = parameter_draws(fit, vs, size, rng)
+            if info["val_role"] is None and "val_role" in fit.groups.columns:
+                info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
+            X = fit.law.design(sched[run], g["step"].to_numpy(), fit.config["settings"], info)
+            curves = curve_draws(fit, theta, X)
+            noise = rng.standard_t(nu, size=curves.shape) if student else \
+                rng.standard_normal(curves.shape)
+            y_rep = curves * np.exp(theta["_sigma"][:, None] * noise)
         res = g.copy()
         res["mean"] = curves.mean(axis=0)
         res["median"] = np.median(curves, axis=0)
@@ -143,3 +149,23 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     if not pieces:
         raise DataError("nothing to predict: no rows with step >= 1")
     return pd.concat(pieces).sort_index()
+
+
+def other_draws(fit: Fit, vs: str, spec: dict, schedule, steps, info: dict,
+                 rng: np.random.Generator):
+    """Curve and observation draws of an ``other`` set: a * general + b * domain (+ noise)."""
+    parts = {}
+    for role in ("general", "domain"):
+        name = spec[f"{role}_set"]
+        theta = parameter_draws(fit, name, info["model_size"], rng)
+        X = fit.law.design(schedule, steps, fit.config["settings"],
+                           dict(info, val_set=name, val_role=role))
+        parts[role] = curve_draws(fit, theta, X)
+    post = fit.idata.posterior
+    coef = post["other_coef"].sel(other_set=vs).stack(sample=("chain", "draw"))
+    coef = coef.transpose("sample", "coef").values
+    sigma = post["other_sigma"].sel(other_set=vs).stack(sample=("chain", "draw")).values
+    reps = parts["general"].shape[0] // coef.shape[0]   # antithetic draws use each twice
+    coef, sigma = np.tile(coef, (reps, 1)), np.tile(sigma, reps)
+    curves = coef[:, :1] * parts["general"] + coef[:, 1:] * parts["domain"]
+    return curves, curves + sigma[:, None] * rng.standard_normal(curves.shape)

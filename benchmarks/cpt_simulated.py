@@ -46,7 +46,7 @@ def held_out(seed: int) -> dict:
     pred = pred[pred["loss"].notna() & (pred["phase"] == "cpt")].copy()
     pred["rel"] = (pred["median"] / pred["loss"] - 1).abs()
     pred["inside"] = (pred["loss"] >= pred["lower"]) & (pred["loss"] <= pred["upper"])
-    out = {"seconds": round(fit.meta["seconds"], 1), "max_rhat": round(d.max_rhat, 4),
+    out = {"seconds": round(fit.meta["sampling_seconds"], 1), "max_rhat": round(d.max_rhat, 4),
            "min_ess_bulk": round(d.min_ess_bulk, 1), "divergences": d.divergences,
            "diagnostics_ok": d.ok, "problems": d.problems()}
     post = fit.idata.posterior
@@ -80,7 +80,7 @@ def recovery(n_sets: int, draws: int, tune: int) -> dict:
         fit = compiled.fit(curves, seed=i)
         d = fit.diagnostics()
         diags.append({"max_rhat": d.max_rhat, "min_ess_bulk": d.min_ess_bulk,
-                      "divergences": d.divergences, "seconds": fit.meta["seconds"]})
+                      "divergences": d.divergences, "seconds": fit.meta["sampling_seconds"]})
         post = fit.idata.posterior
         truth = table.set_index("val_set")
         for p in PARAMS:

@@ -159,12 +159,29 @@ def test_cpt_law_options_follow_the_data():
 
 # ---- recovery and the CLI round trip -----------------------------------------------------------
 
+OTHER_AB = (0.35, 0.7)
+
+
+def _other_set(curves, seed=5):
+    """An out-of-domain set logged with the others: 0.35 general + 0.7 domain + N(0, 0.004)."""
+    rng = np.random.default_rng(seed)
+    wide = curves.dropna(subset=["loss"]).pivot_table(index=["run", "step"], columns="val_set",
+                                                      values="loss")
+    y = OTHER_AB[0] * wide["general"] + OTHER_AB[1] * wide["domain"]
+    out = wide.reset_index()[["run", "step"]].assign(loss=y.to_numpy() + rng.normal(0, 0.004,
+                                                                                    len(y)))
+    lr = curves.drop_duplicates(["run", "step"]).set_index(["run", "step"])
+    out = out.join(lr[["lr", "phase"]], on=["run", "step"])
+    return out.assign(val_set="c-headers", val_role="other")
+
+
 @pytest.fixture(scope="module")
 def cli_fit(tmp_path_factory):
     """Simulated Fig. 3 runs (cosine and constant CPT from two transfer steps), fitted by the CLI;
     the WSD runs are held out."""
     d = tmp_path_factory.mktemp("cpt")
     curves, truth = simulate_cpt(seed=3)
+    curves = pd.concat([curves, _other_set(curves)], ignore_index=True)
     held = curves["run"].str.endswith("/wsd")
     curves[~held].to_csv(d / "fit.csv", index=False)
     curves[held].to_csv(d / "held.csv", index=False)
@@ -228,3 +245,22 @@ def test_cli_rejects_cpt_options_for_other_laws(tmp_path, capsys):
                "--out", str(tmp_path / "f.nc")])
     assert rc == 2
     assert "--replay: options of the cpt law" in capsys.readouterr().err
+
+
+def test_other_set_is_a_combination_recovered_and_predicted(cli_fit):
+    from bayescpt.fit import Fit
+    from bayescpt.predict import predict_frame
+
+    d, _ = cli_fit
+    fit = Fit.load(d / "fit.nc")
+    coef = fit.idata.posterior["other_coef"].sel(other_set="c-headers")
+    for name, true in zip(("a", "b"), OTHER_AB):
+        lo, hi = np.quantile(coef.sel(coef=name).values.ravel(), [0.005, 0.995])
+        assert lo <= true <= hi, (name, lo, true, hi)
+    held = read_curves(d / "held.csv")
+    pred = predict_frame(fit, held, prob=0.9)
+    o = pred[(pred["val_set"] == "c-headers") & pred["loss"].notna() & (pred["phase"] == "cpt")]
+    assert len(o) > 20
+    inside = ((o["loss"] >= o["lower"]) & (o["loss"] <= o["upper"])).mean()
+    assert inside >= 0.8, inside
+    assert (o["median"] - o["loss"]).abs().mean() < 0.02
