@@ -188,3 +188,49 @@ def test_plot_writes_figures(tiny_runs, tmp_path):
     assert main(["lab", "plot", str(out / "curves.csv"), "--out", str(tmp_path)]) == 0
     assert {p.name for p in tmp_path.glob("*.png")} >= {"by_schedule.png", "by_transfer.png",
                                                         "by_replay_ratio.png"}
+    table = pd.read_csv(tmp_path / "phenomena.csv")
+    assert len(table) == 8 and table["dom_change"].notna().all()
+
+
+# ------------------------------------------------------------------ the bundled grid (no torch)
+BUNDLED = ROOT / "data" / "lab"
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    from bayescpt.lab.phenomena import per_run
+
+    curves = pd.read_csv(BUNDLED / "curves.csv.gz")
+    runs = pd.read_csv(BUNDLED / "runs.csv")
+    return curves, runs, per_run(curves, runs)
+
+
+def test_bundled_data_is_what_the_grid_config_wrote():
+    import gzip
+    import hashlib
+    import json
+
+    from bayescpt.data import read_curves
+
+    manifest = json.loads((BUNDLED / "manifest.json").read_text())
+    text = gzip.decompress((BUNDLED / "curves.csv.gz").read_bytes())
+    assert hashlib.sha256(text).hexdigest() == manifest["curves_sha256"]
+    assert manifest["config"] == tomllib.loads(GRID.read_text())
+    df = read_curves(BUNDLED / "curves.csv.gz")
+    assert df["run"].nunique() == len(labconfig.load_config(GRID).runs) == manifest["runs"]
+
+
+def test_bundled_data_shows_the_cpt_phenomena(bundled):
+    _, _, ph = bundled
+    no_replay = ph[ph["replay_ratio"] == 0]
+    # general loss rises after the switch, domain loss falls, in every run without replay
+    assert (no_replay["gen_rise_peak"] > 0.1).all()
+    assert (ph["dom_change"] < -0.2).all()
+    # annealing: every decaying schedule ends below the constant-LR run on the domain set
+    decaying = ph[ph["anneal_dom"].notna()]
+    assert len(decaying) >= 10 and (decaying["anneal_dom"] > 0).all()
+    # replay reduces the general rise, monotonically in the ratio, at every size
+    rep = ph[(ph["schedule"] == "cos") & (ph["transfer"] == 900) & (ph["cpt_steps"] == 600)]
+    for size, g in rep.groupby("size"):
+        rise = g.sort_values("replay_ratio")["gen_rise_peak"].to_numpy()
+        assert len(rise) >= 3 and np.all(np.diff(rise) < 0), (size, rise)

@@ -48,6 +48,10 @@ def _dispatch(a: argparse.Namespace) -> int:
         return 0
     from .plots import plot_all
 
-    for path in plot_all(a.curves, a.runs or a.curves.with_name("runs.csv"), a.out):
+    runs = a.runs or a.curves.with_name("runs.csv")
+    for path, what in ((a.curves, "curves"), (runs, "runs table (--runs)")):
+        if not Path(path).exists():
+            raise ValueError(f"{path}: no such file; expected the lab's {what}")
+    for path in plot_all(a.curves, runs, a.out):
         _say(f"wrote {path}")
     return 0

@@ -24,7 +24,7 @@ def reference(runs: pd.DataFrame) -> dict:
 
 
 def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, path: Path,
-                roles=("general", "domain")):
+                roles=None):
     """One figure: a column of panels (one per validation role, then the LR) with one line per
     value of ``vary``. Returns the path, or None when fewer than two runs differ in ``vary``."""
     sel = runs
@@ -33,9 +33,12 @@ def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, 
             sel = sel[sel[f] == ref[f]]
     if sel[vary].nunique() < 2:
         return None
+    if roles is None:
+        present = set(curves["val_role"])
+        roles = [r for r in ("general", "domain", "other") if r in present]
     sel = sel.sort_values(vary)
     start = max(0, int(sel["transfer"].min()) - 300)
-    fig, axes = plt.subplots(len(roles) + 1, 1, figsize=(7.5, 2.6 * (len(roles) + 1)),
+    fig, axes = plt.subplots(len(roles) + 1, 1, figsize=(7.5, 2.3 * (len(roles) + 1)),
                              sharex=True, height_ratios=[3] * len(roles) + [1.4])
     cmap = plt.get_cmap("viridis")
     for i, (_, r) in enumerate(sel.iterrows()):
@@ -65,13 +68,18 @@ def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, 
 
 
 def plot_all(curves_path, runs_path, out_dir) -> list[Path]:
-    """One PNG per factor that varies around the reference run; returns the paths written."""
+    """One PNG per factor that varies around the reference run, and ``phenomena.csv``
+    (:func:`bayescpt.lab.phenomena.per_run`); returns the paths written."""
+    from .phenomena import per_run
+
     curves = pd.read_csv(curves_path)
     runs = pd.read_csv(runs_path)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     ref = reference(runs)
-    written = []
+    table = out_dir / "phenomena.csv"
+    per_run(curves, runs).to_csv(table, index=False, float_format="%.4f")
+    written = [table]
     for vary in FACTORS:
         p = plot_factor(curves, runs, vary, ref, out_dir / f"by_{vary}.png")
         if p:

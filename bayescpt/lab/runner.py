@@ -136,7 +136,7 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
     torch = require_torch()
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True)
-    t_start = time.perf_counter()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     tr = cfg.train
 
     corpora: dict[str, Corpus] = {n: load_corpus(n, spec) for n, spec in cfg.corpora.items()}
@@ -226,7 +226,8 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
         "heldout_schedules": cfg.heldout_schedules, "heldout_replay": cfg.heldout_replay,
         "curves_sha256": hashlib.sha256(text.encode()).hexdigest(),
         "rows": len(curves),
-        "timings_s": {"total": round(time.perf_counter() - t_start, 1), **timings},
+        "timings_s": {"total": round(time.perf_counter() - t_start, 1),
+                      "total_cpu": round(time.process_time() - cpu_start, 1), **timings},
         "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
     }
     _atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=1) + "\n")
