@@ -1,0 +1,25 @@
+"""The CPT lab: real continual pre-training (CPT) loss curves from tiny language models on a CPU.
+
+A small decoder-only transformer over bytes is pre-trained (PT) on one corpus, checkpointed at
+several transfer steps, and continued (CPT) from each checkpoint on a second corpus, with a
+learning-rate schedule built by :mod:`bayescpt.schedules` and used exactly, step by step. The
+output is the CPT data model (``run, step, lr, loss, val_set, val_role, phase, replay_ratio,
+model_size``) plus a manifest.
+
+Modules: :mod:`.config` (the TOML experiment file), :mod:`.corpora` (the two text
+distributions and their splits), :mod:`.model` (the transformer), :mod:`.runner` (training and
+output), :mod:`.plots`, :mod:`.cli` (``bayescpt lab run|plot``). Only :mod:`.model` and
+:mod:`.runner` need torch (the optional extra ``lab``); it is imported when a run starts.
+"""
+
+INSTALL_HINT = ("the lab needs PyTorch: install the optional extra with "
+                "`pip install 'bayescpt[lab]'` (or `pip install torch==2.13.0`)")
+
+
+def require_torch():
+    """Import torch, or raise a one-line ValueError that says how to install it."""
+    try:
+        import torch
+    except ImportError:
+        raise ValueError(INSTALL_HINT) from None
+    return torch

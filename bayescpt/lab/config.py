@@ -1,0 +1,207 @@
+"""The lab's experiment file (TOML): model sizes, corpora, the PT schedule and its transfer
+points, and the CPT grid. See ``bayescpt/lab/configs/grid.toml`` for a commented example.
+
+Every problem raises ``ValueError`` with one line naming the file and the key. Learning-rate
+schedules are tables ``{kind = BUILDER, ...}`` whose other keys are the keyword arguments of the
+builder of that name in :mod:`bayescpt.schedules` (``constant``, ``cosine``, ``wsd``,
+``rewarmup``, ``multistep``, ``cyclic``); ``total_steps`` comes from the run. A CPT ``rewarmup``
+starts from the PT learning rate at the transfer step.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import schedules as S
+
+BUILDERS = ("constant", "cosine", "wsd", "rewarmup", "multistep", "cyclic")
+ROLES = ("general", "domain", "other")
+TRAIN_DEFAULTS = {"seq_len": 64, "batch_size": 16, "weight_decay": 0.1, "beta1": 0.9,
+                  "beta2": 0.95, "eps": 1e-8, "grad_clip": 1.0, "eval_every": 25,
+                  "eval_sequences": 64, "eval_cpt_early": []}
+
+
+@dataclass(frozen=True)
+class CptRun:
+    """One CPT run: model size, PT transfer step, CPT schedule name, CPT steps, replay ratio."""
+
+    size: str
+    transfer: int
+    schedule: str
+    steps: int
+    replay: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.size}/pt{self.transfer}/{self.schedule}-{self.steps}/r{self.replay:g}"
+
+
+@dataclass
+class LabConfig:
+    source: str
+    name: str
+    seed: int
+    threads: int
+    train: dict
+    sizes: dict            # name -> {d_model, n_layers, n_heads}
+    corpora: dict          # name -> corpus table (with role)
+    pt_steps: int
+    pt_schedule: dict
+    cpt_schedules: dict    # name -> schedule table
+    runs: list             # [CptRun]
+    heldout_schedules: list = field(default_factory=list)
+    heldout_replay: list = field(default_factory=list)
+    raw: dict = field(default_factory=dict)
+
+    def corpus_with_role(self, role: str) -> str:
+        return next(n for n, c in self.corpora.items() if c["role"] == role)
+
+    def transfers(self, size: str) -> list[int]:
+        return sorted({r.transfer for r in self.runs if r.size == size})
+
+    def sizes_in_use(self) -> list[str]:
+        return [s for s in self.sizes if any(r.size == s for r in self.runs)]
+
+    def pt_schedule_built(self) -> S.Schedule:
+        return build_schedule(self.pt_schedule, self.pt_steps, where=f"{self.source}: [pt]")
+
+    def full_schedule(self, run: CptRun) -> S.Schedule:
+        """The per-step LR of ``run`` from the start of PT: PT up to the transfer, then CPT."""
+        pt = self.pt_schedule_built()
+        prefix = S.Schedule(pt.lr[: run.transfer + 1], min(pt.warmup_steps, run.transfer), "pt")
+        seg = build_schedule(self.cpt_schedules[run.schedule], run.steps,
+                             where=f"{self.source}: [cpt.schedules.{run.schedule}]",
+                             start=prefix)
+        return prefix.then(seg, name=run.name)
+
+
+def build_schedule(spec: dict, total_steps: int, where: str, start: S.Schedule | None = None):
+    """A :class:`~bayescpt.schedules.Schedule` from a ``{kind = ..., ...}`` table."""
+    spec = dict(spec)
+    kind = spec.pop("kind", None)
+    if kind not in BUILDERS:
+        raise ValueError(f"{where}: schedule kind {kind!r}; expected one of {BUILDERS}")
+    if kind == "rewarmup":
+        spec.setdefault("start_lr", start if start is not None else 0.0)
+    try:
+        return getattr(S, kind)(total_steps, **spec)
+    except TypeError as err:
+        raise ValueError(f"{where}: {err}") from None
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
+def _int(table, key, where, minimum=1):
+    v = table.get(key)
+    if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+        raise ValueError(f"{where}: '{key}' = {v!r}; expected an integer >= {minimum}")
+    return v
+
+
+def _names(v, known, key, where):
+    if not isinstance(v, list) or not v:
+        raise ValueError(f"{where}: '{key}' must be a non-empty list")
+    for x in v:
+        if x not in known:
+            raise ValueError(f"{where}: '{key}' has {x!r}; defined are {sorted(known)}")
+    return v
+
+
+def load_config(path) -> LabConfig:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such config file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path}: not valid TOML ({err})") from None
+    return parse_config(raw, source=str(path))
+
+
+def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
+    raw = copy.deepcopy(raw)
+    unknown = set(raw) - {"name", "seed", "threads", "train", "sizes", "corpora", "pt", "cpt"}
+    if unknown:
+        raise ValueError(f"{source}: unknown top-level key(s) {sorted(unknown)}")
+    train = dict(TRAIN_DEFAULTS)
+    extra = set(raw.get("train", {})) - set(TRAIN_DEFAULTS)
+    if extra:
+        raise ValueError(f"{source}: [train] unknown key(s) {sorted(extra)}; "
+                         f"known: {sorted(TRAIN_DEFAULTS)}")
+    train.update(raw.get("train", {}))
+    for k in ("seq_len", "batch_size", "eval_every", "eval_sequences"):
+        _int(train, k, f"{source}: [train]")
+    early = train["eval_cpt_early"]
+    if not isinstance(early, list) or any(not isinstance(j, int) or j < 1 for j in early):
+        raise ValueError(f"{source}: [train] 'eval_cpt_early' = {early!r}; expected a list of "
+                         "CPT steps (>= 1) with an extra evaluation, e.g. [1, 2, 4, 8, 16]")
+
+    sizes = raw.get("sizes") or {}
+    if not sizes:
+        raise ValueError(f"{source}: no [sizes.NAME] table (d_model, n_layers, n_heads)")
+    for n, s in sizes.items():
+        for k in ("d_model", "n_layers", "n_heads"):
+            _int(s, k, f"{source}: [sizes.{n}]")
+        if s["d_model"] % s["n_heads"]:
+            raise ValueError(f"{source}: [sizes.{n}] d_model={s['d_model']} is not a multiple "
+                             f"of n_heads={s['n_heads']}")
+
+    corpora = raw.get("corpora") or {}
+    roles = [c.get("role") for c in corpora.values()]
+    for n, c in corpora.items():
+        if c.get("role") not in ROLES:
+            raise ValueError(f"{source}: [corpora.{n}] role {c.get('role')!r}; expected one of "
+                             f"{ROLES}")
+    if roles.count("general") != 1 or roles.count("domain") != 1:
+        raise ValueError(f"{source}: expected exactly one corpus with role 'general' (PT data) "
+                         f"and one with role 'domain' (CPT data); found roles {roles}")
+
+    pt = raw.get("pt") or {}
+    pt_steps = _int(pt, "steps", f"{source}: [pt]")
+    if not isinstance(pt.get("schedule"), dict):
+        raise ValueError(f"{source}: [pt] needs a 'schedule' table, e.g. "
+                         "{kind = \"wsd\", peak = 2e-3, decay_steps = 300, warmup_steps = 50}")
+
+    cpt = raw.get("cpt") or {}
+    scheds = cpt.get("schedules") or {}
+    if not scheds:
+        raise ValueError(f"{source}: no [cpt.schedules.NAME] table")
+    runs, seen = [], set()
+    for i, block in enumerate(cpt.get("grid") or []):
+        where = f"{source}: [[cpt.grid]] #{i + 1}"
+        sz = _names(block.get("sizes"), sizes, "sizes", where)
+        sc = _names(block.get("schedules"), scheds, "schedules", where)
+        transfers = block.get("transfers")
+        if not isinstance(transfers, list) or not transfers or any(
+                not isinstance(t, int) or not 1 <= t <= pt_steps for t in transfers):
+            raise ValueError(f"{where}: 'transfers' = {transfers!r}; expected PT steps in "
+                             f"1..{pt_steps}")
+        lengths = block.get("steps")
+        if not isinstance(lengths, list) or not lengths or any(
+                not isinstance(t, int) or t < 2 for t in lengths):
+            raise ValueError(f"{where}: 'steps' = {lengths!r}; expected a list of CPT lengths")
+        replay = block.get("replay", [0.0])
+        if any(not isinstance(r, (int, float)) or not 0 <= r < 1 for r in replay):
+            raise ValueError(f"{where}: 'replay' = {replay!r}; expected shares of PT data in "
+                             "[0, 1)")
+        for combo in itertools.product(sz, transfers, sc, lengths, replay):
+            run = CptRun(combo[0], combo[1], combo[2], combo[3], float(combo[4]))
+            if run not in seen:
+                seen.add(run)
+                runs.append(run)
+    if not runs:
+        raise ValueError(f"{source}: no CPT runs; add a [[cpt.grid]] block")
+    cfg = LabConfig(source, str(raw.get("name", Path(source).stem)), int(raw.get("seed", 0)),
+                    int(raw.get("threads", 1)), train, sizes, corpora, pt_steps, pt["schedule"],
+                    scheds, runs, list(cpt.get("heldout_schedules", [])),
+                    [float(r) for r in cpt.get("heldout_replay", [])], raw)
+    _names(cfg.heldout_schedules or list(scheds)[:1], scheds, "heldout_schedules",
+           f"{source}: [cpt]")
+    cfg.pt_schedule_built()
+    for run in runs:  # build every schedule now: errors before any training
+        cfg.full_schedule(run)
+    return cfg

@@ -1,0 +1,87 @@
+"""Figures of lab curves: general and domain validation loss and the LR against the step, for
+runs that differ in one factor (CPT schedule, transfer step, replay ratio, model size, length)
+with the others fixed at the grid's reference values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+FACTORS = ("schedule", "transfer", "replay_ratio", "size", "cpt_steps")
+
+
+def reference(runs: pd.DataFrame) -> dict:
+    """The most frequent value of each factor (replay 0 when present): the grid's centre."""
+    ref = {f: runs[f].mode().iloc[0] for f in FACTORS}
+    if (runs["replay_ratio"] == 0).any():
+        ref["replay_ratio"] = 0.0
+    return ref
+
+
+def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, path: Path,
+                roles=None):
+    """One figure: a column of panels (one per validation role, then the LR) with one line per
+    value of ``vary``. Returns the path, or None when fewer than two runs differ in ``vary``."""
+    sel = runs
+    for f in FACTORS:
+        if f != vary:
+            sel = sel[sel[f] == ref[f]]
+    if sel[vary].nunique() < 2:
+        return None
+    if roles is None:
+        present = set(curves["val_role"])
+        roles = [r for r in ("general", "domain", "other") if r in present]
+    sel = sel.sort_values(vary)
+    start = max(0, int(sel["transfer"].min()) - 300)
+    fig, axes = plt.subplots(len(roles) + 1, 1, figsize=(7.5, 2.3 * (len(roles) + 1)),
+                             sharex=True, height_ratios=[3] * len(roles) + [1.4])
+    cmap = plt.get_cmap("viridis")
+    for i, (_, r) in enumerate(sel.iterrows()):
+        color = cmap(i / max(1, len(sel) - 1) * 0.9)
+        c = curves[(curves["run"] == r["run"]) & (curves["step"] >= start)]
+        label = f"{vary} = {r[vary]:g}" if not isinstance(r[vary], str) else f"{vary} = {r[vary]}"
+        for ax, role in zip(axes, roles):
+            g = c[(c["val_role"] == role) & c["loss"].notna()]
+            ax.plot(g["step"], g["loss"], color=color, lw=1.2, label=label)
+            ax.axvline(r["transfer"], color=color, ls=":", lw=0.8)
+        lr = c.drop_duplicates("step")
+        axes[-1].plot(lr["step"], lr["lr"], color=color, lw=1.0)
+    for ax, role in zip(axes, roles):
+        name = c.loc[c["val_role"] == role, "val_set"].iloc[0]
+        ax.set_ylabel(f"{role} loss\n({name}, nats/byte)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, loc="upper right")
+    axes[-1].set_ylabel("learning rate")
+    axes[-1].set_xlabel("step (from the start of PT; dotted: transfer to CPT)")
+    axes[-1].grid(alpha=0.3)
+    fixed = ", ".join(f"{f}={ref[f]}" for f in FACTORS if f != vary)
+    axes[0].set_title(f"CPT curves by {vary} ({fixed})", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_all(curves_path, runs_path, out_dir) -> list[Path]:
+    """One PNG per factor that varies around the reference run, and ``phenomena.csv``
+    (:func:`bayescpt.lab.phenomena.per_run`); returns the paths written."""
+    from .phenomena import per_run
+
+    curves = pd.read_csv(curves_path)
+    runs = pd.read_csv(runs_path)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ref = reference(runs)
+    table = out_dir / "phenomena.csv"
+    per_run(curves, runs).to_csv(table, index=False, float_format="%.4f")
+    written = [table]
+    for vary in FACTORS:
+        p = plot_factor(curves, runs, vary, ref, out_dir / f"by_{vary}.png")
+        if p:
+            written.append(p)
+    return written

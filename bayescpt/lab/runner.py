@@ -1,0 +1,240 @@
+"""Run a lab config: pre-train each model size, branch CPT runs from its checkpoints, and write
+``curves.csv`` (the CPT data model), ``runs.csv`` (one row per run with its factors) and
+``manifest.json`` (config, seed, versions, corpora hashes, timings). Needs torch.
+
+Determinism: one thread, ``torch.use_deterministic_algorithms``, and every random stream seeded
+from the config's ``seed`` and a fixed purpose string. The PT batches are the same for every
+model size; every CPT run sees the same domain batches in the same order (common random
+numbers), so differences between runs come from the schedule, the checkpoint, the replay ratio
+and the size, not from data-order noise. A replay ratio r puts ``floor(r*B*j) - floor(r*B*(j-1))``
+PT sequences in the batch of CPT step j (B the batch size): exactly r of the sequences on average.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import require_torch
+from .config import CptRun, LabConfig
+from .corpora import Corpus, load_corpus
+
+COLUMNS = ["run", "step", "lr", "loss", "val_set", "val_role", "phase", "replay_ratio",
+           "model_size"]
+
+
+def derive_seed(seed: int, *purpose) -> int:
+    """A 63-bit seed from the config seed and a purpose (stable across machines and versions)."""
+    text = "/".join(map(str, (seed,) + purpose)).encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") >> 1
+
+
+class Batches:
+    """Random windows of ``seq_len + 1`` bytes from a training stream, one seeded stream each."""
+
+    def __init__(self, data: np.ndarray, seq_len: int, seed: int):
+        self.data, self.width = data, seq_len + 1
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+
+    def take(self, n: int) -> np.ndarray:
+        starts = self.rng.integers(0, self.data.size - self.width + 1, size=n)
+        return self.data[starts[:, None] + np.arange(self.width)]
+
+
+def fixed_windows(data: np.ndarray, seq_len: int, n: int) -> np.ndarray:
+    """``n`` evenly spaced validation windows (no randomness), shape (n, seq_len + 1)."""
+    starts = np.linspace(0, data.size - seq_len - 1, n).astype(np.int64)
+    return data[starts[:, None] + np.arange(seq_len + 1)]
+
+
+class Trainer:
+    """One model size: the model, its AdamW optimizer and evaluation on the validation sets."""
+
+    def __init__(self, torch, cfg: LabConfig, size: str, val: dict):
+        from .model import ByteLM
+
+        self.torch, self.cfg, tr = torch, cfg, cfg.train
+        torch.manual_seed(derive_seed(cfg.seed, "init", size))
+        spec = cfg.sizes[size]
+        self.model = ByteLM(spec["d_model"], spec["n_layers"], spec["n_heads"], tr["seq_len"])
+        params = list(self.model.parameters())
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": tr["weight_decay"]},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        self.opt = torch.optim.AdamW(groups, lr=0.0, betas=(tr["beta1"], tr["beta2"]),
+                                     eps=tr["eps"])
+        self.val = {name: torch.from_numpy(w.astype(np.int64)) for name, w in val.items()}
+
+    def step(self, batch: np.ndarray, lr: float) -> float:
+        torch = self.torch
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        loss = self.model.loss(torch.from_numpy(batch.astype(np.int64)))
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.train["grad_clip"]:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.train["grad_clip"])
+        self.opt.step()
+        return loss.item()
+
+    def evaluate(self) -> dict:
+        with self.torch.no_grad():
+            return {name: float(self.model.loss(x)) for name, x in self.val.items()}
+
+    def snapshot(self):
+        return copy.deepcopy(self.model.state_dict()), copy.deepcopy(self.opt.state_dict())
+
+    def restore(self, snap):
+        self.model.load_state_dict(copy.deepcopy(snap[0]))
+        self.opt.load_state_dict(copy.deepcopy(snap[1]))
+
+
+def _check_finite(loss: float, what: str, step: int, lr: float):
+    if not np.isfinite(loss):
+        raise ValueError(f"{what} diverged at step {step} (training loss {loss}, lr {lr:g}); "
+                         "lower the peak learning rate or raise grad_clip in the config")
+
+
+def _rows(run: str, lr: np.ndarray, phase: np.ndarray, losses: dict, roles: dict,
+          general: str, replay: float, size: float) -> pd.DataFrame:
+    """Rows of one run: a ``general`` row at every step (the LR; the loss where evaluated) and a
+    row per other validation set at evaluated steps."""
+    steps = np.arange(lr.size)
+    frames = []
+    for vs, role in roles.items():
+        at = np.array(sorted(losses), dtype=np.int64)
+        val = np.array([losses[s][vs] for s in at])
+        if vs == general:
+            loss = np.full(lr.size, np.nan)
+            loss[at] = val
+            keep = steps
+        else:
+            loss, keep = val, at
+        frames.append(pd.DataFrame({"run": run, "step": keep, "lr": lr[keep], "loss": loss,
+                                    "val_set": vs, "val_role": role, "phase": phase[keep],
+                                    "replay_ratio": replay, "model_size": size}))
+    df = pd.concat(frames, ignore_index=True)
+    return df.sort_values(["step", "val_role"], kind="stable",
+                          key=lambda c: c.map({"general": 0, "domain": 1, "other": 2})
+                          if c.name == "val_role" else c)
+
+
+def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) -> dict:
+    """Train everything in ``cfg`` and write the outputs to ``out_dir``; returns the manifest."""
+    out_dir = Path(out_dir)
+    curves_path = out_dir / "curves.csv"
+    if curves_path.exists() and not force:
+        raise FileExistsError(f"{curves_path} exists; choose another --out or pass --force")
+    torch = require_torch()
+    torch.set_num_threads(cfg.threads)
+    torch.use_deterministic_algorithms(True)
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    tr = cfg.train
+
+    corpora: dict[str, Corpus] = {n: load_corpus(n, spec) for n, spec in cfg.corpora.items()}
+    for c in corpora.values():
+        log(f"corpus {c.name}: {len(c.files)} files, {c.train.size / 1e6:.2f} MB train, "
+            f"{c.val.size / 1e6:.2f} MB validation, sha256 {c.sha256[:16]}")
+    roles = {n: spec["role"] for n, spec in cfg.corpora.items()}
+    general, domain = cfg.corpus_with_role("general"), cfg.corpus_with_role("domain")
+    val = {n: fixed_windows(c.val, tr["seq_len"], tr["eval_sequences"]) for n, c in corpora.items()}
+    B, k = tr["batch_size"], tr["eval_every"]
+    pt_sched = cfg.pt_schedule_built()
+
+    frames, timings, sizes_info, run_info = [], {}, {}, []
+    for size in cfg.sizes_in_use():
+        trainer = Trainer(torch, cfg, size, val)
+        n_params = trainer.model.non_embedding_params()
+        sizes_info[size] = {**cfg.sizes[size], "non_embedding_params": n_params,
+                            "params": sum(p.numel() for p in trainer.model.parameters())}
+        transfers = cfg.transfers(size)
+        last = max(transfers)
+        pt_batches = Batches(corpora[general].train, tr["seq_len"], derive_seed(cfg.seed, "pt"))
+        pt_losses, snaps = {0: trainer.evaluate()}, {}
+        t0 = time.perf_counter()
+        for s in range(1, last + 1):
+            lr = float(pt_sched.lr[s])
+            _check_finite(trainer.step(pt_batches.take(B), lr), f"PT of size {size!r}", s, lr)
+            if s % k == 0 or s in transfers:
+                pt_losses[s] = trainer.evaluate()
+            if s in transfers:
+                snaps[s] = trainer.snapshot()
+        timings[f"{size}/pt"] = round(time.perf_counter() - t0, 2)
+        log(f"size {size} ({n_params:,} non-embedding params): PT {last} steps in "
+            f"{timings[f'{size}/pt']:.0f} s; general loss {pt_losses[last][general]:.3f}")
+
+        for run in (r for r in cfg.runs if r.size == size):
+            t0 = time.perf_counter()
+            trainer.restore(snaps[run.transfer])
+            full = cfg.full_schedule(run)
+            cpt_batches = Batches(corpora[domain].train, tr["seq_len"], derive_seed(cfg.seed, "cpt"))
+            replay_batches = Batches(corpora[general].train, tr["seq_len"],
+                                     derive_seed(cfg.seed, "replay"))
+            losses = {s: v for s, v in pt_losses.items() if s <= run.transfer}
+            early = set(tr["eval_cpt_early"])
+            for j in range(1, run.steps + 1):
+                s = run.transfer + j
+                n_pt = int(np.floor(run.replay * B * j) - np.floor(run.replay * B * (j - 1)))
+                parts = [replay_batches.take(n_pt)] if n_pt else []
+                batch = np.concatenate(parts + [cpt_batches.take(B - n_pt)])
+                lr = float(full.lr[s])
+                _check_finite(trainer.step(batch, lr), f"run {run.name!r}", s, lr)
+                if j % k == 0 or j == run.steps or j in early:
+                    losses[s] = trainer.evaluate()
+            phase = np.where(np.arange(full.lr.size) <= run.transfer, "pt", "cpt")
+            frames.append(_rows(run.name, full.lr, phase, losses, roles, general, run.replay,
+                                float(n_params)))
+            timings[run.name] = round(time.perf_counter() - t0, 2)
+            end = losses[run.transfer + run.steps]
+            log(f"  {run.name}: {timings[run.name]:.0f} s; general "
+                f"{losses[run.transfer][general]:.3f} -> {end[general]:.3f}, domain "
+                f"{losses[run.transfer][domain]:.3f} -> {end[domain]:.3f}")
+            run_info.append({"run": run.name, "size": size, "model_size": n_params,
+                             "transfer": run.transfer, "schedule": run.schedule,
+                             "cpt_steps": run.steps, "replay_ratio": run.replay,
+                             "cpt_peak_lr": float(full.lr[run.transfer + 1:].max()),
+                             "pt_final_lr": float(full.lr[run.transfer]),
+                             "loss_potential": float(full.lr[run.transfer] / pt_sched.peak),
+                             "heldout_schedule": run.schedule in cfg.heldout_schedules,
+                             "heldout_replay": run.replay in cfg.heldout_replay})
+
+    curves = pd.concat(frames, ignore_index=True)[COLUMNS]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = curves.to_csv(index=False, float_format="%.8g", lineterminator="\n")
+    _atomic_write(curves_path, text)
+    _atomic_write(out_dir / "runs.csv", pd.DataFrame(run_info).to_csv(index=False,
+                                                                        lineterminator="\n"))
+    import bayescpt
+    manifest = {
+        "config_name": cfg.name, "config_source": cfg.source, "config": cfg.raw,
+        "seed": cfg.seed,
+        "versions": {"bayescpt": bayescpt.__version__, "torch": torch.__version__,
+                     "numpy": np.__version__, "pandas": pd.__version__,
+                     "python": sys.version.split()[0], "platform": platform.platform()},
+        "threads": cfg.threads,
+        "corpora": {n: {**c.describe(), "role": roles[n]} for n, c in corpora.items()},
+        "sizes": sizes_info,
+        "runs": len(run_info),
+        "heldout_schedules": cfg.heldout_schedules, "heldout_replay": cfg.heldout_replay,
+        "curves_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "rows": len(curves),
+        "timings_s": {"total": round(time.perf_counter() - t_start, 1),
+                      "total_cpu": round(time.process_time() - cpu_start, 1), **timings},
+        "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+    }
+    _atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _atomic_write(path: Path, text: str):
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
