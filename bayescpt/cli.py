@@ -68,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="S1pt as a parameter for runs without PT rows; default on when a run "
                    "has none")
     o.add_argument("--size-extension", action=argparse.BooleanOptionalAction, default=None,
-                   help="model-size extension (Eq. 7); default on with three or more sizes")
+                   help="model-size extension (Eq. 7); default off: the hierarchy already "
+                   "lets every parameter vary log-linearly with model size")
     _sampler_args(f)
 
     p = sub.add_parser("predict", help="predict loss curves for schedules from a fit",

@@ -72,7 +72,9 @@ def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
 
     ``replay`` when runs differ in ``replay_ratio`` (with one ratio the extension is not
     identified: C2 and the shift absorb it); ``unknown_pt`` when some run has no PT rows;
-    ``size_extension`` with three or more model sizes (Eq. 7 has a size exponent per term).
+    ``size_extension`` only when asked: every (validation set, model size) is a group of the
+    hierarchy, whose parameters already vary log-linearly in size, so Eq. 7 on top of it would
+    describe the same dependence twice.
     """
     def distinct(col):
         return df[col].dropna().nunique() if col in df.columns else 0
@@ -83,7 +85,7 @@ def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
         phases = df["phase"] if "phase" in df.columns else pd.Series("cpt", index=df.index)
         unknown_pt = bool((~phases.eq("pt").groupby(df["run"]).any()).any())
     if size_extension is None:
-        size_extension = distinct("model_size") >= 3
+        size_extension = False
     return {"replay": bool(replay), "unknown_pt": bool(unknown_pt),
             "size_extension": bool(size_extension)}
 

@@ -111,7 +111,8 @@ def main(argv=None):
     ap.add_argument("--skip-heldout", action="store_true")
     ap.add_argument("--json", type=Path, default=HERE / "cpt_simulated.json")
     a = ap.parse_args(argv)
-    out = {}
+    # a part run alone updates its key and keeps the other part's last result
+    out = json.loads(a.json.read_text()) if a.json.exists() else {}
     if not a.skip_heldout:
         print("1. held-out CPT schedule (fit cosine + constant, predict WSD), default settings")
         out["heldout"] = held_out(a.seed)
