@@ -85,6 +85,54 @@ def build_parser() -> argparse.ArgumentParser:
                    "general-loss turning point (with intervals) here")
     p.add_argument("--force", action="store_true", help="replace existing --out/--outlook files")
 
+    pl = sub.add_parser("plan", help="choose a CPT plan under a risk of forgetting",
+                        description="Evaluate a grid of CPT plans from a PT checkpoint with a cpt "
+                        "fit: per posterior draw the final domain and general losses, the general "
+                        "rise and turning point; pick the plan with the lowest expected domain loss "
+                        "among those with P(general rise <= TOLERANCE) >= 1 - RISK.")
+    pl.add_argument("fit", type=Path, metavar="FIT.nc")
+    pl.add_argument("--pt", required=True, type=Path, metavar="PT.csv",
+                    help="the PT schedule (a table with run, step, lr [, phase]; e.g. the fit's "
+                    "data); CPT starts from its checkpoints at --transfers")
+    pl.add_argument("--pt-run", help="the run of --pt whose PT rows to use (when it has several)")
+    pl.add_argument("--tolerance", required=True, type=float, metavar="EPS",
+                    help="allowed rise of the final general loss over its value at the checkpoint "
+                    "(nats)")
+    pl.add_argument("--risk", type=float, default=0.1, metavar="DELTA",
+                    help="allowed probability of exceeding the tolerance (default 0.1)")
+    pl.add_argument("--transfers", type=_int_list, help="PT steps of the checkpoints to start "
+                    "from (comma-separated; default: the end of the PT schedule)")
+    pl.add_argument("--shapes", type=_str_list, default=["cosine", "linear", "constant"],
+                    help="CPT schedule shapes: cosine, linear (WSD), 1-sqrt, exponential, constant")
+    pl.add_argument("--peak-lrs", type=_float_list, required=True,
+                    help="CPT peak learning rates, raw (e.g. 1e-4,2e-4,4e-4)")
+    pl.add_argument("--steps", type=_int_list, required=True, help="CPT lengths in steps")
+    pl.add_argument("--decay-fracs", type=_float_list, default=[0.2],
+                    help="WSD decay share of the CPT steps (default 0.2)")
+    pl.add_argument("--replay-ratios", type=_float_list, default=[0.0],
+                    help="shares of PT data in the CPT mixture (needs a fit with --replay)")
+    pl.add_argument("--warmup", type=int, default=100, help="re-warmup steps (default 100)")
+    pl.add_argument("--final-frac", type=float, default=0.0,
+                    help="final LR as a share of the peak (default 0)")
+    pl.add_argument("--objective", default="chance", choices=["chance", "quantile", "weighted"],
+                    help="chance: min expected domain loss s.t. the risk constraint (default); "
+                    "quantile: min --quantile of the domain loss s.t. the constraint; weighted: "
+                    "min w_general * rise + w_domain * domain loss (no constraint)")
+    pl.add_argument("--quantile", type=float, default=0.9)
+    pl.add_argument("--w-general", type=float, default=1.0)
+    pl.add_argument("--w-domain", type=float, default=1.0)
+    pl.add_argument("--general", help="the general validation set (when the fit has several)")
+    pl.add_argument("--domain", help="the domain validation set (when the fit has several)")
+    pl.add_argument("--model-size", type=float, help="model size (when the fit has several)")
+    pl.add_argument("--points", type=int, default=48,
+                    help="CPT steps evaluated per plan (turning-point resolution; default 48)")
+    pl.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    pl.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
+    pl.add_argument("--seed", type=int, default=0)
+    pl.add_argument("--out", required=True, type=Path, metavar="PLANS.csv")
+    pl.add_argument("--plot", type=Path, metavar="PLANS.png", help="also draw the plans")
+    pl.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+
     d = sub.add_parser("diagnose", help="print R-hat, ESS and divergences of a fit")
     d.add_argument("fit", type=Path, metavar="FIT.nc")
     d.add_argument("--strict", action="store_true",
@@ -105,6 +153,20 @@ def build_parser() -> argparse.ArgumentParser:
     for name in PLUGINS:
         COMMANDS.update(import_module(f"bayescpt.{name}").add_commands(sub, _sampler_args))
     return ap
+
+
+def _list(cast, what):
+    def parse(text):
+        try:
+            return [cast(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated {what}") from None
+    return parse
+
+
+_int_list = _list(int, "integers")
+_float_list = _list(float, "numbers")
+_str_list = _list(str.strip, "names")
 
 
 def _version() -> str:
@@ -205,6 +267,57 @@ def cmd_predict(a) -> int:
     return 0
 
 
+def cmd_plan(a) -> int:
+    from .data import read_curves
+    from .fit import Fit
+    from .plan import DECISIONS, decide, evaluate, plan_grid, pt_schedule_from_table
+
+    _refuse_overwrite(a.out, a.force)
+    if a.plot is not None:
+        _refuse_overwrite(a.plot, a.force)
+    fit = Fit.load(a.fit, law="cpt")
+    pt = pt_schedule_from_table(read_curves(a.pt, need_loss=False), a.pt_run)
+    plans = plan_grid(a.transfers or [pt.total_steps], a.shapes, a.peak_lrs, a.steps,
+                      a.decay_fracs, a.replay_ratios, a.warmup, a.final_frac)
+    draws = evaluate(fit, pt, plans, a.points, a.general, a.domain, a.model_size, a.seed,
+                     a.backend)
+    table = decide(draws, a.tolerance, a.risk, a.prob, a.objective, a.quantile, a.w_general,
+                   a.w_domain)
+    cols = [c for c in DECISIONS if c in table.columns] + [
+        "domain_mean", "domain_lower", "domain_upper", "general_rise_mean", "general_rise_upper",
+        "peak_rise_mean", "p_turn", "turning_median", "p_within_tolerance", "feasible", "pareto",
+        "chosen"]
+    table[cols].to_csv(a.out, index=False, float_format="%.6g")
+    n_draws = draws.domain.shape[0]
+    _say(f"evaluated {len(table)} plans x {n_draws} draws x {a.points} steps in "
+         f"{draws.seconds:.2f} s; wrote {a.out}")
+    show = ["shape", "peak_lr", "steps", "transfer", "decay_frac", "replay_ratio", "domain_mean",
+            "domain_lower", "domain_upper", "general_rise_mean", "p_within_tolerance", "chosen"]
+    front = table[table["pareto"]].sort_values("p_within_tolerance")[show]
+    print(f"Pareto front (expected final domain loss vs P(general rise <= {a.tolerance:g})):")
+    print(front.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    chosen = table[table["chosen"]]
+    if len(chosen):
+        c = chosen.iloc[0]
+        print(f"chosen ({a.objective}): {c['shape']} CPT, peak LR {c['peak_lr']:g}, "
+              f"{int(c['steps'])} steps from PT step {int(c['transfer'])}"
+              + (f", replay {c['replay_ratio']:g}" if c["replay_ratio"] > 0 else "")
+              + f": domain loss {c['domain_mean']:.4f} [{c['domain_lower']:.4f}, "
+              f"{c['domain_upper']:.4f}], P(rise <= {a.tolerance:g}) = "
+              f"{c['p_within_tolerance']:.3f}")
+    else:
+        best = table["p_within_tolerance"].max()
+        _say(f"no plan is feasible: the best keeps the general rise within {a.tolerance:g} with "
+             f"probability {best:.3f} < {1 - a.risk:.3f}; allow a larger --tolerance or --risk, "
+             "or add plans with lower peak LRs, fewer steps or more replay")
+    if a.plot is not None:
+        from .plots import plot_plans
+
+        plot_plans(table, a.plot, a.tolerance, a.risk, a.prob)
+        _say(f"wrote {a.plot}")
+    return 0
+
+
 def cmd_diagnose(a) -> int:
     from .fit import Fit
 
@@ -232,7 +345,7 @@ def cmd_demo(a) -> int:
     return 0
 
 
-COMMANDS = {"fit": cmd_fit, "predict": cmd_predict, "diagnose": cmd_diagnose,
+COMMANDS = {"fit": cmd_fit, "predict": cmd_predict, "plan": cmd_plan, "diagnose": cmd_diagnose,
             "config": cmd_config, "demo": cmd_demo}
 
 

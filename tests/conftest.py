@@ -37,3 +37,43 @@ def small_fit_file(tmp_path_factory, small_curves):
                "--draws", "300", "--tune", "300", "--seed", "3", "--quiet"])
     assert rc == 0
     return data, out
+
+
+# ---- a CPT-law fit of simulated Fig. 3 runs, shared by the CPT and planning tests
+OTHER_AB = (0.35, 0.7)
+
+
+def _other_set(curves, seed=5):
+    """An out-of-domain set logged with the others: 0.35 general + 0.7 domain + N(0, 0.004)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    wide = curves.dropna(subset=["loss"]).pivot_table(index=["run", "step"], columns="val_set",
+                                                      values="loss")
+    y = OTHER_AB[0] * wide["general"] + OTHER_AB[1] * wide["domain"]
+    out = wide.reset_index()[["run", "step"]].assign(loss=y.to_numpy() + rng.normal(0, 0.004,
+                                                                                    len(y)))
+    lr = curves.drop_duplicates(["run", "step"]).set_index(["run", "step"])
+    out = out.join(lr[["lr", "phase"]], on=["run", "step"])
+    return out.assign(val_set="c-headers", val_role="other")
+
+
+@pytest.fixture(scope="session")
+def cpt_cli_fit(tmp_path_factory):
+    """Simulated Fig. 3 runs (cosine and constant CPT from two transfer steps), fitted by the CLI;
+    the WSD runs are held out."""
+    import pandas as pd
+
+    from bayescpt.cli import main
+    from bayescpt.simulate import simulate_cpt
+
+    d = tmp_path_factory.mktemp("cpt")
+    curves, truth = simulate_cpt(seed=3)
+    curves = pd.concat([curves, _other_set(curves)], ignore_index=True)
+    held = curves["run"].str.endswith("/wsd")
+    curves[~held].to_csv(d / "fit.csv", index=False)
+    curves[held].to_csv(d / "held.csv", index=False)
+    rc = main(["fit", str(d / "fit.csv"), "--law", "cpt", "--out", str(d / "fit.nc"),
+               "--draws", "300", "--tune", "500", "--chains", "2", "--seed", "1", "--quiet"])
+    assert rc == 0
+    return d, truth

@@ -3,7 +3,6 @@ recovery on simulated runs, and the CLI round trip (fit -> predict a new CPT pla
 
 from __future__ import annotations
 
-import io
 
 import numpy as np
 import pandas as pd
@@ -15,7 +14,7 @@ from bayescpt.cpt import PAPER_FIG3, cpt_law_options, cpt_rows, loss_potential
 from bayescpt.data import DataError, curve_info, read_curves, validate_curves
 from bayescpt.laws import get_law
 from bayescpt.laws.cpt import CPTLaw, with_bref
-from bayescpt.simulate import simulate_cpt
+from conftest import OTHER_AB
 
 ROLES = {"general": "general", "domain": "domain"}
 PT = S.wsd(10000, 2e-4, decay_steps=2000, final=2e-5, warmup_steps=200, name="pt")
@@ -159,43 +158,11 @@ def test_cpt_law_options_follow_the_data():
 
 # ---- recovery and the CLI round trip -----------------------------------------------------------
 
-OTHER_AB = (0.35, 0.7)
-
-
-def _other_set(curves, seed=5):
-    """An out-of-domain set logged with the others: 0.35 general + 0.7 domain + N(0, 0.004)."""
-    rng = np.random.default_rng(seed)
-    wide = curves.dropna(subset=["loss"]).pivot_table(index=["run", "step"], columns="val_set",
-                                                      values="loss")
-    y = OTHER_AB[0] * wide["general"] + OTHER_AB[1] * wide["domain"]
-    out = wide.reset_index()[["run", "step"]].assign(loss=y.to_numpy() + rng.normal(0, 0.004,
-                                                                                    len(y)))
-    lr = curves.drop_duplicates(["run", "step"]).set_index(["run", "step"])
-    out = out.join(lr[["lr", "phase"]], on=["run", "step"])
-    return out.assign(val_set="c-headers", val_role="other")
-
-
-@pytest.fixture(scope="module")
-def cli_fit(tmp_path_factory):
-    """Simulated Fig. 3 runs (cosine and constant CPT from two transfer steps), fitted by the CLI;
-    the WSD runs are held out."""
-    d = tmp_path_factory.mktemp("cpt")
-    curves, truth = simulate_cpt(seed=3)
-    curves = pd.concat([curves, _other_set(curves)], ignore_index=True)
-    held = curves["run"].str.endswith("/wsd")
-    curves[~held].to_csv(d / "fit.csv", index=False)
-    curves[held].to_csv(d / "held.csv", index=False)
-    rc = main(["fit", str(d / "fit.csv"), "--law", "cpt", "--out", str(d / "fit.nc"),
-               "--draws", "300", "--tune", "500", "--chains", "2", "--seed", "1", "--quiet"])
-    assert rc == 0
-    return d, truth
-
-
-def test_cpt_fit_recovers_the_shift_and_predicts_a_held_out_schedule(cli_fit):
+def test_cpt_fit_recovers_the_shift_and_predicts_a_held_out_schedule(cpt_cli_fit):
     from bayescpt.fit import Fit
     from bayescpt.predict import predict_frame
 
-    d, truth = cli_fit
+    d, truth = cpt_cli_fit
     fit = Fit.load(d / "fit.nc")
     assert fit.law.name == "cpt" and fit.meta["law_options"]["replay"] is False
     diag = fit.diagnostics()
@@ -215,8 +182,8 @@ def test_cpt_fit_recovers_the_shift_and_predicts_a_held_out_schedule(cli_fit):
     assert mre < 0.005, mre
 
 
-def test_cli_predicts_a_new_cpt_plan_with_its_outlook(cli_fit, tmp_path, capsys):
-    d, _ = cli_fit
+def test_cli_predicts_a_new_cpt_plan_with_its_outlook(cpt_cli_fit, tmp_path, capsys):
+    d, _ = cpt_cli_fit
     head = S.Schedule(PT.lr[:8001], PT.warmup_steps)
     plan = cpt_rows("plan", head, S.rewarmup(3000, 1e-4, 100, final=0.0, shape="linear",
                                               decay_steps=600), ROLES, lr_every=50)
@@ -247,11 +214,11 @@ def test_cli_rejects_cpt_options_for_other_laws(tmp_path, capsys):
     assert "--replay: options of the cpt law" in capsys.readouterr().err
 
 
-def test_other_set_is_a_combination_recovered_and_predicted(cli_fit):
+def test_other_set_is_a_combination_recovered_and_predicted(cpt_cli_fit):
     from bayescpt.fit import Fit
     from bayescpt.predict import predict_frame
 
-    d, _ = cli_fit
+    d, _ = cpt_cli_fit
     fit = Fit.load(d / "fit.nc")
     coef = fit.idata.posterior["other_coef"].sel(other_set="c-headers")
     for name, true in zip(("a", "b"), OTHER_AB):
