@@ -133,6 +133,19 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--plot", type=Path, metavar="PLANS.png", help="also draw the plans")
     pl.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
 
+    cm = sub.add_parser("compare", help="fits side by side: parameters, differences, LOO",
+                        description="Compare fits of the same law on different data (parameter "
+                        "differences with P(difference > 0), against the first fit) and fits of "
+                        "the same data with different laws or options (PSIS-LOO).")
+    cm.add_argument("fits", nargs="+", type=Path, metavar="FIT.nc")
+    cm.add_argument("--names", type=_str_list, help="labels for the fits (comma-separated)")
+    cm.add_argument("--params", type=_str_list,
+                    help="parameters to compare (default: every law parameter the fits share)")
+    cm.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    cm.add_argument("--out", type=Path, metavar="DIFF.csv", help="write the differences here")
+    cm.add_argument("--plot", type=Path, metavar="FOREST.png", help="write a forest plot here")
+    cm.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+
     d = sub.add_parser("diagnose", help="print R-hat, ESS and divergences of a fit")
     d.add_argument("fit", type=Path, metavar="FIT.nc")
     d.add_argument("--strict", action="store_true",
@@ -318,6 +331,52 @@ def cmd_plan(a) -> int:
     return 0
 
 
+def cmd_compare(a) -> int:
+    from .compare import differences, labels_for, loo_table, shared_parameters
+    from .fit import Fit
+
+    for path in (a.out, a.plot):
+        if path is not None:
+            _refuse_overwrite(path, a.force)
+    if len(a.fits) < 2:
+        raise ValueError("compare needs at least two fit files")
+    fits = [Fit.load(p) for p in a.fits]
+    labels = labels_for(fits, a.names)
+    params = a.params or shared_parameters(fits)
+    if not params:
+        raise ValueError("the fits share no law parameter (different laws): compare them by LOO "
+                         "on the same data, or name --params")
+    for label, path, f in zip(labels, a.fits, fits):
+        d = f.diagnostics()
+        print(f"{label}: {path} ({f.law.name}, data {f.meta.get('data_hash')}, max R-hat "
+              f"{d.max_rhat:.3f}, min ESS {d.min_ess_bulk:.0f}, {d.divergences} divergences)")
+    laws = {f.law.name for f in fits}
+    if len(laws) == 1:
+        diff = differences(fits, labels, params, a.prob)
+        print(f"\ndifferences against {labels[0]} (later - reference, {a.prob:.0%} interval):")
+        print(diff.drop(columns=["reference"]).to_string(
+            index=False, float_format=lambda v: f"{v:.4g}"))
+        if a.out is not None:
+            diff.to_csv(a.out, index=False, float_format="%.6g")
+            _say(f"wrote {a.out}")
+    loo = loo_table(fits, labels)
+    if loo is None:
+        print("\nPSIS-LOO: not comparable (the fits are of different data)")
+    else:
+        print("\nPSIS-LOO (same data; higher elpd_loo is better):")
+        print(loo.to_string(float_format=lambda v: f"{v:.4g}"))
+    if a.plot is not None:
+        if len(laws) != 1:
+            raise ValueError("--plot: a forest plot needs fits of the same law")
+        from .compare import parameter_table
+        from .plots import plot_forest
+
+        table = parameter_table(fits, labels, a.prob)
+        plot_forest(table[table["param"].isin(params)], a.plot, a.prob)
+        _say(f"wrote {a.plot}")
+    return 0
+
+
 def cmd_diagnose(a) -> int:
     from .fit import Fit
 
@@ -345,7 +404,8 @@ def cmd_demo(a) -> int:
     return 0
 
 
-COMMANDS = {"fit": cmd_fit, "predict": cmd_predict, "plan": cmd_plan, "diagnose": cmd_diagnose,
+COMMANDS = {"fit": cmd_fit, "predict": cmd_predict, "plan": cmd_plan, "compare": cmd_compare,
+            "diagnose": cmd_diagnose,
             "config": cmd_config, "demo": cmd_demo}
 
 

@@ -98,3 +98,48 @@ def plot_plans(table: pd.DataFrame, path=None, tolerance: float | None = None,
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig
+
+
+def plot_forest(table: pd.DataFrame, path=None, prob: float = 0.9):
+    """Forest plot: one panel per parameter (log axis for positive ones), one row per group, one
+    interval per fit. ``table`` is :func:`bayescpt.compare.parameter_table`."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    params = list(dict.fromkeys(table["param"]))
+    fits = list(dict.fromkeys(table["fit"]))
+    ncols = min(4, len(params))
+    nrows = int(np.ceil(len(params) / ncols))
+    n_groups = table.groupby("param")["group"].nunique().max()
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 0.9 + 0.45 * n_groups *
+                                                    len(fits) * nrows), squeeze=False)
+    for ax, p in zip(axes.flat, params):
+        t = table[table["param"] == p]
+        groups = list(dict.fromkeys(t["group"]))
+        for j, f in enumerate(fits):
+            for i, g in enumerate(groups):
+                r = t[(t["fit"] == f) & (t["group"] == g)]
+                if not len(r):
+                    continue
+                r = r.iloc[0]
+                y = i + (j - (len(fits) - 1) / 2) * 0.8 / max(len(fits), 1)
+                ax.plot([r["lower"], r["upper"]], [y, y], color=f"C{j}", lw=2)
+                ax.plot(r["mean"], y, "o", color=f"C{j}", ms=4,
+                        label=f if i == 0 else None)
+        ax.set_yticks(range(len(groups)), groups, fontsize=8)
+        ax.invert_yaxis()
+        if (t["lower"] > 0).all() and t["upper"].max() / t["lower"].min() > 20:
+            ax.set_xscale("log")   # only for ranges over decades: short log axes label badly
+        ax.set_title(p, fontsize=10)
+        ax.grid(alpha=0.3, axis="x")
+    for ax in list(axes.flat)[len(params):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7, loc="best")
+    fig.suptitle(f"posterior means and central {prob:.0%} intervals per fit", fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return fig

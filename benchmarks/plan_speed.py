@@ -1,0 +1,110 @@
+"""Planning speed: thousands of CPT plans x thousands of draws over tens of thousands of steps.
+
+A CPT fit of simulated Fig. 3 runs (or ``--fit FIT.nc`` with ``--pt PT.csv --pt-run RUN``), a
+decision grid of ``--plans`` plans (transfer x shape x peak LR x length x decay fraction; CPT lengths
+up to 40000 steps on a 10000-step PT), every posterior draw. Reported, in one run:
+
+* the design (S1/S2 areas of every plan's full schedule, O(T) each) time;
+* the evaluation of the same design arrays with ``bayescpt.plan.evaluate`` (vectorised over draws x
+  plans x steps; numpy and, when installed, JAX) against a plain numpy loop over plans that
+  evaluates each plan's draws one plan at a time, and their ratio.
+
+    python benchmarks/plan_speed.py [--plans 2000] [--json benchmarks/plan_speed.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bayescpt import schedules as S  # noqa: E402
+from bayescpt.fit import Fit  # noqa: E402
+from bayescpt.plan import designs, evaluate, plan_grid  # noqa: E402
+from bayescpt.predict import parameter_draws  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+
+def grid(n_plans: int):
+    transfers = [6000, 7000, 8000, 9000, 10000]
+    shapes = ["cosine", "linear", "constant", "1-sqrt"]
+    peaks = list(np.geomspace(2.5e-5, 8e-4, 10))
+    steps = [2000, 5000, 10000, 20000, 40000]
+    fracs = [0.1, 0.2, 0.3]
+    plans = plan_grid(transfers, shapes, peaks, steps, fracs)
+    return plans.sample(n=min(n_plans, len(plans)), random_state=0).reset_index(drop=True)
+
+
+def plain_numpy(fit, X, n_draws, seed=0):
+    """Plan by plan: the law over (draws, points) for one plan at a time."""
+    rng = np.random.default_rng(seed)
+    th = {role: {k: v[:, None] for k, v in parameter_draws(
+        fit, role, None, rng, antithetic=False).items() if not k.startswith("_")}
+        for role in ("general", "domain")}
+    n_plans = X["cpt_steps"].shape[0]
+    out = np.empty((5, n_draws, n_plans))
+    for i in range(n_plans):   # the same outcomes as evaluate(): final losses, rise, peak, turn
+        gen = fit.law.mean(np, th["general"], {k: v[i] for k, v in X["general"].items()})
+        dom = fit.law.mean(np, th["domain"], {k: v[i] for k, v in X["domain"].items()})
+        peak = gen.argmax(axis=1)
+        out[0, :, i], out[1, :, i] = dom[:, -1], gen[:, -1]
+        out[2, :, i] = gen[:, -1] - gen[:, 0]
+        out[3, :, i] = gen[np.arange(n_draws), peak] - gen[:, 0]
+        out[4, :, i] = X["cpt_steps"][i][peak]
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--plans", type=int, default=2000)
+    ap.add_argument("--points", type=int, default=48)
+    ap.add_argument("--draws", type=int, default=1000, help="draws per chain of the fit (x 4)")
+    ap.add_argument("--json", type=Path, default=HERE / "plan_speed.json")
+    a = ap.parse_args(argv)
+    from bayescpt.simulate import simulate_cpt
+
+    curves, _ = simulate_cpt(seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = Fit.run(curves, law="cpt", draws=a.draws, tune=1000, progress=False, warn=False)
+    pt = S.wsd(10000, 2e-4, decay_steps=2000, final=2e-5, warmup_steps=200, name="pt")
+    plans = grid(a.plans)
+    t0 = time.perf_counter()
+    X = designs(fit, pt, plans, a.points)
+    t_design = time.perf_counter() - t0
+    total_steps = int(plans["steps"].sum() + plans["transfer"].sum())
+    out = {"plans": len(plans), "points_per_plan": a.points,
+           "schedule_steps_total": total_steps, "design_seconds": round(t_design, 2)}
+    res = {}
+    for backend in ("numpy", "jax"):
+        try:
+            evaluate(fit, pt, plans.head(8), a.points, X={k: (v[:8] if k == "cpt_steps" else
+                                                         {f: x[:8] for f, x in v.items()})
+                                                      for k, v in X.items()}, backend=backend)
+        except ImportError:
+            continue
+        t0 = time.perf_counter()
+        r = evaluate(fit, pt, plans, a.points, X=X, backend=backend)
+        res[backend] = time.perf_counter() - t0
+        out["draws"] = int(r.domain.shape[0])
+    t0 = time.perf_counter()
+    plain_numpy(fit, X, out["draws"])
+    t_plain = time.perf_counter() - t0
+    out["plain_numpy_loop_seconds"] = round(t_plain, 2)
+    for k, v in res.items():
+        out[f"evaluate_{k}_seconds"] = round(v, 2)
+        out[f"speedup_{k}_vs_plain_loop"] = round(t_plain / v, 2)
+    print(json.dumps(out, indent=1))
+    a.json.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

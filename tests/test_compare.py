@@ -1,0 +1,46 @@
+"""Comparing fits: differences of shared parameters, PSIS-LOO on the same data, the CLI."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from bayescpt.cli import main
+from bayescpt.compare import differences, loo_table, parameter_table, shared_parameters
+from bayescpt.fit import Fit
+
+
+def test_a_fit_against_itself_differs_by_nothing(small_fit_file):
+    _, path = small_fit_file
+    a, b = Fit.load(path), Fit.load(path)
+    params = shared_parameters([a, b])
+    assert set(params) == {"L0", "A", "alpha", "C"}
+    d = differences([a, b], ["a", "b"])
+    assert ((d["diff_lower"] < 0) & (d["diff_upper"] > 0)).all()
+    assert d["p_greater"].between(0.4, 0.6).all()
+    loo = loo_table([a, b], ["a", "b"])
+    assert loo is not None and abs(loo.loc["b", "elpd_diff"]) < 1e-9
+
+
+def test_fits_of_different_data_are_not_loo_compared(small_fit_file, cpt_cli_fit):
+    a = Fit.load(small_fit_file[1])
+    c = Fit.load(cpt_cli_fit[0] / "fit.nc")
+    assert loo_table([a, c]) is None
+    assert shared_parameters([a, c]) == ["L0", "A", "alpha"]
+    t = parameter_table([a, c], ["annealing", "cpt"])
+    assert {"fit", "param", "group", "mean", "lower", "upper"} <= set(t.columns)
+    assert (t["lower"] <= t["mean"]).all() and (t["mean"] <= t["upper"]).all()
+
+
+def test_cli_compare(small_fit_file, tmp_path, capsys):
+    _, path = small_fit_file
+    args = ["compare", str(path), str(path), "--names", "x,y", "--out",
+            str(tmp_path / "diff.csv"), "--plot", str(tmp_path / "forest.png")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "differences against x" in out and "PSIS-LOO" in out
+    assert len(pd.read_csv(tmp_path / "diff.csv")) >= 4
+    assert (tmp_path / "forest.png").stat().st_size > 10_000
+    assert main(args) == 2                      # no silent overwrite
+    assert main(["compare", str(path)]) == 2     # one fit is not a comparison
+    assert "at least two" in capsys.readouterr().err
