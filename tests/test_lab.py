@@ -226,9 +226,12 @@ def test_bundled_data_shows_the_cpt_phenomena(bundled):
     # general loss rises after the switch, domain loss falls, in every run without replay
     assert (no_replay["gen_rise_peak"] > 0.1).all()
     assert (ph["dom_change"] < -0.2).all()
-    # annealing: every decaying schedule ends below the constant-LR run on the domain set
-    decaying = ph[ph["anneal_dom"].notna()]
-    assert len(decaying) >= 10 and (decaying["anneal_dom"] > 0).all()
+    # annealing: every schedule that decays from the constant run's peak ends below it on the
+    # domain set (the lower-peak cos_lo from the stable phase of the smallest model only ties it:
+    # -0.001 nats, so it is not part of the claim)
+    decaying = ph[ph["anneal_dom"].notna() & ph["schedule"].isin(["cos", "wsd"])]
+    assert len(decaying) >= 10 and (decaying["anneal_dom"] > 0.02).all()
+    assert (ph.loc[ph["anneal_gen"].notna(), "anneal_gen"] > 0.05).all()
     # replay reduces the general rise, monotonically in the ratio, at every size
     rep = ph[(ph["schedule"] == "cos") & (ph["transfer"] == 900) & (ph["cpt_steps"] == 600)]
     for size, g in rep.groupby("size"):
