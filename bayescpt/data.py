@@ -319,7 +319,11 @@ def schedules_of(df: pd.DataFrame) -> dict[str, Schedule]:
     out = {}
     for r, g in df.groupby("run", sort=False):
         pts = g.groupby("step")["lr"].first()
-        out[r] = from_points(pts.index.to_numpy(), pts.to_numpy(), name=r)
+        try:
+            out[r] = from_points(pts.index.to_numpy(), pts.to_numpy(), name=r)
+        except ValueError as err:
+            raise DataError(f"run {r!r}: {err} (a table to predict must list the run's whole "
+                            "schedule, not only the rows to score)") from None
     return out
 
 

@@ -65,7 +65,8 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             loo = az.loo(f.idata)
-        pred = predict_frame(f, df[df["loss"].notna()], prob=0.9)
+        pred = predict_frame(f, df, prob=0.9)
+        pred = pred[pred["loss"].notna()]
         rel = (pred["median"] / pred["loss"] - 1).abs()
         res = {"elpd_loo": round(float(loo.elpd_loo), 2), "se": round(float(loo.se), 2),
                "p_loo": round(float(loo.p_loo), 2),

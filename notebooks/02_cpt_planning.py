@@ -1,0 +1,126 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Planning a CPT run with risk: the CPT law on real curves, then a chance-constrained plan
+#
+# The lab's tiny byte-level LMs (data/lab) were pre-trained on English prose (the *general*
+# distribution) and continued on Python source (the *domain*), some with a share of prose
+# replayed. We fit the CPT learning-dynamics law (Wang et al. 2025) to the middle model size,
+# check it on runs it did not see, and then ask the planner's question: which CPT plan lowers
+# the Python loss most while keeping the prose loss within a tolerance with 90 % probability?
+# `BAYESCPT_FAST=1` (the test suite) samples less.
+
+# %%
+import os
+import warnings
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from bayescpt.cpt import cpt_law_options
+from bayescpt.data import read_curves
+from bayescpt.fit import Fit
+from bayescpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
+from bayescpt.plots import plot_plans
+from bayescpt.predict import predict_frame
+
+ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
+FAST = os.environ.get("BAYESCPT_FAST") == "1"
+sampling = dict(chains=2, draws=200, tune=300) if FAST else {}
+warnings.filterwarnings("ignore")
+
+curves = read_curves(ROOT / "data" / "lab" / "curves.csv.gz")
+runs = pd.read_csv(ROOT / "data" / "lab" / "runs.csv")
+m = runs[runs["size"] == "m"]
+held = m[m["heldout_schedule"] | m["heldout_replay"]]["run"]
+train_runs = m[~m["run"].isin(held)]["run"]
+train = curves[curves["run"].isin(train_runs)]
+print(f"fit on {len(train_runs)} runs of the middle size; held out: {list(held)}")
+
+# %% [markdown]
+# ## Fit the CPT law
+# Each validation set gets its own law parameters, pooled through the hierarchy; the sign of the
+# distribution-shift term follows the set's role (prose loss rises, Python loss falls). The runs
+# differ in replay ratio, so the replay extension (Eq. 8) is on; the C-headers set is fitted as
+# a * prose + b * Python.
+
+# %%
+options = cpt_law_options(train)
+fit = Fit.run(train, law="cpt", law_options=options, seed=0, **sampling)
+print(options)
+print(fit.diagnostics().to_text())
+
+# %% [markdown]
+# ## Runs the fit never saw: a WSD CPT schedule and a 25 % replay ratio
+
+# %%
+pred = predict_frame(fit, curves[curves["run"].isin(held)], prob=0.9)
+cpt = pred[(pred["phase"] == "cpt")]
+fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), sharex=True)
+for ax, vs in zip(axes, ["prose", "python", "c_headers"]):
+    for j, run in enumerate(held):
+        g = cpt[(cpt["run"] == run) & (cpt["val_set"] == vs)].sort_values("step")
+        t0 = runs.set_index("run").loc[run, "transfer"]
+        ax.fill_between(g["step"] - t0, g["lower"], g["upper"], color=f"C{j}", alpha=0.2)
+        ax.plot(g["step"] - t0, g["median"], color=f"C{j}", label=run)
+        o = g[g["loss"].notna()]
+        ax.plot(o["step"] - t0, o["loss"], ".", color=f"C{j}", ms=3)
+    ax.set_title(vs)
+    ax.set_xlabel("CPT step")
+axes[0].set_ylabel("validation loss (nats/byte)")
+axes[0].legend(fontsize=7)
+fig.tight_layout()
+scored = cpt[cpt["loss"].notna()]
+inside = (scored["loss"] >= scored["lower"]) & (scored["loss"] <= scored["upper"])
+print(f"held-out CPT points inside the 90 % band: {inside.mean():.0%}; mean relative error "
+      f"{(scored['median'] / scored['loss'] - 1).abs().mean():.2%}")
+
+# %% [markdown]
+# ## Plan: peak LR x length x replay x schedule shape, from the stable-phase or annealed checkpoint
+# The tolerance is on the final prose loss relative to its value at the checkpoint.
+
+# %%
+pt = pt_schedule_from_table(curves, run="m/pt1200/cos-600/r0")  # PT rows to step 1200
+plans = plan_grid(transfers=[900, 1200], shapes=["cosine", "linear", "constant"],
+                  peak_lrs=[5e-4, 1e-3, 2e-3], steps=[300, 600, 1200],
+                  decay_fracs=[0.25], replay_ratios=[0.0, 0.125, 0.25, 0.5], warmup=50)
+draws = evaluate(fit, pt, plans, general="prose", domain="python")
+table = decide(draws, tolerance=0.05, risk=0.1)
+print(f"{len(table)} plans, {table['feasible'].sum()} feasible at P(rise <= 0.05) >= 0.9")
+cols = ["transfer", "shape", "peak_lr", "steps", "replay_ratio", "domain_mean", "domain_lower",
+        "domain_upper", "general_rise_mean", "p_within_tolerance", "chosen"]
+print(table[table["pareto"]].sort_values("p_within_tolerance")[cols].to_string(index=False))
+fig = plot_plans(table, tolerance=0.05, risk=0.1)
+
+# %% [markdown]
+# ## How replay buys safety
+# For the chosen plan's schedule, the posterior of the final prose-loss rise and the final Python
+# loss as the replay ratio changes: replay lowers the rise and costs some domain loss.
+
+# %%
+chosen = table[table["chosen"]].iloc[0] if table["chosen"].any() else table.iloc[0]
+same = table[(table["transfer"] == chosen["transfer"]) & (table["shape"] == chosen["shape"])
+             & (table["peak_lr"] == chosen["peak_lr"]) & (table["steps"] == chosen["steps"])]
+idx = same.index.to_numpy()
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+for i in idx:
+    r = table.loc[i, "replay_ratio"]
+    axes[0].hist(draws.rise[:, i], bins=40, alpha=0.5, label=f"replay {r:g}")
+    axes[1].hist(draws.domain[:, i], bins=40, alpha=0.5, label=f"replay {r:g}")
+axes[0].axvline(0.05, color="k", ls="--", label="tolerance")
+axes[0].set_xlabel("final prose loss - loss at the checkpoint (nats/byte)")
+axes[1].set_xlabel("final Python loss (nats/byte)")
+for ax in axes:
+    ax.set_ylabel("posterior draws")
+    ax.legend(fontsize=7)
+fig.tight_layout()
