@@ -141,5 +141,4 @@ def plot_forest(table: pd.DataFrame, path=None, prob: float = 0.9):
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=110)
-    plt.close(fig)
     return fig

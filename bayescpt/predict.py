@@ -153,7 +153,7 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
 
 def other_draws(fit: Fit, vs: str, spec: dict, schedule, steps, info: dict,
                  rng: np.random.Generator):
-    """Curve and observation draws of an ``other`` set: a * general + b * domain (+ noise)."""
+    """Curve and observation draws of an ``other`` set: a * general + b * domain + c (+ noise)."""
     parts = {}
     for role in ("general", "domain"):
         name = spec[f"{role}_set"]
@@ -167,5 +167,5 @@ def other_draws(fit: Fit, vs: str, spec: dict, schedule, steps, info: dict,
     sigma = post["other_sigma"].sel(other_set=vs).stack(sample=("chain", "draw")).values
     reps = parts["general"].shape[0] // coef.shape[0]   # antithetic draws use each twice
     coef, sigma = np.tile(coef, (reps, 1)), np.tile(sigma, reps)
-    curves = coef[:, :1] * parts["general"] + coef[:, 1:] * parts["domain"]
+    curves = coef[:, :1] * parts["general"] + coef[:, 1:2] * parts["domain"] + coef[:, 2:3]
     return curves, curves + sigma[:, None] * rng.standard_normal(curves.shape)

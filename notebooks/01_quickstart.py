@@ -21,13 +21,13 @@ import os
 import warnings
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 
+from bayescpt.compare import parameter_table
 from bayescpt.data import read_curves
 from bayescpt.demo import TRAIN_SCHEDULES, score, split
 from bayescpt.fit import Fit
-from bayescpt.plots import plot_predictions
+from bayescpt.plots import plot_forest, plot_predictions
 from bayescpt.predict import predict_frame
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
@@ -56,16 +56,8 @@ print(diag.to_text())
 # learning-rate decay lowers the loss.
 
 # %%
-post = fit.idata.posterior
-fig, axes = plt.subplots(1, 4, figsize=(13, 3))
-for ax, name in zip(axes, ["L0", "A", "alpha", "C"]):
-    for g in post[name]["group"].values:
-        ax.hist(post[name].sel(group=g).values.ravel(), bins=40, alpha=0.6, label=str(g))
-    ax.set_title(name)
-    ax.set_xlabel("value")
-axes[0].set_ylabel("posterior draws")
-axes[0].legend(fontsize=7)
-fig.tight_layout()
+table = parameter_table([fit], ["annealing law"])
+fig = plot_forest(table[table["param"].isin(["L0", "A", "alpha", "C"])])
 
 # %% [markdown]
 # ## Predict the schedules the fit never saw
