@@ -64,8 +64,10 @@ def default_config() -> dict:
             "q_loc": 0.0, "q_scale": 1.0, "q_group_sd": 0.3,
         },
         "run_sd": {"loc": float(np.log(0.002)), "scale": 0.5},
+        # sigma per group (pooled) or one shared sigma; "auto": shared when groups have fewer
+        # than 10 points each (e.g. final-budget fits: per-group sigmas then funnel)
         "noise": {"nu": 4.0, "sigma_loc": float(np.log(0.003)), "sigma_scale": 1.5,
-                  "sigma_group_sd": 0.5},
+                  "sigma_group_sd": 0.5, "per_group": "auto"},
     }
 
 
@@ -225,9 +227,15 @@ def build_model(prep: Prepared, cfg: dict):
             # groups fitted at the final budget only have one point per run: no run deviation
             log_mu = log_mu + (terms[g] > 0) * (tau[curve_role] * e_z)[curve]
         ls_mu = pm.Normal("log_sigma_mu", nz["sigma_loc"], nz["sigma_scale"])
-        ls_sd = pm.LogNormal("log_sigma_sd", np.log(nz["sigma_group_sd"]), 0.5)
-        ls_z = pm.Normal("log_sigma_z", 0.0, 1.0, dims="group")
-        sigma = pm.Deterministic("sigma", pt.exp(ls_mu + ls_sd * ls_z), dims="group")
+        per_group = nz.get("per_group", "auto")
+        if per_group == "auto":
+            per_group = G > 1 and int(prep.groups["n"].min()) >= 10
+        if per_group:
+            ls_sd = pm.LogNormal("log_sigma_sd", np.log(nz["sigma_group_sd"]), 0.5)
+            ls_z = pm.Normal("log_sigma_z", 0.0, 1.0, dims="group")
+            sigma = pm.Deterministic("sigma", pt.exp(ls_mu + ls_sd * ls_z), dims="group")
+        else:
+            sigma = pm.Deterministic("sigma", pt.exp(ls_mu) * pt.ones(G), dims="group")
         pm.StudentT("y", nu=nz["nu"], mu=log_mu, sigma=sigma[g],
                     observed=np.log(prep.points["loss"].to_numpy()), dims="obs")
     return model

@@ -1,0 +1,213 @@
+"""Evaluate the mixture laws on the real data (issue 6) and write benchmarks/mixture_eval.json.
+
+Parts (run one at a time on a shared machine; each writes its own entry in the JSON):
+
+table2   Gu et al. 2024 Table 2: fit L(R) = alpha R^s + beta (final budget, pooled over the four
+         sizes) on R = 1, 3/4, 1/2, 1/3; predict R = 1/4. Error vs the paper's 0.02-0.05 %, and
+         whether the observed loss is inside the 90 % predictive interval.
+ct       Data Mixing Laws CPT (Pythia-70M, Pile + Python): the critical Pile share keeping the
+         weighted Pile loss at its pre-CPT level (tolerance 0) at the final 10K steps, fitted on
+         the four runs at Pile share 0.125/0.25/0.375/0.5 (the authors' validation run at 0.285
+         held out); compared with the authors' 0.285. (a) final-budget exponential law, as the
+         authors; (b) the law over tokens (all checkpoints), R_CMR(T), and coverage of the held-out
+         run's 20 checkpoints.
+2mix     Data Mixing Laws 2Mix (70M + 160M from scratch, Github vs Pile-CC): one hierarchical fit
+         on checkpoints <= 20K steps, coverage and error on the held-out 22K-30K checkpoints.
+
+Usage: python benchmarks/mixture_eval.py PART [--quick]   (--quick: 2 chains x 500, for
+development; the reported numbers use the defaults, 4 chains x 1000 draws after 1000 tuning).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bayescpt.mixture import data as D  # noqa: E402
+from bayescpt.mixture.decide import (cmr_report, cmr_vs_tokens, feasibility,  # noqa: E402
+                                     fit_cmr_law)
+from bayescpt.mixture.model import MixtureFit, predict_rows  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "data"
+OUT = ROOT / "benchmarks" / "mixture_eval.json"
+PROB = 0.9
+
+
+def _fit(df, config, args):
+    kw = dict(chains=2, draws=500, tune=500) if args.quick else {}
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = MixtureFit.run(df, config=config, seed=args.seed, warn=False, **kw)
+    diag = fit.diagnostics()
+    info = {"seconds": round(time.perf_counter() - t0, 1), "chains": diag.chains,
+            "draws": diag.draws, "max_rhat": round(diag.max_rhat, 4),
+            "min_ess_bulk": round(diag.min_ess_bulk, 1), "divergences": diag.divergences,
+            "ok": diag.ok, "problems": diag.problems()}
+    print(f"  sampled in {info['seconds']} s: {diag.to_text().splitlines()[0]}")
+    return fit, info
+
+
+def _coverage(pred):
+    inside = (pred["loss"] >= pred["lower"]) & (pred["loss"] <= pred["upper"])
+    err = 100 * (pred["median"] / pred["loss"] - 1)
+    return {"n": int(len(pred)), "coverage_90": round(float(inside.mean()), 4),
+            "mean_abs_err_pct": round(float(err.abs().mean()), 4),
+            "max_abs_err_pct": round(float(err.abs().max()), 4)}, inside, err
+
+
+def part_table2(args):
+    path = SHARED / "paper-figures" / "cmr_table2_domain_loss_vs_ratio.csv"
+    df = D.load_cmr_table2(path)
+    train, test = df[df["ratio"] > 0.3], df[df["ratio"] < 0.3]
+    fit, diag = _fit(train, {"token_terms": {"general": 0, "domain": 0}}, args)
+    pred = predict_rows(fit, test.reset_index(drop=True), prob=PROB, seed=args.seed)
+    import pandas as pd
+    paper = pd.read_csv(path).set_index("row_type")
+    rows = []
+    for _, r in pred.sort_values("model_size").iterrows():
+        name = r["run"].split("/")[0]
+        rows.append({"model": name, "observed": r["loss"], "predicted_median": round(r["median"], 5),
+                     "lower_90": round(r["lower"], 5), "upper_90": round(r["upper"], 5),
+                     "err_pct": round(100 * (r["median"] / r["loss"] - 1), 4),
+                     "inside_90": bool(r["lower"] <= r["loss"] <= r["upper"]),
+                     "paper_predicted": float(paper.loc["predicted", f"loss_{name}"]),
+                     "paper_err_pct": float(paper.loc["rel_diff_pct", f"loss_{name}"])})
+        print(f"  {name}: observed {r['loss']:.4f}, predicted {r['median']:.4f} "
+              f"[{r['lower']:.4f}, {r['upper']:.4f}], error {rows[-1]['err_pct']:+.3f} % "
+              f"(paper {rows[-1]['paper_err_pct']:.2f} %)")
+    coefs = {}
+    for gi, g in fit.groups.iterrows():
+        c = fit.coefficients(gi)
+        coefs[f"{g['model_size'] / 1e6:g}M"] = {k: [round(float(np.median(v)), 5),
+                                                    round(float(np.quantile(v, 0.05)), 5),
+                                                    round(float(np.quantile(v, 0.95)), 5)]
+                                               for k, v in c.items()}
+    if args.plots:
+        import matplotlib.pyplot as plt
+        from bayescpt.mixture.plots import plot_loss_vs_ratio
+        fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
+        for ax, (gi, g) in zip(axes, fit.groups.iterrows()):
+            held = test[test["model_size"] == g["model_size"]]
+            plot_loss_vs_ratio(fit, g["model_size"], "domain", 1.0, held_out=held, ax=ax,
+                               title=f"CMR Table 2, {g['model_size'] / 1e6:g}M: domain loss")
+        fig.tight_layout()
+        fig.savefig(ROOT / "benchmarks" / "mixture_table2.png", dpi=100)
+    return {"protocol": "fit R in {1, 3/4, 1/2, 1/3} per size (pooled curvature), predict 1/4",
+            "diagnostics": diag, "predictions": rows, "coefficients_median_90": coefs,
+            "mean_abs_err_pct": round(float(np.mean([abs(r["err_pct"]) for r in rows])), 4),
+            "inside_90": sum(r["inside_90"] for r in rows)}
+
+
+def part_ct(args):
+    df = D.load_ct(SHARED / "mixinglaws" / "ct" / "70M.txt",
+                   SHARED / "mixinglaws" / "valid_weight.json")
+    held_run = df["run"].str.contains("_9-")
+    train, held = df[~held_run], df[held_run & (df["tokens"] > 0)].reset_index(drop=True)
+    out = {"authors_critical_pile_share": 0.285}
+    grid = np.round(np.linspace(0.0, 1.0, 1001), 6)
+    for label, cfg in [("final_budget_exp", {"ratio_form": "exp",
+                                             "token_terms": {"general": 0, "domain": 0}}),
+                       ("tokens_exp", {"ratio_form": "exp"})]:
+        print(f" {label}")
+        fit, diag = _fit(train, cfg, args)
+        f = feasibility(fit, 70e6, 10000, 0.0, ratios=grid)
+        cmr = f.cmr_draws()
+        share = 1 - cmr
+        lo, hi = np.quantile(share, [(1 - PROB) / 2, (1 + PROB) / 2])
+        res = {"diagnostics": diag,
+               "critical_pile_share": {"median": round(float(np.median(share)), 4),
+                                       "mean": round(float(np.mean(share)), 4),
+                                       "lower_90": round(float(lo), 4),
+                                       "upper_90": round(float(hi), 4)},
+               "p_feasible_at_authors_pile_share_0.285": float(
+                   f.p_feasible[np.argmin(abs(grid - 0.71484375))]),
+               "cmr_at_risk_0.1_as_pile_share": round(1 - f.cmr_at_risk(0.1), 4)}
+        last = held[held["tokens"] == 10000] if label.startswith("final") else held
+        pred = predict_rows(fit, last, prob=PROB, seed=args.seed)
+        cov, inside, err = _coverage(pred)
+        res["held_out_run_0.285"] = cov
+        res["held_out_final"] = [
+            {"val_set": r["val_set"], "observed": round(r["loss"], 5),
+             "predicted_median": round(r["median"], 5), "lower_90": round(r["lower"], 5),
+             "upper_90": round(r["upper"], 5)}
+            for _, r in pred[pred["tokens"] == 10000].iterrows()]
+        print(f"  critical Pile share {res['critical_pile_share']} (authors 0.285); held-out run: "
+              f"{cov}")
+        if label == "tokens_exp":
+            budgets = [2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000]
+            tab = cmr_vs_tokens(fit, 70e6, budgets, 0.0)
+            tab_share = tab.assign(median=1 - tab["median"], lower=1 - tab["upper"],
+                                   upper=1 - tab["lower"])
+            res["critical_pile_share_vs_steps"] = tab_share[["tokens", "median", "lower",
+                                                             "upper"]].round(4).to_dict("records")
+            res["cmr_law_median"] = fit_cmr_law(tab)
+            if args.plots:
+                from bayescpt.mixture.plots import plot_cmr
+                rep = cmr_report(fit, 70e6, 10000, 0.0)
+                rep["cmr_vs_tokens"] = tab.to_dict("records")
+                plot_cmr(fit, [rep], ROOT / "benchmarks" / "mixture_ct70m_cmr.png")
+        out[label] = res
+    return out
+
+
+def part_2mix(args):
+    df = D.load_2mix(SHARED / "mixinglaws" / "2Mix")
+    train, test = df[df["tokens"] <= 20000], df[df["tokens"] > 20000].reset_index(drop=True)
+    out = {"protocol": "fit steps 10K-20K of both sizes (one hierarchical fit), predict the "
+                       "22K-30K checkpoints of the same runs"}
+    for form in (["power", "exp"] if not args.quick else ["power"]):
+        print(f" {form}")
+        fit, diag = _fit(train, {"ratio_form": form}, args)
+        pred = predict_rows(fit, test, prob=PROB, seed=args.seed)
+        cov, inside, err = _coverage(pred)
+        by = {}
+        for (size, vs), g in pred.groupby(["model_size", "val_set"]):
+            c, _, _ = _coverage(g)
+            by[f"{vs}|{size / 1e6:g}M"] = c
+        out[form] = {"diagnostics": diag, "held_out": cov, "by_group": by}
+        print(f"  held out: {cov}")
+        if args.plots and form == "power":
+            import matplotlib.pyplot as plt
+            from bayescpt.mixture.plots import plot_loss_vs_ratio
+            fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
+            for ax, (gi, g) in zip(axes, fit.groups.iterrows()):
+                held = test[(test["model_size"] == g["model_size"]) & (test["val_set"] == g[
+                    "val_set"]) & (test["tokens"] == 30000)]
+                plot_loss_vs_ratio(fit, g["model_size"], g["val_set"], 30000, held_out=held,
+                                   ax=ax, title=f"2Mix {g['val_set']} {g['model_size'] / 1e6:g}M"
+                                   " at 30K (fit <= 20K)")
+            fig.tight_layout()
+            fig.savefig(ROOT / "benchmarks" / "mixture_2mix.png", dpi=100)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("part", choices=["table2", "ct", "2mix"])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-plots", dest="plots", action="store_false")
+    args = ap.parse_args()
+    print(f"part {args.part}{' (quick)' if args.quick else ''}")
+    t0 = time.perf_counter()
+    res = {"table2": part_table2, "ct": part_ct, "2mix": part_2mix}[args.part](args)
+    res["settings"] = "quick 2x500" if args.quick else "defaults 4x1000 (+1000 tuning)"
+    res["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    allres = json.loads(OUT.read_text()) if OUT.exists() else {}
+    allres[args.part] = res
+    OUT.write_text(json.dumps(allres, indent=1, default=float) + "\n")
+    print(f"wrote {OUT} [{args.part}]")
+
+
+if __name__ == "__main__":
+    main()
