@@ -11,8 +11,13 @@ ct       Data Mixing Laws CPT (Pythia-70M, Pile + Python): the critical Pile sha
          held out); compared with the authors' 0.285. (a) final-budget exponential law, as the
          authors; (b) the law over tokens (all checkpoints), R_CMR(T), and coverage of the held-out
          run's 20 checkpoints.
+sim      Recovery: simulated CPT runs (bayescpt.mixture.simulate, one run per ratio 0.2..0.8,
+         checkpoints 1K-10K) from a known law, several seeds; is the true CMR (absolute eps 0 and
+         0.02 nats, relative 1 %) inside the 90 % interval, how wide is it, diagnostics.
 2mix     Data Mixing Laws 2Mix (70M + 160M from scratch, Github vs Pile-CC): one hierarchical fit
-         on checkpoints <= 20K steps, coverage and error on the held-out 22K-30K checkpoints.
+         on checkpoints <= 20K steps, coverage and error on the held-out 22K-30K checkpoints
+         (extrapolation in tokens); and one fit without the ratio-0.5 runs, predicting them
+         (a new mixture).
 
 Usage: python benchmarks/mixture_eval.py PART [--quick]   (--quick: 2 chains x 500, for
 development; the reported numbers use the defaults, 4 chains x 1000 draws after 1000 tuning).
@@ -160,6 +165,43 @@ def part_ct(args):
     return out
 
 
+def part_sim(args):
+    from bayescpt.mixture import simulate
+
+    truth = simulate.DEFAULT_TRUTH
+    cases = [(0.0, False), (0.02, False), (0.01, True)]
+    out = {"truth": truth, "protocol": "ratios 0.2-0.8 (step 0.15), checkpoints 1K-10K, budget "
+           "10K; CMR interval 90 %", "seeds": []}
+    for seed in range(args.nsim):
+        df = simulate.simulate_cpt(seed=seed, ratios=(0.2, 0.35, 0.5, 0.65, 0.8),
+                                   tokens=tuple(range(1000, 10001, 1000)))
+        print(f" seed {seed}")
+        fit, diag = _fit(df, {}, args)
+        row = {"seed": seed, "diagnostics": diag, "cases": []}
+        for eps, rel in cases:
+            true = simulate.true_cmr(truth, 10000, 10000, 0.2, 0.8, eps, relative=rel)
+            rep = cmr_report(fit, 70e6, 10000, eps, rel)
+            c = rep["cmr"]
+            row["cases"].append({"tolerance": eps, "relative": rel, "true_cmr": round(true, 4),
+                                 **{k: round(v, 4) for k, v in c.items()},
+                                 "cmr_at_risk_0.1": rep["cmr_at_risk"],
+                                 "inside_90": bool(c["lower"] <= true <= c["upper"])})
+            print(f"  eps {eps} {'rel' if rel else 'abs'}: true {true:.3f}, CMR {c['median']:.3f} "
+                  f"[{c['lower']:.3f}, {c['upper']:.3f}]")
+        if args.plots and seed == 0:
+            from bayescpt.mixture.plots import plot_cmr
+            rep = cmr_report(fit, 70e6, 10000, 0.02)
+            rep["cmr_vs_tokens"] = cmr_vs_tokens(fit, 70e6, range(2000, 10001, 1000),
+                                                 0.02).to_dict("records")
+            plot_cmr(fit, [rep], ROOT / "benchmarks" / "mixture_sim_cmr.png")
+        out["seeds"].append(row)
+    allc = [c for r in out["seeds"] for c in r["cases"]]
+    out["inside_90"] = f"{sum(c['inside_90'] for c in allc)}/{len(allc)}"
+    out["mean_width_90"] = round(float(np.mean([c["upper"] - c["lower"] for c in allc])), 4)
+    out["all_diagnostics_ok"] = all(r["diagnostics"]["ok"] for r in out["seeds"])
+    return out
+
+
 def part_2mix(args):
     df = D.load_2mix(SHARED / "mixinglaws" / "2Mix")
     train, test = df[df["tokens"] <= 20000], df[df["tokens"] > 20000].reset_index(drop=True)
@@ -188,19 +230,35 @@ def part_2mix(args):
                                    " at 30K (fit <= 20K)")
             fig.tight_layout()
             fig.savefig(ROOT / "benchmarks" / "mixture_2mix.png", dpi=100)
+    # a new mixture: leave the middle ratio out entirely (all checkpoints, both sizes)
+    mid = 0.5
+    train, test = df[df["ratio"] != mid], df[df["ratio"] == mid].reset_index(drop=True)
+    print(f" power, ratio {mid} held out")
+    fit, diag = _fit(train, {"ratio_form": "power"}, args)
+    pred = predict_rows(fit, test, prob=PROB, seed=args.seed)
+    cov, _, _ = _coverage(pred)
+    by = {f"{vs}|{size / 1e6:g}M": _coverage(g)[0]
+          for (size, vs), g in pred.groupby(["model_size", "val_set"])}
+    out["held_out_ratio_0.5"] = {"protocol": "fit ratios 0.25/0.375/0.625/0.75, all checkpoints; "
+                                 "predict every checkpoint of the 0.5 runs (a new run: fresh "
+                                 "run deviation)", "diagnostics": diag, "held_out": cov,
+                                 "by_group": by}
+    print(f"  held out: {cov}")
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["table2", "ct", "2mix"])
+    ap.add_argument("part", choices=["table2", "ct", "2mix", "sim"])
+    ap.add_argument("--nsim", type=int, default=4, help="seeds for the sim part")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-plots", dest="plots", action="store_false")
     args = ap.parse_args()
     print(f"part {args.part}{' (quick)' if args.quick else ''}")
     t0 = time.perf_counter()
-    res = {"table2": part_table2, "ct": part_ct, "2mix": part_2mix}[args.part](args)
+    res = {"table2": part_table2, "ct": part_ct, "2mix": part_2mix,
+           "sim": part_sim}[args.part](args)
     res["settings"] = "quick 2x500" if args.quick else "defaults 4x1000 (+1000 tuning)"
     res["wall_seconds"] = round(time.perf_counter() - t0, 1)
     allres = json.loads(OUT.read_text()) if OUT.exists() else {}

@@ -105,8 +105,16 @@ def test_cmr_cli_json_and_plot(sim_fit):
     truth = simulate.true_cmr(simulate.DEFAULT_TRUTH, 10000, 10000, 0.2, 0.8, 0.01, relative=True)
     assert res["cmr"]["lower"] <= truth <= res["cmr"]["upper"]
     # a larger budget lets the general loss recover: the CMR grows with T in this simulation
-    med = [row["median"] for row in res["results"][0]["cmr_vs_tokens"]]
+    tab = res["results"][0]["cmr_vs_tokens"]
+    med = [row["median"] for row in tab]
     assert med[-1] > med[0]
+    # R_CMR(T): the known law's CMR at each budget lies in that budget's interval
+    for row in tab:
+        true_t = simulate.true_cmr(simulate.DEFAULT_TRUTH, row["tokens"], 10000, 0.2, 0.8, 0.01,
+                                   relative=True)
+        assert row["lower"] <= true_t <= row["upper"], (row, true_t)
+    law = res["results"][0]["cmr_law"]
+    assert all(law[k]["lower"] <= law[k]["median"] <= law[k]["upper"] for k in ("a4", "s4", "b3"))
     assert png.stat().st_size > 10_000
     # refuses to overwrite without --force; clear one-line errors
     assert main(["mixture", "cmr", str(fit), "--tolerance", "0.01", "--tokens", "10000",
@@ -127,3 +135,22 @@ def test_wrong_law_file_is_refused(sim_fit, tmp_path, capsys):
         MixtureFit.load(other)
     assert main(["mixture", "cmr", str(other), "--tolerance", "0.05", "--tokens", "1"]) == 2
     assert "expected 'mixture'" in capsys.readouterr().err
+
+
+def test_plugin_registered_and_fit_input_errors(tmp_path, capsys):
+    """`bayescpt mixture` comes from PLUGINS; bad input and existing outputs stop before any
+    sampling with one line, no traceback."""
+    from bayescpt.cli import PLUGINS, main
+
+    assert "mixture.cli" in PLUGINS
+    bad = tmp_path / "bad.csv"
+    bad.write_text("run,model_size,ratio,tokens,val_set,val_role,loss\n"
+                   "a,70e6,0.5,0,gen,general,2.9\na,70e6,0.5,100,gen,general,-1\n")
+    assert main(["mixture", "fit", str(bad), "--out", str(tmp_path / "m.nc")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "loss" in err and "Traceback" not in err
+    out = tmp_path / "exists.nc"
+    out.write_text("keep me")
+    assert main(["mixture", "fit", str(bad), "--out", str(out)]) == 2
+    assert out.read_text() == "keep me"
+    assert "--force" in capsys.readouterr().err

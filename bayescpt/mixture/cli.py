@@ -48,7 +48,8 @@ def add_commands(sub, sampler_args) -> dict:
     c.add_argument("--general", metavar="VAL_SET", help="the general val_set, if several")
     c.add_argument("--domain", metavar="VAL_SET", help="the domain val_set, if several")
     c.add_argument("--budgets", type=float, nargs="+", metavar="T",
-                   help="also give R_CMR(T) over these budgets, with the paper's a4 T^s4 + b3")
+                   help="also give R_CMR(T) over these budgets, with the paper's a4 T^s4 + b3 "
+                   "(fitted to the median, and per draw for intervals of a4, s4, b3)")
     c.add_argument("--out", type=Path, metavar="OUT.json", help="write the JSON here")
     c.add_argument("--plot", type=Path, metavar="PLOT.png",
                    help="P(feasible) vs ratio with the CMR interval and loss vs ratio with bands")
@@ -92,7 +93,8 @@ def cmd_fit(a) -> int:
 
 def cmd_cmr(a) -> int:
     from ..cli import _refuse_overwrite, _say
-    from .decide import cmr_report, cmr_vs_tokens, fit_cmr_law
+    from .decide import (cmr_paths, cmr_report, cmr_vs_tokens, fit_cmr_law,
+                         fit_cmr_law_draws)
     from .model import MixtureFit
 
     for path in (a.out, a.plot):
@@ -113,6 +115,8 @@ def cmd_cmr(a) -> int:
                                   a.general, a.domain)
             r["cmr_vs_tokens"] = table.to_dict(orient="records")
             r["cmr_law_median"] = fit_cmr_law(table)
+            paths = cmr_paths(fit, size, a.budgets, a.tolerance, a.relative, a.general, a.domain)
+            r["cmr_law"] = fit_cmr_law_draws(a.budgets, paths, a.prob)
         results.append(r)
     out = {"fit": str(a.fit), "tolerance": a.tolerance, "relative": a.relative,
            "tokens": a.tokens, "risk": a.risk, "prob": a.prob,
