@@ -20,7 +20,7 @@ sim      Recovery: simulated CPT runs (bayescpt.mixture.simulate, one run per ra
          (a new mixture).
 
 Usage: python benchmarks/mixture_eval.py PART [--quick]   (--quick: 2 chains x 500, for
-development; the reported numbers use the defaults, 4 chains x 1000 draws after 1000 tuning).
+development; the reported numbers use the defaults, 4 chains x 1000 draws after 2000 tuning).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bayescpt.mixture import data as D  # noqa: E402
-from bayescpt.mixture.decide import (cmr_report, cmr_vs_tokens, feasibility,  # noqa: E402
-                                     fit_cmr_law)
+from bayescpt.mixture.decide import (cmr_paths, cmr_report, cmr_vs_tokens,  # noqa: E402
+                                     feasibility, fit_cmr_law, fit_cmr_law_draws)
 from bayescpt.mixture.model import MixtureFit, predict_rows  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -113,12 +113,29 @@ def part_table2(args):
             "inside_90": sum(r["inside_90"] for r in rows)}
 
 
+def _ct_point_fit(train):
+    """The authors' way: least squares of the final Pile loss L(r) = c + k exp(t r) over the Pile
+    share r, solved for L(r) = pre-CPT loss. Four runs, three parameters: no interval."""
+    from scipy.optimize import brentq, curve_fit
+
+    pile = train[train["val_set"] == "pile"]
+    L0 = float(pile.loc[pile["tokens"] == 0, "loss"].iloc[0])
+    fin = pile[pile["tokens"] == pile["tokens"].max()]
+    r, y = 1 - fin["ratio"].to_numpy(), fin["loss"].to_numpy()
+    law = lambda r, c, k, t: c + k * np.exp(t * r)  # noqa: E731
+    (c, k, t), _ = curve_fit(law, r, y, p0=(y.min() - 0.05, 0.1, -5.0), maxfev=50000)
+    share = brentq(lambda x: law(x, c, k, t) - L0, 0.01, 0.99)
+    return {"c": round(float(c), 5), "k": round(float(k), 5), "t": round(float(t), 4),
+            "critical_pile_share": round(float(share), 4)}
+
+
 def part_ct(args):
     df = D.load_ct(SHARED / "mixinglaws" / "ct" / "70M.txt",
                    SHARED / "mixinglaws" / "valid_weight.json")
     held_run = df["run"].str.contains("_9-")
     train, held = df[~held_run], df[held_run & (df["tokens"] > 0)].reset_index(drop=True)
-    out = {"authors_critical_pile_share": 0.285}
+    out = {"authors_critical_pile_share": 0.285, "point_fit_exp": _ct_point_fit(train)}
+    print(f" point fit (least squares, the authors' method): {out['point_fit_exp']}")
     grid = np.round(np.linspace(0.0, 1.0, 1001), 6)
     for label, cfg in [("final_budget_exp", {"ratio_form": "exp",
                                              "token_terms": {"general": 0, "domain": 0}}),
@@ -156,6 +173,8 @@ def part_ct(args):
             res["critical_pile_share_vs_steps"] = tab_share[["tokens", "median", "lower",
                                                              "upper"]].round(4).to_dict("records")
             res["cmr_law_median"] = fit_cmr_law(tab)
+            res["cmr_law_per_draw_90"] = fit_cmr_law_draws(
+                budgets, cmr_paths(fit, 70e6, budgets, 0.0), PROB)
             if args.plots:
                 from bayescpt.mixture.plots import plot_cmr
                 rep = cmr_report(fit, 70e6, 10000, 0.0)
@@ -195,10 +214,31 @@ def part_sim(args):
                                                  0.02).to_dict("records")
             plot_cmr(fit, [rep], ROOT / "benchmarks" / "mixture_sim_cmr.png")
         out["seeds"].append(row)
-    allc = [c for r in out["seeds"] for c in r["cases"]]
+    # two sizes in one hierarchical fit (shapes pooled across sizes), each with its own CMR
+    big = {"general": dict(truth["general"], m=2.70, d=-0.10, c=1.6, loss0=2.64),
+           "domain": dict(truth["domain"], m=1.25, d=0.07, c=-0.4, A=[0.07], loss0=1.70)}
+    import pandas as pd
+    kw = dict(ratios=(0.2, 0.35, 0.5, 0.65, 0.8), tokens=tuple(range(1000, 10001, 1000)))
+    df = pd.concat([simulate.simulate_cpt(seed=10, model_size=70e6, **kw),
+                    simulate.simulate_cpt(big, seed=11, model_size=160e6, **kw)])
+    print(" two sizes")
+    fit, diag = _fit(df, {}, args)
+    two = {"diagnostics": diag, "truth_160M": big, "cases": []}
+    for size, th in ((70e6, truth), (160e6, big)):
+        for eps, rel in cases:
+            true = simulate.true_cmr(th, 10000, 10000, 0.2, 0.8, eps, relative=rel)
+            c = cmr_report(fit, size, 10000, eps, rel)["cmr"]
+            two["cases"].append({"model_size": size, "tolerance": eps, "relative": rel,
+                                 "true_cmr": round(true, 4),
+                                 **{k: round(v, 4) for k, v in c.items()},
+                                 "inside_90": bool(c["lower"] <= true <= c["upper"])})
+            print(f"  {size / 1e6:g}M eps {eps} {'rel' if rel else 'abs'}: true {true:.3f}, CMR "
+                  f"{c['median']:.3f} [{c['lower']:.3f}, {c['upper']:.3f}]")
+    out["two_sizes"] = two
+    allc = [c for r in out["seeds"] for c in r["cases"]] + two["cases"]
     out["inside_90"] = f"{sum(c['inside_90'] for c in allc)}/{len(allc)}"
     out["mean_width_90"] = round(float(np.mean([c["upper"] - c["lower"] for c in allc])), 4)
-    out["all_diagnostics_ok"] = all(r["diagnostics"]["ok"] for r in out["seeds"])
+    out["all_diagnostics_ok"] = all(r["diagnostics"]["ok"] for r in out["seeds"] + [two])
     return out
 
 
@@ -259,7 +299,7 @@ def main():
     t0 = time.perf_counter()
     res = {"table2": part_table2, "ct": part_ct, "2mix": part_2mix,
            "sim": part_sim}[args.part](args)
-    res["settings"] = "quick 2x500" if args.quick else "defaults 4x1000 (+1000 tuning)"
+    res["settings"] = "quick 2x500" if args.quick else "defaults 4x1000 (+2000 tuning)"
     res["wall_seconds"] = round(time.perf_counter() - t0, 1)
     allres = json.loads(OUT.read_text()) if OUT.exists() else {}
     allres[args.part] = res

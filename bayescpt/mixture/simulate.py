@@ -38,7 +38,7 @@ def simulate_cpt(truth: dict | None = None, ratios=(0.2, 0.4, 0.6, 0.8),
             mu = law_mean(np, r, T / T.max(), th, ratio_form, R.min(), R.max())
             dev = rng.normal(0, run_sd)
             y = mu * np.exp(dev + rng.normal(0, sigma, T.size))
-            run = f"R={r:g}"
+            run = f"{model_size / 1e6:g}M/R={r:g}"
             rows.append(pd.DataFrame({"run": run, "tokens": np.r_[0.0, T],
                                       "loss": np.r_[th["loss0"], y]}).assign(
                 ratio=r, val_set=vs, val_role=role, model_size=model_size))
