@@ -179,7 +179,14 @@ def prepare(df: pd.DataFrame, cfg: dict) -> Prepared:
 
 def _pooled(pm, name, roles, loc, scale, group_sd, centered=False):
     """Per-group parameter whose population (mean, spread) is shared per role; non-centred
-    (``name_z`` standard normal) unless ``centered``."""
+    (``name_z`` standard normal) unless ``centered``. Where every role has a single group the
+    population is not identified (it is its prior): the groups then get the marginal prior
+    Normal(loc, sqrt(scale^2 + group_sd^2)) directly, without the funnel of a population spread
+    that no data inform."""
+    loc = np.broadcast_to(np.asarray(loc, float), (int(roles.max()) + 1,))
+    if np.bincount(roles).max() < 2:
+        return pm.Normal(name, mu=loc[roles], sigma=float(np.hypot(scale, group_sd)),
+                         dims="group")
     mu = pm.Normal(f"{name}_mu", mu=loc, sigma=scale, dims="role")
     sd = pm.LogNormal(f"{name}_sd", mu=np.log(group_sd), sigma=0.5, dims="role")
     if centered:
