@@ -154,3 +154,11 @@ def test_plugin_registered_and_fit_input_errors(tmp_path, capsys):
     assert main(["mixture", "fit", str(bad), "--out", str(out)]) == 2
     assert out.read_text() == "keep me"
     assert "--force" in capsys.readouterr().err
+
+
+def test_config_command_prints_the_defaults(capsys):
+    from bayescpt.cli import main
+    from bayescpt.mixture.model import default_config
+
+    assert main(["mixture", "config"]) == 0
+    assert json.loads(capsys.readouterr().out) == default_config()

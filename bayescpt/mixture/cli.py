@@ -30,6 +30,15 @@ def add_commands(sub, sampler_args) -> dict:
                    help="fit only each run's final-budget losses (the papers' L(R)); same as "
                    'config {"token_terms": {"general": 0, "domain": 0}}')
     sampler_args(f)
+    for act in f._actions:
+        if "--tune" in act.option_strings:
+            act.help = "tuning steps per chain (default 2000 for mixture fits)"
+        if "--config" in act.option_strings:
+            act.help = "JSON file overriding priors/structure (see `bayescpt mixture config`)"
+
+    msub.add_parser("config", help="print the default mixture-law config (priors, structure)"
+                    " as JSON, to edit and pass to fit --config",
+                    description="The defaults of bayescpt.mixture.model.default_config().")
 
     c = msub.add_parser("cmr", help="the critical mixture ratio with intervals from a fit",
                         description="P(feasible) over a ratio grid, the CMR's posterior and the "
@@ -58,7 +67,14 @@ def add_commands(sub, sampler_args) -> dict:
 
 
 def _dispatch(a) -> int:
-    return {"fit": cmd_fit, "cmr": cmd_cmr}[a.mixture_command](a)
+    return {"fit": cmd_fit, "cmr": cmd_cmr, "config": cmd_config}[a.mixture_command](a)
+
+
+def cmd_config(a) -> int:
+    from .model import default_config
+
+    print(json.dumps(default_config(), indent=2))
+    return 0
 
 
 def cmd_fit(a) -> int:
