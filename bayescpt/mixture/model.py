@@ -214,7 +214,12 @@ def build_model(prep: Prepared, cfg: dict):
     c_loc = np.array([pr["c_loc"][r] for r in roles]) if isinstance(pr["c_loc"], dict) \
         else np.full(len(roles), pr["c_loc"])
     with pm.Model(coords=coords) as model:
-        m = pm.Normal("m", mu=prep.groups["ybar"].to_numpy(), sigma=pr["m_scale"], dims="group")
+        # Priors whose centre is far from 0 are written as centre + scale * N(0, 1): nutpie starts
+        # its chains near 0 on the unconstrained scale, i.e. at the prior centre this way. A start
+        # at m = 0 or run_sd = 1 let the run deviations absorb the ratio effect, and one chain of
+        # four stayed in that local mode (two simulated sizes: R-hat 1.54).
+        m = pm.Deterministic("m", prep.groups["ybar"].to_numpy() + pr["m_scale"] * pm.Normal(
+            "m_z", 0.0, 1.0, dims="group"), dims="group")
         d = pm.Normal("d", 0.0, pr["d_scale"], dims="group")
         cen = cfg.get("centered", True)
         cen = set(cen) if isinstance(cen, (list, tuple)) else ({"c", "q", "logp1"} if cen else set())
@@ -257,14 +262,16 @@ def build_model(prep: Prepared, cfg: dict):
             curve_role[curve] = role_idx[g]
             model.add_coord("curve", np.arange(curve.max() + 1))
             rs = cfg["run_sd"]
-            tau = pm.LogNormal("run_sd", rs["loc"], rs["scale"], dims="role")
+            tau = pm.Deterministic("run_sd", pt.exp(rs["loc"] + rs["scale"] * pm.Normal(
+                "run_sd_z", 0.0, 1.0, dims="role")), dims="role")
             if "run" in cen:
                 dev = pm.Normal("run_dev", 0.0, tau[curve_role], dims="curve")
             else:
                 dev = tau[curve_role] * pm.Normal("run_dev_z", 0.0, 1.0, dims="curve")
             # groups fitted at the final budget only have one point per run: no run deviation
             log_mu = log_mu + (terms[g] > 0) * dev[curve]
-        ls_mu = pm.Normal("log_sigma_mu", nz["sigma_loc"], nz["sigma_scale"])
+        ls_mu = pm.Deterministic("log_sigma_mu", nz["sigma_loc"] + nz["sigma_scale"] * pm.Normal(
+            "log_sigma_mu_z", 0.0, 1.0))
         per_group = nz.get("per_group", "auto")
         if per_group == "auto":
             per_group = G >= 3 and int(prep.groups["n"].min()) >= 10
