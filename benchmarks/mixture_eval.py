@@ -20,7 +20,7 @@ sim      Recovery: simulated CPT runs (bayescpt.mixture.simulate, one run per ra
          (a new mixture).
 
 Usage: python benchmarks/mixture_eval.py PART [--quick]   (--quick: 2 chains x 500, for
-development; the reported numbers use the defaults, 4 chains x 1000 draws after 2000 tuning).
+development; the reported numbers use the defaults, 4 chains x 2000 draws after 2000 tuning).
 """
 
 from __future__ import annotations
@@ -299,7 +299,7 @@ def main():
     t0 = time.perf_counter()
     res = {"table2": part_table2, "ct": part_ct, "2mix": part_2mix,
            "sim": part_sim}[args.part](args)
-    res["settings"] = "quick 2x500" if args.quick else "defaults 4x1000 (+2000 tuning)"
+    res["settings"] = "quick 2x500" if args.quick else "defaults 4x2000 (+2000 tuning)"
     res["wall_seconds"] = round(time.perf_counter() - t0, 1)
     allres = json.loads(OUT.read_text()) if OUT.exists() else {}
     allres[args.part] = res

@@ -33,6 +33,8 @@ def add_commands(sub, sampler_args) -> dict:
     for act in f._actions:
         if "--tune" in act.option_strings:
             act.help = "tuning steps per chain (default 2000 for mixture fits)"
+        if "--draws" in act.option_strings:
+            act.help = "draws per chain after tuning (default 2000 for mixture fits)"
         if "--config" in act.option_strings:
             act.help = "JSON file overriding priors/structure (see `bayescpt mixture config`)"
 
