@@ -162,3 +162,32 @@ def test_config_command_prints_the_defaults(capsys):
 
     assert main(["mixture", "config"]) == 0
     assert json.loads(capsys.readouterr().out) == default_config()
+
+
+@pytest.mark.parametrize("cfg", [
+    {},
+    {"ratio_form": "exp", "token_terms": {"general": 2, "domain": 0}, "centered": False},
+])
+def test_model_starts_at_the_prior_centre(cfg):
+    """nutpie starts chains near 0 on the unconstrained scale: that point must be the priors'
+    centre with a finite log density (a start at m = 0 or run_sd = 1 once trapped a chain)."""
+    import pandas as pd
+
+    from bayescpt.hierarchy import merge_config
+    from bayescpt.mixture.model import build_model, default_config, prepare
+
+    kw = dict(ratios=(0.2, 0.5, 0.8), tokens=(2000, 6000, 10000))
+    df = pd.concat([simulate.simulate_cpt(seed=0, model_size=70e6, **kw),
+                    simulate.simulate_cpt(seed=1, model_size=160e6, **kw)])
+    c = merge_config(default_config(), cfg)
+    prep = prepare(df, c)
+    model = build_model(prep, c)
+    start = {k: np.zeros_like(v) for k, v in model.initial_point().items()}
+    assert np.isfinite(model.compile_logp()(start))
+    outs = [model["m"]] + ([model["run_sd"]] if "run_sd" in model.named_vars else [])
+    fn = model.compile_fn(model.replace_rvs_by_values(outs), inputs=model.value_vars,
+                          on_unused_input="ignore")
+    vals = fn(start)
+    assert np.allclose(vals[0], prep.groups["ybar"])
+    if len(vals) > 1:
+        assert np.allclose(vals[1], np.exp(c["run_sd"]["loc"]))
