@@ -115,6 +115,7 @@ def test_cmr_cli_json_and_plot(sim_fit):
         assert row["lower"] <= true_t <= row["upper"], (row, true_t)
     law = res["results"][0]["cmr_law"]
     assert all(law[k]["lower"] <= law[k]["median"] <= law[k]["upper"] for k in ("a4", "s4", "b3"))
+    assert isinstance(law["identified"], bool)
     assert png.stat().st_size > 10_000
     # refuses to overwrite without --force; clear one-line errors
     assert main(["mixture", "cmr", str(fit), "--tolerance", "0.01", "--tokens", "10000",

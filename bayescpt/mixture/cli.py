@@ -134,7 +134,14 @@ def cmd_cmr(a) -> int:
             r["cmr_vs_tokens"] = table.to_dict(orient="records")
             r["cmr_law_median"] = fit_cmr_law(table)
             paths = cmr_paths(fit, size, a.budgets, a.tolerance, a.relative, a.general, a.domain)
-            r["cmr_law"] = fit_cmr_law_draws(a.budgets, paths, a.prob)
+            r["cmr_law"] = law = fit_cmr_law_draws(a.budgets, paths, a.prob)
+            if law is None:
+                r["notes"].append("R_CMR(T) = a4 T^s4 + b3 could not be fitted per draw (needs "
+                                  "four or more budgets with 0 < CMR < 1)")
+            elif not law["identified"]:
+                r["notes"].append("a4 and b3 of R_CMR(T) are not identified by these budgets "
+                                  "(their intervals are over ten times their size); rely on the "
+                                  "per-budget intervals in cmr_vs_tokens")
         results.append(r)
     out = {"fit": str(a.fit), "tolerance": a.tolerance, "relative": a.relative,
            "tokens": a.tokens, "risk": a.risk, "prob": a.prob,
@@ -149,7 +156,7 @@ def cmd_cmr(a) -> int:
         print(text)
     for r in results:
         c = r["cmr"]
-        _say(f"model size {r['model_size']:g}: CMR median {c['median']:.3f} "
+        _say(f"model size {r['model_size'] / 1e6:g}M: CMR median {c['median']:.3f} "
              f"[{c['lower']:.3f}, {c['upper']:.3f}] ({a.prob:.0%}), CMR at risk {a.risk:g}: "
              f"{r['cmr_at_risk']:.3f}" + "".join(f"\n  note: {n}" for n in r["notes"]))
     if a.plot:

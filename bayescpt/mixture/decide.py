@@ -230,4 +230,8 @@ def fit_cmr_law_draws(budgets, paths: np.ndarray, prob: float = 0.9, max_draws: 
     out = {k: dict(zip(("lower", "median", "upper"), map(float, np.quantile(got[:, i], q))))
            for i, k in enumerate(("a4", "s4", "b3"))}
     out["fitted_share"] = round(len(got) / len(idx), 4)
+    # on a short range of budgets a4 and b3 trade off along s4 -> 0 (a4 T^s4 + b3 ~ a4 + b3 +
+    # a4 s4 log T): flag intervals more than ten times wider than the median's size
+    out["identified"] = bool(all(out[k]["upper"] - out[k]["lower"] <= 10 * abs(out[k]["median"])
+                                 for k in ("a4", "b3")))
     return out
