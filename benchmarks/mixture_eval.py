@@ -18,6 +18,7 @@ sim      Recovery: simulated CPT runs (bayescpt.mixture.simulate, one run per ra
          on checkpoints <= 20K steps, coverage and error on the held-out 22K-30K checkpoints
          (extrapolation in tokens); and one fit without the ratio-0.5 runs, predicting them
          (a new mixture).
+2mix-interp  the same fit on every other checkpoint, predicting the ones between (interpolation).
 
 Usage: python benchmarks/mixture_eval.py PART [--quick]   (--quick: 2 chains x 500, for
 development; the reported numbers use the defaults, 4 chains x 2000 draws after 2000 tuning).
@@ -287,9 +288,26 @@ def part_2mix(args):
     return out
 
 
+def part_2mix_interp(args):
+    df = D.load_2mix(SHARED / "mixinglaws" / "2Mix")
+    held = {12000, 14000, 18000, 22000, 27000}
+    train = df[~df["tokens"].isin(held)]
+    test = df[df["tokens"].isin(held)].reset_index(drop=True)
+    print(" power, every other checkpoint held out")
+    fit, diag = _fit(train, {"ratio_form": "power"}, args)
+    pred = predict_rows(fit, test, prob=PROB, seed=args.seed)
+    cov, _, _ = _coverage(pred)
+    by = {f"{vs}|{size / 1e6:g}M": _coverage(g)[0]
+          for (size, vs), g in pred.groupby(["model_size", "val_set"])}
+    print(f"  held out: {cov}")
+    return {"protocol": "fit checkpoints 10K/13K/16K/20K/24K/30K of both sizes, predict 12K/14K/"
+            "18K/22K/27K of the same runs (interpolation in steps)", "diagnostics": diag,
+            "held_out": cov, "by_group": by}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["table2", "ct", "2mix", "sim"])
+    ap.add_argument("part", choices=["table2", "ct", "2mix", "2mix-interp", "sim"])
     ap.add_argument("--nsim", type=int, default=4, help="seeds for the sim part")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
@@ -298,7 +316,7 @@ def main():
     print(f"part {args.part}{' (quick)' if args.quick else ''}")
     t0 = time.perf_counter()
     res = {"table2": part_table2, "ct": part_ct, "2mix": part_2mix,
-           "sim": part_sim}[args.part](args)
+           "2mix-interp": part_2mix_interp, "sim": part_sim}[args.part](args)
     res["settings"] = "quick 2x500" if args.quick else "defaults 4x2000 (+2000 tuning)"
     res["wall_seconds"] = round(time.perf_counter() - t0, 1)
     allres = json.loads(OUT.read_text()) if OUT.exists() else {}
