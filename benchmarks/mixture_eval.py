@@ -19,6 +19,7 @@ sim      Recovery: simulated CPT runs (bayescpt.mixture.simulate, one run per ra
          (extrapolation in tokens); and one fit without the ratio-0.5 runs, predicting them
          (a new mixture).
 2mix-interp  the same fit on every other checkpoint, predicting the ones between (interpolation).
+2mix-two-term  the 2mix extrapolation with two token terms per loss.
 
 Usage: python benchmarks/mixture_eval.py PART [--quick]   (--quick: 2 chains x 500, for
 development; the reported numbers use the defaults, 4 chains x 2000 draws after 2000 tuning).
@@ -288,6 +289,22 @@ def part_2mix(args):
     return out
 
 
+def part_2mix_two_term(args):
+    df = D.load_2mix(SHARED / "mixinglaws" / "2Mix")
+    train, test = df[df["tokens"] <= 20000], df[df["tokens"] > 20000].reset_index(drop=True)
+    print(" power, two token terms per loss")
+    fit, diag = _fit(train, {"ratio_form": "power", "token_terms": {"general": 2, "domain": 2}},
+                     args)
+    pred = predict_rows(fit, test, prob=PROB, seed=args.seed)
+    cov, _, err = _coverage(pred)
+    by = {f"{vs}|{size / 1e6:g}M": _coverage(g)[0]
+          for (size, vs), g in pred.groupby(["model_size", "val_set"])}
+    print(f"  held out: {cov}; mean signed error {err.mean():+.3f} %")
+    return {"protocol": "as 2mix (fit <= 20K, predict 22K-30K) with two token terms for both "
+            "losses (the CMR paper's dL_gen form)", "diagnostics": diag, "held_out": cov,
+            "mean_signed_err_pct": round(float(err.mean()), 4), "by_group": by}
+
+
 def part_2mix_interp(args):
     df = D.load_2mix(SHARED / "mixinglaws" / "2Mix")
     held = {12000, 14000, 18000, 22000, 27000}
@@ -307,7 +324,8 @@ def part_2mix_interp(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["table2", "ct", "2mix", "2mix-interp", "sim"])
+    ap.add_argument("part", choices=["table2", "ct", "2mix", "2mix-interp", "2mix-two-term",
+                                     "sim"])
     ap.add_argument("--nsim", type=int, default=4, help="seeds for the sim part")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
@@ -316,7 +334,8 @@ def main():
     print(f"part {args.part}{' (quick)' if args.quick else ''}")
     t0 = time.perf_counter()
     res = {"table2": part_table2, "ct": part_ct, "2mix": part_2mix,
-           "2mix-interp": part_2mix_interp, "sim": part_sim}[args.part](args)
+           "2mix-interp": part_2mix_interp, "2mix-two-term": part_2mix_two_term,
+           "sim": part_sim}[args.part](args)
     res["settings"] = "quick 2x500" if args.quick else "defaults 4x2000 (+2000 tuning)"
     res["wall_seconds"] = round(time.perf_counter() - t0, 1)
     allres = json.loads(OUT.read_text()) if OUT.exists() else {}

@@ -18,9 +18,11 @@ budget; ``token_terms`` = 0 for a role fits only each run's final-budget rows (t
 
 Hierarchy: the dimensionless shape parameters (c, log p, q) of groups with the same role
 (general/domain) share a population (mean and spread), i.e. they are pooled across model sizes and
-data sets; levels m, d and amplitudes A (sampled as B = A (t0^-p - 1), a term's size at the
+data sets (a role with a single group gets the marginal prior instead); levels m, d and amplitudes A (sampled as B = A (t0^-p - 1), a term's size at the
 group's earliest fitted budget t0) are per group. Noise: ``log loss ~ StudentT(nu, log L,
-sigma_g)`` with log sigma_g pooled over all groups (one shared sigma for final-budget fits).
+sigma_g)`` with log sigma_g pooled over all groups (one shared sigma unless there are 3+ groups of
+10+ points). Free parameters are standardised where the prior's centre is far from 0, so that
+nutpie's start (near 0 unconstrained) is the prior centre.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def default_config() -> dict:
         # centred group level for the pooled shapes (c, q, logp1): the data pin each group's
         # shape much more tightly than its population spread, where the non-centred form
         # correlates the standardised z with the population mean (Table 2: R-hat 1.014, ESS 386
-        # non-centred; 1.006 / 541 centred). True, False, or a list of the names to centre.
+        # non-centred; 1.006 / 541 centred). True, False, or a list of the names to centre
+        # ("run" centres the run deviations too: much worse on ct, R-hat 1.5).
         "centered": True,
         "priors": {
             "m_scale": 0.5,            # nats around the group's mean final loss
@@ -70,10 +73,6 @@ def default_config() -> dict:
             "q_loc": 0.0, "q_scale": 1.0, "q_group_sd": 0.3,
         },
         "run_sd": {"loc": float(np.log(0.002)), "scale": 0.5},
-        # sigma per group (pooled) or one shared sigma; "auto": per group only with 3 or more
-        # groups of 10 or more points each. Fewer points (final-budget fits) or two groups (one
-        # size, general + domain) leave the spread of the sigmas to its prior, and it then mixes
-        # badly with the run deviations (ct: ESS 346-540 per-group, 704 shared)
         # longer chains than the package default. Tuning: the run-deviation scale (4-5 runs per
         # role) mixes slowly; with 1000 tuning steps it missed R-hat 1.01 (1.014-1.015) on ct and
         # one of four simulated data sets, with 2000 it passes (1.003, 1.007). Draws: the noise
@@ -81,6 +80,10 @@ def default_config() -> dict:
         # mixes at ~12 % efficiency; 1000 draws gave R-hat 1.0101 for one seed of three, 2000
         # give 1.0035 with bulk ESS 1127.
         "sampler": {"tune": 2000, "draws": 2000},
+        # sigma per group (pooled) or one shared sigma; "auto": per group only with 3 or more
+        # groups of 10 or more points each. Fewer points (final-budget fits) or two groups (one
+        # size, general + domain) leave the spread of the sigmas to its prior, and it then mixes
+        # badly with the run deviations (ct: ESS 346-540 per-group, 704 shared)
         "noise": {"nu": 4.0, "sigma_loc": float(np.log(0.003)), "sigma_scale": 1.5,
                   "sigma_group_sd": 0.5, "per_group": "auto"},
     }
