@@ -1,0 +1,237 @@
+"""Decisions per posterior draw: which mixture ratios are feasible, the CMR and its risk.
+
+A ratio R is *feasible* at a CPT budget T (the data's token unit) for one model size when
+
+* the general loss stays within the tolerance of its pre-CPT value:
+  ``L_gen(R, T) <= L_gen0 + eps`` (absolute, nats, as Gu et al. 2024 with eps = 0.05) or
+  ``L_gen(R, T) <= L_gen0 * (1 + eps)`` (``relative``), and
+* the domain loss has still improved: ``L_dom(R, T) < L_dom0`` (checked when the fit has a domain
+  validation set with a baseline). This stands in for the paper's Lagrangian condition (the domain
+  loss keeps falling during CPT), which needs the whole training curve.
+
+Per draw, the CMR is the largest feasible R on the grid (0 when none is). Across draws:
+``P(feasible | R)``, the CMR's posterior (mean, median, central interval), and the CMR at risk
+delta: the largest R with P(feasible) >= 1 - delta.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .model import MixtureFit
+
+DEFAULT_GRID = 201
+
+
+def ratio_grid(fit: MixtureFit, n: int = DEFAULT_GRID) -> np.ndarray:
+    """0..1 in ``n`` steps (from 0.005 for the power form, where R = 0 is outside its domain)."""
+    lo = 0.005 if fit.config["ratio_form"] == "power" else 0.0
+    return np.linspace(lo, 1.0, n)
+
+
+def pick_group(fit: MixtureFit, model_size, role: str, val_set: str | None = None) -> int | None:
+    """The fitted group of ``role`` at ``model_size`` (``val_set`` chooses among several)."""
+    g = fit.groups
+    hit = g[(g["model_size"] == float(model_size)) & (g["val_role"] == role)]
+    if val_set is not None:
+        hit = hit[hit["val_set"] == val_set]
+    if hit.empty:
+        return None
+    if len(hit) > 1:
+        raise ValueError(f"several {role} validation sets at model size {float(model_size):g}: "
+                         f"{list(hit['val_set'])}; choose one (--{role} VAL_SET)")
+    return int(hit.index[0])
+
+
+@dataclass
+class Feasibility:
+    """Per-draw feasibility ``ok`` (S, n_ratios) on ``ratios`` at ``tokens`` for one size."""
+
+    model_size: float
+    tokens: float
+    ratios: np.ndarray
+    ok: np.ndarray
+    general_loss: np.ndarray   # (S, n) expected general loss
+    domain_loss: np.ndarray | None
+    limit: float               # general-loss threshold (nats)
+    baseline: dict
+    domain_condition: bool
+
+    @property
+    def p_feasible(self) -> np.ndarray:
+        return self.ok.mean(axis=0)
+
+    def cmr_draws(self) -> np.ndarray:
+        """Largest feasible ratio per draw (0 where no ratio is feasible)."""
+        any_ok = self.ok.any(axis=1)
+        last = self.ok.shape[1] - 1 - np.argmax(self.ok[:, ::-1], axis=1)
+        return np.where(any_ok, self.ratios[last], 0.0)
+
+    def cmr_at_risk(self, delta: float) -> float:
+        """Largest ratio with P(feasible) >= 1 - delta (0 when none)."""
+        good = np.flatnonzero(self.p_feasible >= 1 - delta)
+        return float(self.ratios[good[-1]]) if good.size else 0.0
+
+
+def feasibility(fit: MixtureFit, model_size, tokens: float, tolerance: float,
+                relative: bool = False, ratios=None, general: str | None = None,
+                domain: str | None = None, seed: int = 0) -> Feasibility:
+    """Feasibility of each ratio for each draw (see the module docstring). Where the fit has a
+    run deviation, each draw's loss is that of one new run (one fresh deviation per draw, the
+    same for every ratio): the risk of the run you will do, not of the average run."""
+    if tolerance < 0:
+        raise ValueError(f"tolerance {tolerance:g}; expected >= 0 (nats, or a fraction with "
+                         "--relative)")
+    if not tokens > 0:
+        raise ValueError(f"tokens {tokens:g}; expected the CPT budget > 0 in the data's unit")
+    gi = pick_group(fit, model_size, "general", general)
+    if gi is None:
+        raise ValueError(f"the fit has no general validation set at model size "
+                         f"{float(model_size):g}; the CMR protects a general loss")
+    L0 = fit.groups.loc[gi, "loss0"]
+    if not np.isfinite(L0):
+        raise ValueError(f"no pre-CPT baseline for val_set {fit.groups.loc[gi, 'val_set']!r} at "
+                         f"model size {float(model_size):g} (rows with tokens = 0); the CMR needs "
+                         "the general loss before CPT")
+    R = ratio_grid(fit) if ratios is None else np.asarray(ratios, float)
+    gen = fit.run_draws(gi, R, tokens, seed=seed)
+    limit = L0 * (1 + tolerance) if relative else L0 + tolerance
+    ok = gen <= limit
+    base = {"general": float(L0)}
+    di = pick_group(fit, model_size, "domain", domain)
+    dom, cond = None, False
+    if di is not None:
+        dom = fit.run_draws(di, R, tokens, seed=seed + 1)
+        D0 = fit.groups.loc[di, "loss0"]
+        if np.isfinite(D0):
+            ok &= dom < D0
+            base["domain"] = float(D0)
+            cond = True
+    ok &= np.isfinite(gen)
+    return Feasibility(float(model_size), float(tokens), R, ok, gen, dom, float(limit), base, cond)
+
+
+def interval(x: np.ndarray, prob: float = 0.9) -> dict:
+    """mean, median and central ``prob`` interval of draws ``x``."""
+    lo, hi = np.quantile(x, [(1 - prob) / 2, (1 + prob) / 2])
+    return {"mean": float(np.mean(x)), "median": float(np.median(x)), "lower": float(lo),
+            "upper": float(hi)}
+
+
+def cmr_report(fit: MixtureFit, model_size, tokens: float, tolerance: float,
+               relative: bool = False, risk: float = 0.1, prob: float = 0.9,
+               general: str | None = None, domain: str | None = None, ratios=None) -> dict:
+    """The ``bayescpt mixture cmr`` numbers for one model size (JSON-able)."""
+    f = feasibility(fit, model_size, tokens, tolerance, relative, ratios, general, domain)
+    cmr = f.cmr_draws()
+    gi = pick_group(fit, model_size, "general", general)
+    t_ref = float(fit.groups.loc[gi, "t_ref"])
+    notes = []
+    c = interval(cmr, prob)
+    if c["upper"] > fit.r_hi or c["lower"] < fit.r_lo:
+        notes.append(f"the CMR interval reaches outside the fitted ratios [{fit.r_lo:g}, "
+                     f"{fit.r_hi:g}]: extrapolation")
+    if tokens > t_ref * 1.0001:
+        notes.append(f"tokens {tokens:g} beyond the largest fitted budget {t_ref:g}: "
+                     "extrapolation")
+    if fit.config["token_terms"].get("general", 1) == 0 and abs(tokens - t_ref) > 1e-9 * t_ref:
+        notes.append(f"the general loss was fitted at the final budget {t_ref:g} only; other "
+                     "budgets are not modelled (refit with token_terms.general >= 1)")
+    if not f.domain_condition:
+        notes.append("no domain baseline: feasibility checks the general loss only")
+    return {"model_size": f.model_size, "tokens": f.tokens,
+            "general_val_set": str(fit.groups.loc[gi, "val_set"]),
+            "baseline": f.baseline, "general_limit": f.limit,
+            "domain_condition": f.domain_condition,
+            "cmr": c, "cmr_at_risk": f.cmr_at_risk(risk),
+            "p_no_feasible_ratio": float(np.mean(~f.ok.any(axis=1))),
+            "p_feasible": {"ratio": [round(float(r), 6) for r in f.ratios],
+                           "p": [round(float(p), 4) for p in f.p_feasible]},
+            "notes": notes}
+
+
+def cmr_paths(fit: MixtureFit, model_size, budgets, tolerance: float, relative: bool = False,
+              general: str | None = None, domain: str | None = None) -> np.ndarray:
+    """CMR draws (S, n_budgets) at each budget. Each draw keeps one and the same new run (the
+    same run deviation) across budgets, so a row is one draw's R_CMR(T) path."""
+    return np.stack([feasibility(fit, model_size, float(T), tolerance, relative, None, general,
+                                 domain).cmr_draws() for T in budgets], axis=1)
+
+
+def cmr_vs_tokens(fit: MixtureFit, model_size, budgets, tolerance: float,
+                  relative: bool = False, risk: float = 0.1, prob: float = 0.9,
+                  general: str | None = None, domain: str | None = None) -> pd.DataFrame:
+    """R_CMR(T) on the budgets ``budgets``: one row per budget with the CMR's mean, median,
+    interval and the CMR at risk."""
+    rows = []
+    for T in budgets:
+        f = feasibility(fit, model_size, float(T), tolerance, relative, None, general, domain)
+        rows.append({"tokens": float(T), **interval(f.cmr_draws(), prob),
+                     "cmr_at_risk": f.cmr_at_risk(risk)})
+    return pd.DataFrame(rows)
+
+
+def _fit_power(T: np.ndarray, y: np.ndarray):
+    """(a, s, b) of y = a (T / T.max())^s + b by least squares, None when it fails."""
+    from scipy.optimize import curve_fit
+
+    scale = T.max()
+    try:
+        (a, s, b), _ = curve_fit(lambda t, a, s, b: a * (t / scale) ** s + b, T, y,
+                                 p0=(y[-1] - y[0], 0.5, y[0]), maxfev=20000)
+    except (RuntimeError, ValueError):
+        return None
+    return a, s, b
+
+
+def fit_cmr_law(table: pd.DataFrame, column: str = "median") -> dict | None:
+    """Least squares of the paper's R_CMR(T) = a4 T^s4 + b3 through ``table[column]`` (needs four
+    or more budgets with 0 < CMR < 1); None when it cannot be fitted."""
+    x = table[(table[column] > 0) & (table[column] < 1)]
+    if len(x) < 4:
+        return None
+    T, y = x["tokens"].to_numpy(), x[column].to_numpy()
+    got = _fit_power(T, y)
+    if got is None:
+        return None
+    a, s, b = got
+    scale = T.max()
+    # back to the paper's form in the data's token unit: a4 T^s4 with a4 = a / scale^s
+    return {"a4": float(a / scale ** s), "s4": float(s), "b3": float(b),
+            "rmse": float(np.sqrt(np.mean((a * (T / scale) ** s + b - y) ** 2)))}
+
+
+def fit_cmr_law_draws(budgets, paths: np.ndarray, prob: float = 0.9, max_draws: int = 400,
+                      seed: int = 0) -> dict | None:
+    """The paper's R_CMR(T) = a4 T^s4 + b3 fitted to each draw's path (:func:`cmr_paths`; a
+    random subset of ``max_draws``): median and central interval of a4, s4, b3, and the share of
+    draws where the fit was possible (four or more budgets with 0 < CMR < 1). None when under
+    half of the draws allow a fit."""
+    T = np.asarray(budgets, float)
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(paths), size=min(max_draws, len(paths)), replace=False)
+    got = []
+    scale = T.max()
+    for y in paths[idx]:
+        ok = (y > 0) & (y < 1)
+        if ok.sum() < 4 or np.ptp(y[ok]) == 0:
+            continue
+        r = _fit_power(T[ok], y[ok])
+        if r is not None and np.all(np.isfinite(r)):
+            a, s, b = r
+            got.append((a / scale ** s, s, b))
+    if len(got) < len(idx) / 2:
+        return None
+    got = np.array(got)
+    q = [(1 - prob) / 2, 0.5, (1 + prob) / 2]
+    out = {k: dict(zip(("lower", "median", "upper"), map(float, np.quantile(got[:, i], q))))
+           for i, k in enumerate(("a4", "s4", "b3"))}
+    out["fitted_share"] = round(len(got) / len(idx), 4)
+    # on a short range of budgets a4 and b3 trade off along s4 -> 0 (a4 T^s4 + b3 ~ a4 + b3 +
+    # a4 s4 log T): flag intervals more than ten times wider than the median's size
+    out["identified"] = bool(all(out[k]["upper"] - out[k]["lower"] <= 10 * abs(out[k]["median"])
+                                 for k in ("a4", "b3")))
+    return out
