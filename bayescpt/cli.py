@@ -18,7 +18,7 @@ EXIT_INPUT = 2
 
 # Command groups living next to their models: each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
-PLUGINS: tuple[str, ...] = ()
+PLUGINS: tuple[str, ...] = ("hparams.cli",)
 
 
 def _say(msg: str) -> None:

@@ -77,7 +77,7 @@ def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) 
     def fail(mask, column, expected):
         i = int(np.asarray(mask).argmax())
         raise DataError(f"{_where(source, column=column, line=lines[i])}: value "
-                        f"{df[column].iloc[i]!r}; expected {expected}")
+                        f"{float(df[column].iloc[i])!r}; expected {expected}")
 
     checks = [
         ("model_size", lambda v: ~np.isfinite(v) | (v <= 0), "a positive parameter count"),

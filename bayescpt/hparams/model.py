@@ -11,6 +11,7 @@ Levels::
                  (``optimum_law = "compute"``: one exponent per target, bN = bD = b_C, a power law
                   in C = 6 N D, the form of Zhou et al.)
              m_k  ~ Normal(L0 + A exp(-g c_k), tau_L)                    depth: L(C) = L0 + a C^-g
+             x*_k, y*_k softly inside the cell's grid range +- ``bracket`` (a grid search's premise)
     bowl     w = (x - x*_k) + shear (y - y*_k),  v = y - y*_k
              mean_i = m_k + h_k q_x 2 (e^{s w} - 1 - s w) / s^2 + h_k q_y v^2
                  (LINEX along w: quadratic near the optimum, exponential above it, linear below)
@@ -77,6 +78,7 @@ DEFAULT_CONFIG = {
         "sigma_slope": 1.0,        # HalfNormal scale of the noise growth per nat of excess loss
     },
     "nu": 3.0,
+    "bracket": 0.5,                # ln units the optimum may lie beyond the cell's grid edges
 }
 
 LAW_VARS = ["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "tau_lr", "tau_bs",
@@ -183,8 +185,20 @@ def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
         a_bs = pm.Normal("a_bs", _loc(pr["a_bs"], ct["best_batch_size"]), pr["a_bs"][1])
         tau_lr = pm.Gamma("tau_lr", 2.0, 2.0 / pr["tau_opt"])
         tau_bs = pm.Gamma("tau_bs", 2.0, 2.0 / pr["tau_opt"])
-        x_opt = pm.Normal("x_opt", optimum_mean(a_lr, bN_lr, bD_lr, n, d), tau_lr, dims="cell")
-        y_opt = pm.Normal("y_opt", optimum_mean(a_bs, bN_bs, bD_bs, n, d), tau_bs, dims="cell")
+        # Chains start at each cell's best run (nutpie adds a U(-1, 1) jitter), and a soft
+        # bracket says what a grid search assumes: the optimum lies inside the grid, give or take
+        # ``bracket`` (ln units). Without both, a chain could settle in the LINEX bowl's poor mode
+        # far above a cell's grid (every run on the linear branch): R-hat 1.5-1.8 on Step Law.
+        x_opt = pm.Normal("x_opt", optimum_mean(a_lr, bN_lr, bD_lr, n, d), tau_lr, dims="cell",
+                          initval=np.log(ct["best_lr"].to_numpy()))
+        y_opt = pm.Normal("y_opt", optimum_mean(a_bs, bN_bs, bD_bs, n, d), tau_bs, dims="cell",
+                          initval=np.log(ct["best_batch_size"].to_numpy()))
+        br = float(cfg["bracket"])
+        for name, var, col in (("x_bracket", x_opt, x), ("y_bracket", y_opt, y)):
+            lo = np.array([col[idx == k].min() for k in range(len(ct))]) - br
+            hi = np.array([col[idx == k].max() for k in range(len(ct))]) + br
+            out = pt.maximum(var - hi, 0.0) + pt.maximum(lo - var, 0.0)
+            pm.Potential(name, -0.5 * pt.sum((out / 0.1) ** 2))
 
         # L(C) through its values at the smallest and largest cell compute (well identified) and
         # the exponent g; L0 and A follow. Sampling L0, A, g directly left ESS ~50 per 600 draws.
@@ -197,7 +211,8 @@ def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
         A = pm.Deterministic("A", (L_lo - L_hi) / (pt.exp(-g * c_lo) - pt.exp(-g * c_hi)))
         L0 = pm.Deterministic("L0", L_lo - A * pt.exp(-g * c_lo))
         tau_L = pm.Gamma("tau_L", 2.0, 2.0 / pr["tau_L"])
-        m = pm.Normal("m", best_loss(pt, L0, A, g, c), tau_L, dims="cell")
+        m = pm.Normal("m", best_loss(pt, L0, A, g, c), tau_L, dims="cell",
+                      initval=ct["best_loss"].to_numpy())
 
         qx = pm.Deterministic("qx", pt.exp(pm.Normal("ln_qx", *pr["ln_q"])))
         qy = pm.Deterministic("qy", pt.exp(pm.Normal("ln_qy", *pr["ln_q"])))
