@@ -63,8 +63,7 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
     ax.plot(b["best_lr"], b["best_batch_size"], "*", color="orange", ms=14, mec="k",
             label="grid's best run")
     ax.set(xscale="log", yscale="log", xlabel="learning rate", ylabel="batch size (tokens)",
-           title=f"loss surface, N={b['model_size']:.3g}, D={b['tokens']:.3g} "
-           "(contours: fitted excess loss)")
+           title=f"N={b['model_size']:.3g}, D={b['tokens']:.3g}: runs, fitted excess loss")
     ax.legend(fontsize=8, loc="lower left")
 
     # optima per cell vs D, one colour per model size, with the fitted law per size
@@ -90,7 +89,7 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
             ax.fill_between(dgrid, np.exp(np.quantile(lnv, lo_q, axis=0)),
                             np.exp(np.quantile(lnv, hi_q, axis=0)), color=col, alpha=0.15)
         ax.set(xscale="log", yscale="log", xlabel="training tokens D", ylabel=label,
-               title=f"{label}: cell posteriors ({prob:.0%}, o), grid best (x), fitted law")
+               title=f"cells ({prob:.0%} interval, o), grid best (x), law per N")
         ax.legend(fontsize=8)
 
     ax = axes[1, 1]
@@ -109,7 +108,7 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
                     fmt="o", color=col, ms=5, capsize=3, label=f"N={size:.3g}")
         ax.plot(comp[k], ct["best_loss"].to_numpy()[k], "x", color=col, ms=7)
     ax.set(xscale="log", xlabel="compute C = 6 N D (FLOPs)", ylabel="best loss (nats)",
-           title=f"cell depth m (o), grid best (x); L0 median {np.median(p['L0']):.2f}")
+           title=f"best loss per cell (o), grid best (x); L0 median {np.median(p['L0']):.2f}")
     ax.legend(fontsize=8)
     fig.tight_layout()
     if path is not None:
