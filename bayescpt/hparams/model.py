@@ -11,7 +11,8 @@ Levels::
                  (``optimum_law = "compute"``: one exponent per target, bN = bD = b_C, a power law
                   in C = 6 N D, the form of Zhou et al.)
              m_k  ~ Normal(L0 + A exp(-g c_k), tau_L)                    depth: L(C) = L0 + a C^-g
-             x*_k, y*_k softly inside the cell's grid range +- ``bracket`` (a grid search's premise)
+             x*_k, y*_k softly inside the cell's grid range +- ``bracket`` and within
+                 ``bracket_best`` of the cell's best run (a grid search's premise)
     bowl     w = (x - x*_k) + shear (y - y*_k),  v = y - y*_k
              mean_i = m_k + h_k q_x 2 (e^{s w} - 1 - s w) / s^2 + h_k q_y v^2
                  (LINEX along w: quadratic near the optimum, exponential above it, linear below)
@@ -83,6 +84,7 @@ DEFAULT_CONFIG = {
     "nu": 3.0,
     "centered_bs": False,          # centred y*_k: tau_bs (~0.02) had ESS 195 of 4000 draws
     "bracket": 0.5,                # ln units the optimum may lie beyond the cell's grid edges
+    "bracket_best": 1.0,           # ... and away from the cell's best run (a factor e)
 }
 
 LAW_VARS = ["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "tau_lr", "tau_bs",
@@ -208,8 +210,10 @@ def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
         tau_bs = pm.Gamma("tau_bs", 2.0, 2.0 / pr["tau_opt"])
         # Chains start at each cell's best run (nutpie adds a U(-1, 1) jitter), and a soft
         # bracket says what a grid search assumes: the optimum lies inside the grid, give or take
-        # ``bracket`` (ln units). Without both, a chain could settle in the LINEX bowl's poor mode
-        # far above a cell's grid (every run on the linear branch): R-hat 1.5-1.8 on Step Law.
+        # ``bracket`` (ln units), and within a factor e^bracket_best of the grid's best run.
+        # Without them a chain could settle in the LINEX bowl's poor mode far above a cell's
+        # best run (every run on the linear branch): R-hat 1.5-1.8 on Step Law; with the grid
+        # bracket alone, one LOCO fold (2 chains) still had a chain at the bracket's edge.
         x_opt = pm.Normal("x_opt", optimum_mean(a_lr, bN_lr, bD_lr, n, d), tau_lr, dims="cell",
                           initval=np.log(ct["best_lr"].to_numpy()))
         if cfg["centered_bs"]:
@@ -218,10 +222,14 @@ def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
         else:  # the batch bowl is quadratic (one mode): no start near the data needed
             y_opt = pm.Deterministic("y_opt", optimum_mean(a_bs, bN_bs, bD_bs, n, d) + tau_bs *
                                      pm.Normal("z_bs", 0.0, 1.0, dims="cell"), dims="cell")
-        br = float(cfg["bracket"])
-        for name, var, col in (("x_bracket", x_opt, x), ("y_bracket", y_opt, y)):
-            lo = np.array([col[idx == k].min() for k in range(len(ct))]) - br
-            hi = np.array([col[idx == k].max() for k in range(len(ct))]) + br
+        br, bb = float(cfg["bracket"]), float(cfg["bracket_best"])
+        for name, var, col, best in (("x_bracket", x_opt, x, ct["best_lr"]),
+                                     ("y_bracket", y_opt, y, ct["best_batch_size"])):
+            best = np.log(best.to_numpy())
+            lo = np.maximum(np.array([col[idx == k].min() for k in range(len(ct))]) - br,
+                            best - bb)
+            hi = np.minimum(np.array([col[idx == k].max() for k in range(len(ct))]) + br,
+                            best + bb)
             out = pt.maximum(var - hi, 0.0) + pt.maximum(lo - var, 0.0)
             pm.Potential(name, -0.5 * pt.sum((out / 0.1) ** 2))
 
