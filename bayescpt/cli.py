@@ -19,7 +19,7 @@ LAW_NAMES = ["annealing", "multipower", "cpt"]
 
 # Command groups living next to their models: each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
-PLUGINS: tuple[str, ...] = ("lab.cli", "mixture.cli")
+PLUGINS: tuple[str, ...] = ("lab.cli", "mixture.cli", "hparams.cli")
 
 
 def _say(msg: str) -> None:

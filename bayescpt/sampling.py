@@ -80,6 +80,10 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
                               **kw)
         drop_warmup(idata)
         if "log_likelihood" not in idata:
+            # PyMC cannot rebuild a model with custom initial values for this (NotImplementedError);
+            # they have done their job once sampling is over.
+            for rv in model.rvs_to_initial_values:
+                model.rvs_to_initial_values[rv] = None
             pm.compute_log_likelihood(idata, model=model, progressbar=False)
     return idata
 

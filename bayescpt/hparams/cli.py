@@ -1,0 +1,199 @@
+"""``bayescpt hparams fit|predict|plot``: the optimal-LR / batch-size law on the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _refuse_overwrite(path, force: bool) -> None:
+    if path is not None and Path(path).exists() and not force:
+        raise FileExistsError(f"{path} exists; choose another --out or pass --force to replace it")
+
+
+def read_any_grid(path):
+    """A grid CSV in bayescpt's columns, or the Step Law file (recognised by its header)."""
+    import pandas as pd
+
+    from ..data import DataError
+    from .data import load_steplaw, read_grid
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    try:
+        head = list(pd.read_csv(path, nrows=0).columns)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    if {"N", "D", "bs", "smooth loss"} <= set(head) and "model_size" not in head:
+        return load_steplaw(path)
+    return read_grid(path)
+
+
+def add_commands(sub, sampler_args) -> dict:
+    hp = sub.add_parser("hparams", help="optimal learning rate and batch size (Zhou et al.'s "
+                        "equivalent-compute law): fit an LR x batch grid, predict for CPT",
+                        description="Fit one hierarchical model to an LR x batch-size grid of runs "
+                        "over (model size, tokens) cells; predict the optimal LR and batch size "
+                        "with credible intervals for a new run or a continual pre-training run.")
+    hsub = hp.add_subparsers(dest="hp_command", required=True, metavar="SUBCOMMAND")
+
+    f = hsub.add_parser("fit", help="fit the stage-1 model to a grid CSV",
+                        description="GRID.csv: one row per run, columns model_size, tokens, lr, "
+                        "batch_size (tokens), loss [, group]; or the Step Law file "
+                        "dense_lr_bs_loss.csv (recognised by its header).")
+    f.add_argument("data", type=Path, metavar="GRID.csv")
+    f.add_argument("--out", required=True, type=Path, metavar="HP.nc")
+    f.add_argument("--optimum-law", choices=["size_tokens", "compute"], default=None,
+                   help="optimum as power laws in N and D (default) or in C = 6ND only")
+    f.add_argument("--plot", type=Path, metavar="PNG", help="also write the fit's plot here")
+    sampler_args(f)
+
+    p = hsub.add_parser("predict", help="optimal LR and batch size with intervals",
+                        description="A fresh run (--n-params, --tokens), or continual "
+                        "pre-training from a checkpoint with validation loss --init-loss for "
+                        "--cpt-tokens tokens (--tokens is then the checkpoint's own budget, "
+                        "reported for comparison only).")
+    p.add_argument("fit", type=Path, metavar="HP.nc")
+    p.add_argument("--n-params", required=True, type=float, metavar="N",
+                   help="non-embedding parameters, e.g. 4.3e8")
+    p.add_argument("--tokens", type=float, metavar="D", help="training tokens, e.g. 2e10")
+    p.add_argument("--init-loss", type=float, metavar="L",
+                   help="the checkpoint's validation loss on the target data (nats)")
+    p.add_argument("--init-loss-sd", type=float, metavar="SD",
+                   help="its measurement noise (default: the fitted run noise at the optimum)")
+    p.add_argument("--cpt-tokens", type=float, metavar="DC", help="continual pre-training tokens")
+    p.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, metavar="OUT.json", help="write the result as JSON")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
+
+    q = hsub.add_parser("plot", help="plot a fit: a cell's loss surface, optima per cell with "
+                        "intervals, the fitted power laws")
+    q.add_argument("fit", type=Path, metavar="HP.nc")
+    q.add_argument("data", type=Path, metavar="GRID.csv", help="the grid the fit was made on")
+    q.add_argument("--out", required=True, type=Path, metavar="PNG")
+    q.add_argument("--force", action="store_true", help="replace an existing --out file")
+    return {"hparams": run}
+
+
+def run(a) -> int:
+    return {"fit": cmd_fit, "predict": cmd_predict, "plot": cmd_plot}[a.hp_command](a)
+
+
+def cmd_fit(a) -> int:
+    from ..cli import _load_config, _verdict
+    from .data import describe_grid
+    from .model import HparamsFit
+
+    _refuse_overwrite(a.out, a.force)
+    _refuse_overwrite(a.plot, a.force)
+    df = read_any_grid(a.data)
+    cfg = _load_config(a.config) or {}
+    if a.optimum_law:
+        cfg["optimum_law"] = a.optimum_law
+    if not a.quiet:
+        _say(f"data: {a.data} {describe_grid(df)}")
+        _say("fitting the hyperparameter law (compiling, then sampling; a few minutes on 2 cores)")
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # diagnostics are reported below, with guidance
+        fit = HparamsFit.run(df, config=cfg, sampler=a.sampler, chains=a.chains, draws=a.draws,
+                             tune=a.tune, seed=a.seed,
+                             progress=not a.quiet and sys.stderr.isatty(), warn=False)
+    fit.save(a.out, overwrite=a.force)
+    diag = fit.diagnostics()
+    if not a.quiet:
+        _say(f"done in {time.perf_counter() - t0:.1f} s; saved {a.out}")
+    print(diag.to_text())
+    print(law_text(fit))
+    if a.plot:
+        from .plot import plot_fit
+
+        plot_fit(fit, df, a.plot)
+        if not a.quiet:
+            _say(f"wrote {a.plot}")
+    return _verdict(diag, a.strict)
+
+
+def law_text(fit) -> str:
+    """The fitted laws in the usual units (posterior means, 90 % intervals)."""
+    import numpy as np
+
+    post = fit.draws(["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "L0", "A", "g"])
+    r = fit.refs
+
+    def iv(v):
+        lo, hi = np.quantile(v, [0.05, 0.95])
+        return f"{v.mean():.3f} [{lo:.3f}, {hi:.3f}]"
+
+    # ln lr = a + bN (ln N - ln N_ref) + bD (ln D - ln D_ref): intercept at N = D = 1
+    c_lr = post["a_lr"] - post["bN_lr"] * r.ln_n - post["bD_lr"] * r.ln_d
+    c_bs = post["a_bs"] - post["bN_bs"] * r.ln_n - post["bD_bs"] * r.ln_d
+    return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} N^({iv(post['bN_lr'])}) "
+            f"D^({iv(post['bD_lr'])})\n"
+            f"B_opt  = {math.exp(np.mean(c_bs)):.3g} N^({iv(post['bN_bs'])}) "
+            f"D^({iv(post['bD_bs'])})  (tokens)\n"
+            f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
+            f"A {iv(post['A'])}, g {iv(post['g'])}")
+
+
+def cmd_predict(a) -> int:
+    from .model import HparamsFit
+    from .predict import predict_optimum
+
+    _refuse_overwrite(a.out, a.force)
+    fit = HparamsFit.load(a.fit)
+    res = predict_optimum(fit, a.n_params, tokens=a.tokens, init_loss=a.init_loss,
+                          cpt_tokens=a.cpt_tokens, init_loss_sd=a.init_loss_sd, prob=a.prob,
+                          seed=a.seed)
+    for w in res["warnings"]:
+        _say(f"warning: {w}")
+    text = json.dumps(res, indent=2)
+    if a.out:
+        tmp = a.out.with_name(a.out.name + ".tmp")
+        tmp.write_text(text + "\n")
+        tmp.replace(a.out)
+        _say(f"wrote {a.out}")
+    print(text if not a.out else _short(res))
+    return 0
+
+
+def _short(res: dict) -> str:
+    def f(d, unit=""):
+        if d["median"] is None:
+            return "unbounded (see warnings)"
+        lo = "open" if d["lower"] is None else f"{d['lower']:.3g}"
+        hi = "open" if d["upper"] is None else f"{d['upper']:.3g}"
+        return f"{d['median']:.3g}{unit} [{lo}, {hi}]"
+
+    lines = [f"lr_opt          {f(res['lr_opt'])}",
+             f"batch_size_opt  {f(res['batch_size_opt'], ' tokens')}"]
+    for k in ("C_pre", "C_total"):
+        if k in res:
+            lines.append(f"{k:<15} {f(res[k], ' FLOPs')}")
+    return "\n".join(lines)
+
+
+def cmd_plot(a) -> int:
+    from .model import HparamsFit
+    from .plot import plot_fit
+
+    _refuse_overwrite(a.out, a.force)
+    fit = HparamsFit.load(a.fit)
+    df = read_any_grid(a.data)
+    from .data import grid_hash
+
+    if fit.meta.get("data_hash") != grid_hash(df):
+        _say(f"warning: {a.data} is not the grid {a.fit} was fitted on (data hash differs)")
+    plot_fit(fit, df, a.out)
+    _say(f"wrote {a.out}")
+    return 0

@@ -1,0 +1,332 @@
+"""Stage 1: one hierarchical model of an LR x batch-size grid over (model size, tokens) cells.
+
+Notation: x = ln(lr), y = ln(batch size in tokens), n = ln N - ln N_ref, d = ln D - ln D_ref,
+c = ln(6 N D) - ln C_ref (C = 6 N D is the training compute in FLOPs; the refs are the means over
+the grid's cells, stored with the fit).
+
+Levels::
+
+    law      x*_k ~ Normal(a_lr + bN_lr n_k + bD_lr d_k, tau_lr)        optimum of cell k
+             y*_k ~ Normal(a_bs + bN_bs n_k + bD_bs d_k, tau_bs)
+                 (``optimum_law = "compute"``: one exponent per target, bN = bD = b_C, a power law
+                  in C = 6 N D, the form of Zhou et al.)
+             m_k  ~ Normal(L0 + A exp(-g c_k), tau_L)                    depth: L(C) = L0 + a C^-g
+             x*_k, y*_k softly inside the cell's grid range +- ``bracket`` and within
+                 ``bracket_best`` of the cell's best run (a grid search's premise)
+    bowl     w = (x - x*_k) + shear (y - y*_k),  v = y - y*_k
+             mean_i = m_k + h_k q_x 2 (e^{s w} - 1 - s w) / s^2 + h_k q_y v^2
+                 (LINEX along w: quadratic near the optimum, exponential above it, linear below)
+             ln h_k ~ Normal(0, sd_ln_h)                                 cell curvature scale
+    run i    loss_i ~ StudentT(nu, mean_i, sigma + sigma_slope (mean_i - m_k))
+
+Why this shape (checked on the Step Law grid, see benchmarks/hparams_loco.py):
+
+* Both terms are >= 0 and vanish only at w = v = 0, so (x*_k, y*_k) is exactly the cell's
+  optimum and m_k its loss. A pure quadratic fitted the grid badly: the loss rises much faster on
+  the high-LR side (towards divergence) than on the low one (hence the LINEX skew s); robust
+  per-cell fits without the skew put the optimum a factor ~2 below the grid's best LR on average.
+  The shear lets the best LR drift with the batch size inside a cell.
+* The run noise grows with the excess loss (sigma_slope): near the optimum repeated runs agree to
+  ~1e-3 nats, far from it the bowl shape is only roughly right.
+* Diverged runs (loss 5-11 nats where the bowl says 2.5) stay in the data: the Student-t
+  likelihood with few degrees of freedom gives them a bounded influence instead of letting them
+  bend the bowl. Nothing is dropped.
+* The LR optimum and depth are centred per cell (every cell has ~100 runs that pin them down, and
+  the LR bowl needs chains started near the data); the batch optimum is non-centred by default
+  (``centered_bs``), because its cell scatter is about as small as its per-cell uncertainty and the
+  centred form mixed slowly there.
+* The across-cell laws are what prediction uses: a new cell (or a CPT run) gets a fresh optimum
+  from the law plus the cell-to-cell scatter tau, so intervals include how far real cells stray
+  from the power law.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from ..diagnostics import Diagnostics, summarize, warn_if_bad
+from ..hierarchy import merge_config
+from ..fitfile import FORMAT, FitError, load_idata, save_idata
+from ..sampling import resolve_settings, sample_model
+from .data import cells, grid_hash
+
+LAW = "hparams"
+OPTIMUM_LAWS = ("size_tokens", "compute")
+
+#: prior locations/scales; ln-scale parameters are marked. Units: loss in nats, lr raw, batch in
+#: tokens, C in FLOPs relative to C_ref.
+DEFAULT_CONFIG = {
+    "optimum_law": "size_tokens",
+    "priors": {
+        "a_lr": [None, 2.0],       # ln lr* at the reference cell; None: mean ln lr of best runs
+        "a_bs": [None, 2.0],       # ln B* (tokens) there; None: mean ln batch of best runs
+        "slope": [0.0, 1.0],       # every exponent bN, bD (or b_C)
+        "tau_opt": 0.1,            # mean of the Gamma(2) cell scatter of ln lr*, ln B*
+        "L_lo": [None, 1.0],       # best loss at the smallest cell compute; None: grid's
+        "ln_drop": [-1.5, 1.5],    # ln of its drop to the largest cell compute
+        "g": [-1.2, 0.8],          # ln of the compute exponent g (e^-1.2 = 0.3)
+        "tau_L": 0.03,             # mean of the Gamma(2) cell scatter of the best loss
+        "ln_q": [-4.0, 1.5],       # ln curvature q_x, q_y (nats per ln-unit^2)
+        "shape_sd": 0.5,           # HalfNormal scale of the cell spread of ln h
+        "shear": 1.0,              # Normal scale of the LR-optimum shift per ln batch
+        "skew": [0.0, 1.0],        # ln of the LINEX asymmetry s (> 0: steeper above the optimum)
+        "sigma": 0.02,             # HalfNormal scale of the run noise at the optimum (nats)
+        "sigma_slope": 1.0,        # HalfNormal scale of the noise growth per nat of excess loss
+    },
+    "nu": 3.0,
+    "centered_bs": False,          # centred y*_k: tau_bs (~0.02) had ESS 195 of 4000 draws
+    "bracket": 0.5,                # ln units the optimum may lie beyond the cell's grid edges
+    "bracket_best": 1.0,           # ... and away from the cell's best run (a factor e)
+}
+
+LAW_VARS = ["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "tau_lr", "tau_bs",
+            "L_lo", "L_hi", "L0", "A", "g", "tau_L"]
+SHAPE_VARS = ["qx", "qy", "sd_ln_h", "shear", "skew", "sigma", "sigma_slope"]
+CELL_VARS = ["x_opt", "y_opt", "m"]
+
+
+def make_config(override: dict | None = None) -> dict:
+    """The default config updated by ``override`` (nested dicts merged key by key), checked."""
+    out = merge_config(DEFAULT_CONFIG, override)
+    unknown = sorted(set(out) - set(DEFAULT_CONFIG) - {"sampler"})
+    if unknown:
+        raise ValueError(f"config keys {unknown} unknown; expected {sorted(DEFAULT_CONFIG)}")
+    if out["optimum_law"] not in OPTIMUM_LAWS:
+        raise ValueError(f"config optimum_law {out['optimum_law']!r}; expected one of "
+                         f"{OPTIMUM_LAWS}")
+    return out
+
+
+# -- the three laws, written once over an array namespace (pytensor.tensor or numpy) ------------
+def optimum_mean(a, bN, bD, n, d):
+    """ln of the optimum (lr or batch tokens) at centred ln N = n, ln D = d."""
+    return a + bN * n + bD * d
+
+
+def best_loss(xp, L0, A, g, c):
+    """L(C) = L0 + A (C / C_ref)^-g at centred ln compute c."""
+    return L0 + A * xp.exp(-g * c)
+
+
+def bowl(xp, x, y, m, x_opt, y_opt, qx, qy, shear, skew):
+    """Mean loss of runs at ln lr = x, ln batch = y in a cell with the given bowl parameters.
+
+    Along w = (x - x_opt) + shear (y - y_opt) the excess is LINEX, q_x 2(e^{s w} - 1 - s w)/s^2:
+    quadratic near the optimum, exponential above it (towards divergence), linear below it;
+    along the batch size it is quadratic. Minimum m exactly at (x_opt, y_opt).
+    """
+    v = y - y_opt
+    w = x - x_opt + shear * v
+    sw = skew * w
+    return m + qx * 2.0 * (xp.exp(sw) - 1.0 - sw) / (skew * skew) + qy * v * v
+
+
+def _start_near(name, prior, start, step=0.1):
+    """A Normal(prior[0], prior[1]) parameter sampled as ``start + step * z`` with z starting at
+    0 (same prior; chains start near ``start``)."""
+    import pymc as pm
+
+    mu, sd = float(prior[0]), float(prior[1])
+    z = pm.Normal(f"{name}_z", (mu - start) / step, sd / step, initval=0.0)
+    return pm.Deterministic(name, start + step * z)
+
+
+def _loc(prior, values) -> float:
+    """A prior's location, or the mean log of ``values`` where the config says None."""
+    return float(prior[0]) if prior[0] is not None else float(np.mean(np.log(values)))
+
+
+@dataclass
+class Refs:
+    """Centring constants (natural logs): N_ref, D_ref over the cells, C_ref = 6 N_ref D_ref."""
+
+    ln_n: float
+    ln_d: float
+
+    @property
+    def ln_c(self) -> float:
+        return float(np.log(6.0) + self.ln_n + self.ln_d)
+
+    @classmethod
+    def of(cls, cell_table: pd.DataFrame) -> "Refs":
+        return cls(float(np.log(cell_table["model_size"]).mean()),
+                   float(np.log(cell_table["tokens"]).mean()))
+
+
+def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
+    """The PyMC model of a validated grid ``df``; returns (model, cell table, refs)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    cfg = make_config(config)
+    pr = cfg["priors"]
+    ct = cells(df)
+    refs = refs or Refs.of(ct)
+    key = ["group", "model_size", "tokens"]
+    idx = df.merge(ct[key].reset_index(), on=key, how="left")["index"].to_numpy()
+    n = np.log(ct["model_size"].to_numpy()) - refs.ln_n
+    d = np.log(ct["tokens"].to_numpy()) - refs.ln_d
+    c = n + d
+    x = np.log(df["lr"].to_numpy())
+    y = np.log(df["batch_size"].to_numpy())
+    coords = {"cell": [f"N={r.model_size:.4g},D={r.tokens:.4g}" +
+                       ("" if r.group == "default" else f",{r.group}")
+                       for r in ct.itertuples()], "run": np.arange(len(df))}
+    with pm.Model(coords=coords) as model:
+        slope = pr["slope"]
+        # Every law parameter starts at a least-squares fit to the cells' best runs and is
+        # sampled as start + 0.1 z (its prior unchanged): nutpie jitters each chain's start by
+        # U(-1, 1) in the sampled coordinates, which here is +-0.1 instead of +-1 in an exponent.
+        # With +-1, a chain could start (and stay) in a poor mode: R-hat 1.53 on Step Law.
+        X = np.column_stack([np.ones_like(n), n + d] if cfg["optimum_law"] == "compute" else
+                            [np.ones_like(n), n, d])
+        ols_lr = np.linalg.lstsq(X, np.log(ct["best_lr"].to_numpy()), rcond=None)[0]
+        ols_bs = np.linalg.lstsq(X, np.log(ct["best_batch_size"].to_numpy()), rcond=None)[0]
+        if cfg["optimum_law"] == "compute":
+            b_lr = _start_near("b_lr", slope, ols_lr[1])
+            b_bs = _start_near("b_bs", slope, ols_bs[1])
+            bN_lr = pm.Deterministic("bN_lr", b_lr)
+            bD_lr = pm.Deterministic("bD_lr", b_lr)
+            bN_bs = pm.Deterministic("bN_bs", b_bs)
+            bD_bs = pm.Deterministic("bD_bs", b_bs)
+        else:
+            bN_lr = _start_near("bN_lr", slope, ols_lr[1])
+            bD_lr = _start_near("bD_lr", slope, ols_lr[2])
+            bN_bs = _start_near("bN_bs", slope, ols_bs[1])
+            bD_bs = _start_near("bD_bs", slope, ols_bs[2])
+        # Intercepts: prior centred on the grid's best runs (wide scale).
+        a_lr = _start_near("a_lr", [_loc(pr["a_lr"], ct["best_lr"]), pr["a_lr"][1]], ols_lr[0])
+        a_bs = _start_near("a_bs", [_loc(pr["a_bs"], ct["best_batch_size"]), pr["a_bs"][1]],
+                           ols_bs[0])
+        tau_lr = pm.Gamma("tau_lr", 2.0, 2.0 / pr["tau_opt"])
+        tau_bs = pm.Gamma("tau_bs", 2.0, 2.0 / pr["tau_opt"])
+        # Chains start at each cell's best run (nutpie adds a U(-1, 1) jitter), and a soft
+        # bracket says what a grid search assumes: the optimum lies inside the grid, give or take
+        # ``bracket`` (ln units), and within a factor e^bracket_best of the grid's best run.
+        # Without them a chain could settle in the LINEX bowl's poor mode far above a cell's
+        # best run (every run on the linear branch): R-hat 1.5-1.8 on Step Law; with the grid
+        # bracket alone, one LOCO fold (2 chains) still had a chain at the bracket's edge.
+        x_opt = pm.Normal("x_opt", optimum_mean(a_lr, bN_lr, bD_lr, n, d), tau_lr, dims="cell",
+                          initval=np.log(ct["best_lr"].to_numpy()))
+        if cfg["centered_bs"]:
+            y_opt = pm.Normal("y_opt", optimum_mean(a_bs, bN_bs, bD_bs, n, d), tau_bs,
+                              dims="cell", initval=np.log(ct["best_batch_size"].to_numpy()))
+        else:  # the batch bowl is quadratic (one mode): no start near the data needed
+            y_opt = pm.Deterministic("y_opt", optimum_mean(a_bs, bN_bs, bD_bs, n, d) + tau_bs *
+                                     pm.Normal("z_bs", 0.0, 1.0, dims="cell"), dims="cell")
+        br, bb = float(cfg["bracket"]), float(cfg["bracket_best"])
+        for name, var, col, best in (("x_bracket", x_opt, x, ct["best_lr"]),
+                                     ("y_bracket", y_opt, y, ct["best_batch_size"])):
+            best = np.log(best.to_numpy())
+            lo = np.maximum(np.array([col[idx == k].min() for k in range(len(ct))]) - br,
+                            best - bb)
+            hi = np.minimum(np.array([col[idx == k].max() for k in range(len(ct))]) + br,
+                            best + bb)
+            out = pt.maximum(var - hi, 0.0) + pt.maximum(lo - var, 0.0)
+            pm.Potential(name, -0.5 * pt.sum((out / 0.1) ** 2))
+
+        # L(C) through its values at the smallest and largest cell compute (well identified) and
+        # the exponent g; L0 and A follow. Sampling L0, A, g directly left ESS ~50 per 600 draws.
+        c_lo, c_hi = float(c.min()), float(c.max())
+        g = pm.LogNormal("g", *pr["g"])
+        lo_cell = int(np.argmin(c))
+        L_lo = pm.Normal("L_lo", pr["L_lo"][0] if pr["L_lo"][0] is not None else
+                         float(ct["best_loss"].iloc[lo_cell]), pr["L_lo"][1])
+        L_hi = pm.Deterministic("L_hi", L_lo - pt.exp(pm.Normal("ln_drop", *pr["ln_drop"])))
+        A = pm.Deterministic("A", (L_lo - L_hi) / (pt.exp(-g * c_lo) - pt.exp(-g * c_hi)))
+        L0 = pm.Deterministic("L0", L_lo - A * pt.exp(-g * c_lo))
+        tau_L = pm.Gamma("tau_L", 2.0, 2.0 / pr["tau_L"])
+        m = pm.Normal("m", best_loss(pt, L0, A, g, c), tau_L, dims="cell",
+                      initval=ct["best_loss"].to_numpy())
+
+        qx = pm.Deterministic("qx", pt.exp(pm.Normal("ln_qx", *pr["ln_q"])))
+        qy = pm.Deterministic("qy", pt.exp(pm.Normal("ln_qy", *pr["ln_q"])))
+        sd_h = pm.HalfNormal("sd_ln_h", pr["shape_sd"])
+        h = pt.exp(sd_h * pm.Normal("z_ln_h", 0.0, 1.0, dims="cell"))
+        shear = pm.Normal("shear", 0.0, pr["shear"])
+        skew = pm.LogNormal("skew", *pr["skew"])
+        sigma = pm.HalfNormal("sigma", pr["sigma"])
+        sigma_slope = pm.HalfNormal("sigma_slope", pr["sigma_slope"])
+        mu = bowl(pt, x, y, m[idx], x_opt[idx], y_opt[idx], h[idx] * qx, h[idx] * qy, shear, skew)
+        pm.StudentT("loss", nu=cfg["nu"], mu=mu, sigma=sigma + sigma_slope * (mu - m[idx]), observed=df["loss"].to_numpy(),
+                    dims="run")
+    return model, ct, refs
+
+
+@dataclass
+class HparamsFit:
+    """A sampled stage-1 model: InferenceData, its config, cell table and centring refs."""
+
+    idata: object
+    config: dict
+    cells: pd.DataFrame
+    refs: Refs
+    meta: dict = field(default_factory=dict)
+
+    @classmethod
+    def run(cls, df: pd.DataFrame, config: dict | None = None, sampler: str = "auto",
+            chains: int | None = None, draws: int | None = None, tune: int | None = None,
+            seed: int | None = None, target_accept: float | None = None,
+            progress: bool = False, warn: bool = True) -> "HparamsFit":
+        """Fit the grid ``df`` (validated, see :mod:`.data`) with NUTS; diagnostics warned."""
+        cfg = make_config(config)
+        s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
+                             seed=seed, target_accept=target_accept)
+        cfg["sampler"] = s
+        model, ct, refs = build_model(df, cfg)
+        t0 = time.perf_counter()
+        idata = sample_model(model, s, progress=progress)
+        meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
+                "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 2)}
+        fit = cls(idata, cfg, ct, refs, meta)
+        if warn:
+            warn_if_bad(fit.diagnostics())
+        return fit
+
+    def diagnostics(self) -> Diagnostics:
+        names = [v for v in LAW_VARS + SHAPE_VARS + CELL_VARS if v in self.idata.posterior]
+        if self.config["optimum_law"] == "compute":
+            names = [v for v in names if v not in ("bN_lr", "bD_lr", "bN_bs", "bD_bs")] + \
+                ["b_lr", "b_bs"]
+        return summarize(self.idata, names)
+
+    def attrs(self) -> dict:
+        return dict(self.meta, config=json.dumps(self.config),
+                    cells=self.cells.to_json(orient="records"),
+                    refs=json.dumps({"ln_n": self.refs.ln_n, "ln_d": self.refs.ln_d}))
+
+    def save(self, path, overwrite: bool = False) -> Path:
+        return save_idata(self.idata, self.attrs(), path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path) -> "HparamsFit":
+        idata, attrs = load_idata(path, law=LAW)
+        try:
+            cfg = json.loads(attrs["config"])
+            ct = pd.read_json(__import__("io").StringIO(attrs["cells"]), orient="records")
+            refs = Refs(**json.loads(attrs["refs"]))
+        except (KeyError, ValueError) as err:
+            raise FitError(f"{path}: damaged hparams fit ({type(err).__name__}: {err})") from None
+        meta = {k: v for k, v in attrs.items() if k not in ("config", "cells", "refs")}
+        return cls(idata, cfg, ct, refs, meta)
+
+    def draws(self, names) -> dict:
+        """Posterior draws of ``names`` flattened over (chain, draw): name -> array (S, ...)."""
+        post = self.idata.posterior
+        return {v: post[v].stack(s=("chain", "draw")).transpose("s", ...).to_numpy()
+                for v in names}
+
+
+def quick_fit(df, **kw) -> HparamsFit:
+    """A fit with warnings silenced (diagnostics still computed by the caller)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return HparamsFit.run(df, warn=False, **kw)
