@@ -38,6 +38,10 @@ def test_predict_cli_columns_and_reproducibility(small_fit_file, tmp_path, capsy
                                   "lower", "upper", "curve_lower", "curve_upper"]
     assert len(pred) == int((sched["step"] >= 1).sum())
     pd.testing.assert_frame_equal(outs[0], outs[1])
+    # rows inside the initial warmup (200 steps) get no prediction: the law does not hold there
+    assert pred.loc[pred["step"] < 200, "mean"].isna().all()
+    pred = pred[pred["step"] >= 200]
+    assert pred[["mean", "median", "lower", "upper"]].notna().all().all()
     # the predictive interval adds observation noise to the curve band (up to Monte Carlo error)
     assert (pred["upper"] - pred["lower"]).mean() > (pred["curve_upper"] - pred["curve_lower"]).mean()
     assert np.mean(pred["lower"] <= pred["curve_lower"]) > 0.9
