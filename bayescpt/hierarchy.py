@@ -17,7 +17,8 @@ Why this shape (each choice measured on the multi-power-law held-out protocol, L
   Deviations are shared across sizes because the law's error is a property of the schedule (the
   same schedules are hard at every size).
 * **tau** gets a boundary-avoiding LogNormal prior centred at ``run_sd`` (0.04 on the log scale
-  for the two amplitudes, A and C for the annealing law, A and B for the multi-power law): three
+  for the two amplitudes, A and C for the annealing law; A only for the multi-power law,
+  whose B deviation let the training schedules disagree on the decay's shape): three
   training schedules cannot pin it down, and the prior encodes how much the law moves between
   schedules, of the size implied by the seed papers' 0.15-0.36 % errors on unseen schedules.
   With a vague prior the posterior tau was 0.008-0.024 and coverage 60-72 %. The centre was

@@ -73,3 +73,18 @@ def test_same_mean_function_builds_the_pymc_graph():
 def test_unknown_law():
     with pytest.raises(ValueError, match="unknown law 'chinchilla'"):
         get_law("chinchilla")
+
+
+def test_multipower_sampled_rate_is_the_paper_c_at_the_reference_lr():
+    """The model samples Cr = C * eta_ref^-gamma; both forms give the same curve."""
+    law = MultiPowerLaw()
+    sch = S.wsd(24000, 3e-4, 4000, 3e-5, "exponential", warmup_steps=2160)
+    X = law.design(sch, np.arange(2200, 24001, 500), law.default_settings)
+    th = dict(L0=3.04, A=0.525, alpha=0.508, B=363.8, C=2.066, beta=0.583, gamma=0.641)
+    paper = law.mean(np, {k: np.array(v) for k, v in th.items()}, X)
+    cr = th.pop("C") * 3e-4 ** -th["gamma"]
+    sampled = {**{k: np.array(v) for k, v in th.items()}, "Cr": np.array(cr)}
+    np.testing.assert_allclose(law.mean(np, sampled, X), paper, rtol=1e-12)
+    derived = law.derived(np, sampled, law.default_settings)["C"]
+    np.testing.assert_allclose(derived, 2.066, rtol=1e-12)
+    assert [p.name for p in law.params] == ["L0", "A", "alpha", "B", "Cr", "beta", "gamma"]
