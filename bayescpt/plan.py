@@ -24,6 +24,7 @@ with numpy or, when installed, JAX (``backend``): the same code the fit's model 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from dataclasses import dataclass
@@ -130,13 +131,14 @@ def designs(fit, pt: S.Schedule, plans: pd.DataFrame, points: int = 48) -> dict:
 
 
 def _mean_fn(law, backend):
+    """(mean function, array namespace, context to evaluate in). JAX runs in float64 inside
+    ``jax.enable_x64`` only: switching it on globally breaks PyMC's blackjax sampler later on."""
     if backend == "jax":
         import jax
         import jax.numpy as jnp
 
-        jax.config.update("jax_enable_x64", True)
-        return jax.jit(lambda th, X: law.mean(jnp, th, X)), jnp
-    return (lambda th, X: law.mean(np, th, X)), np
+        return jax.jit(lambda th, X: law.mean(jnp, th, X)), jnp, jax.enable_x64(True)
+    return (lambda th, X: law.mean(np, th, X)), np, contextlib.nullcontext()
 
 
 def resolve_backend(backend: str = "auto") -> str:
@@ -172,7 +174,7 @@ def evaluate(fit, pt: S.Schedule, plans: pd.DataFrame, points: int = 48, general
     t0 = time.perf_counter()
     X = X if X is not None else designs(fit, pt, plans, points)
     backend = resolve_backend(backend)
-    mean, xp = _mean_fn(fit.law, backend)
+    mean, xp, precision = _mean_fn(fit.law, backend)
     rng = np.random.default_rng(seed)
     theta = {}
     size = model_size
@@ -192,9 +194,10 @@ def evaluate(fit, pt: S.Schedule, plans: pd.DataFrame, points: int = 48, general
         sl = slice(a, a + step)
         curves = {}
         for role in ("general", "domain"):
-            th = {k: xp.asarray(v[:, None, None]) for k, v in theta[role].items()}
-            Xc = {k: xp.asarray(v[None, sl]) for k, v in X[role].items()}
-            curves[role] = np.asarray(mean(th, Xc))
+            with precision:
+                th = {k: xp.asarray(v[:, None, None]) for k, v in theta[role].items()}
+                Xc = {k: xp.asarray(v[None, sl]) for k, v in X[role].items()}
+                curves[role] = np.asarray(mean(th, Xc))
         gen, dom = curves["general"], curves["domain"]
         out["domain"][:, sl] = dom[..., -1]
         out["general"][:, sl] = gen[..., -1]

@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 import pandas as pd
+
+
+def _pyplot():
+    """pyplot, on the file-only Agg backend unless a backend was chosen (a notebook's inline
+    backend, MPLBACKEND, or pyplot already in use): forcing Agg there would hide the figures."""
+    import matplotlib
+
+    if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float = 0.9,
@@ -13,10 +28,7 @@ def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float
     ``pred`` is the output of :func:`bayescpt.predict.predict_frame`; ``observed`` (optional) the
     training rows to draw in another colour. Returns the matplotlib Figure (saved to ``path``).
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
     from matplotlib.ticker import FuncFormatter
 
     runs = list(dict.fromkeys(pred["run"]))
@@ -63,10 +75,7 @@ def plot_plans(table: pd.DataFrame, path=None, tolerance: float | None = None,
     """CPT plans: expected final domain loss (with its interval) against P(general rise <=
     tolerance); the chance constraint as a shaded region, the Pareto front joined, the chosen plan
     marked. ``table`` is the output of :func:`bayescpt.plan.decide`."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     fig, ax = plt.subplots(figsize=(7.5, 5))
     x = table["p_within_tolerance"].to_numpy()
@@ -103,10 +112,7 @@ def plot_plans(table: pd.DataFrame, path=None, tolerance: float | None = None,
 def plot_forest(table: pd.DataFrame, path=None, prob: float = 0.9):
     """Forest plot: one panel per parameter (log axis for positive ones), one row per group, one
     interval per fit. ``table`` is :func:`bayescpt.compare.parameter_table`."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     params = list(dict.fromkeys(table["param"]))
     fits = list(dict.fromkeys(table["fit"]))

@@ -72,12 +72,11 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
             # in the loss laws) that a diagonal one cannot: 10x faster and no divergences there.
             idata = pm.sample(nuts_sampler="nutpie", nuts_sampler_kwargs={
                 "low_rank_modified_mass_matrix": s.get("low_rank", True), "cores": ncores}, **kw)
-        elif s["sampler"] == "numpyro":
-            idata = pm.sample(nuts_sampler="numpyro", idata_kwargs={"log_likelihood": True},
-                              nuts_sampler_kwargs={"chain_method": "vectorized"}, **kw)
         else:
+            # JAX samplers: chains vectorised on one device. Their default ('parallel', pmap over
+            # chains) fails when there are fewer devices than chains, as on a 1-device CPU.
             idata = pm.sample(nuts_sampler=s["sampler"], idata_kwargs={"log_likelihood": True},
-                              **kw)
+                              nuts_sampler_kwargs={"chain_method": "vectorized"}, **kw)
         drop_warmup(idata)
         if "log_likelihood" not in idata:
             # PyMC cannot rebuild a model with custom initial values for this (NotImplementedError);

@@ -79,6 +79,9 @@ def test_numpy_and_jax_backends_agree(fit, grid):
     b = evaluate(fit, PT, grid.head(6), backend="jax", seed=4)
     np.testing.assert_allclose(a.domain, b.domain, rtol=1e-9)
     np.testing.assert_allclose(a.rise, b.rise, rtol=1e-7, atol=1e-10)
+    import jax
+
+    assert not jax.config.jax_enable_x64   # float64 only inside the evaluation (blackjax needs it)
 
 
 def test_no_feasible_plan_chooses_none(fit, grid):
