@@ -34,7 +34,7 @@ def split(df: pd.DataFrame, train=TRAIN_SCHEDULES):
 def score(pred: pd.DataFrame) -> pd.DataFrame:
     """Per model size: mean/worst relative error of the posterior mean, R^2, 90 % coverage."""
     rows = []
-    h = pred[pred["loss"].notna()]
+    h = pred[pred["loss"].notna() & pred["mean"].notna()]   # no prediction inside the warmup
     for size, g in h.groupby("model_size"):
         rel = np.abs(g["mean"] / g["loss"] - 1)
         ss_res = np.sum((g["loss"] - g["mean"]) ** 2)
