@@ -88,7 +88,7 @@ def recovery(n_sets: int, draws: int, tune: int) -> dict:
                 lo, hi = np.quantile(post[p].sel(group=vs).values.ravel(), [0.05, 0.95])
                 hits[p].append(bool(lo <= truth.loc[vs, p] <= hi))
         print(f"  set {i + 1}/{n_sets}: R-hat {d.max_rhat:.3f}, ESS {d.min_ess_bulk:.0f}, "
-              f"div {d.divergences}, {fit.meta['seconds']:.1f} s", flush=True)
+              f"div {d.divergences}, {fit.meta['sampling_seconds']:.1f} s", flush=True)
     n = 2 * n_sets
     lo, hi = stats.binom.ppf([0.05, 0.95], n, 0.9) / n
     rates = {p: round(float(np.mean(h)), 3) for p, h in hits.items()}
