@@ -215,8 +215,8 @@ def cmd_fit(a) -> int:
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # diagnostics are reported below, with guidance
-        fit = Fit.run(df, law=a.law, law_options=law_options, config=_load_config(a.config), sampler=a.sampler,
-                      chains=a.chains, draws=a.draws, tune=a.tune, seed=a.seed,
+        fit = Fit.run(df, law=a.law, law_options=law_options, config=_load_config(a.config),
+                      sampler=a.sampler, chains=a.chains, draws=a.draws, tune=a.tune, seed=a.seed,
                       progress=not a.quiet and sys.stderr.isatty(), warn=False)
     fit.save(a.out, overwrite=a.force)
     diag = fit.diagnostics()

@@ -88,12 +88,8 @@ def _parse_numeric(raw: pd.Series, column: str, source, runs: pd.Series, lines: 
     return values.astype(float)
 
 
-def read_curves(path, max_lr: float = MAX_RAW_LR, need_loss: bool = True) -> pd.DataFrame:
-    """Read and validate a tidy loss-curve CSV (see the module docstring).
-
-    ``need_loss=False`` accepts a schedule without losses (for prediction): the ``loss`` column may
-    then be missing or empty.
-    """
+def read_text_csv(path) -> pd.DataFrame:
+    """A CSV file as text columns (validation parses them), or a one-line DataError."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
@@ -101,6 +97,17 @@ def read_curves(path, max_lr: float = MAX_RAW_LR, need_loss: bool = True) -> pd.
         raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    return raw
+
+
+def read_curves(path, max_lr: float = MAX_RAW_LR, need_loss: bool = True) -> pd.DataFrame:
+    """Read and validate a tidy loss-curve CSV (see the module docstring).
+
+    ``need_loss=False`` accepts a schedule without losses (for prediction): the ``loss`` column may
+    then be missing or empty.
+    """
+    path = Path(path)
+    raw = read_text_csv(path)
     return validate_curves(raw, source=path, max_lr=max_lr, need_loss=need_loss, _from_text=True)
 
 

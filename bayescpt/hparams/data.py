@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import MAX_RAW_LR, MIN_MODEL_SIZE, DataError, _where
+from ..data import MAX_RAW_LR, MIN_MODEL_SIZE, DataError, _where, read_text_csv
 
 REQUIRED = ("model_size", "tokens", "lr", "batch_size", "loss")
 DEFAULT_GROUP = "default"
@@ -38,12 +38,7 @@ STEPLAW_SEQ_LEN = 2048
 def read_grid(path) -> pd.DataFrame:
     """Read and validate a grid CSV (see the module docstring)."""
     path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: no such file")
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    raw = read_text_csv(path)
     return validate_grid(raw, source=path, _lines=True)
 
 

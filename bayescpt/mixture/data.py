@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import MIN_MODEL_SIZE, DataError, _where
+from ..data import MIN_MODEL_SIZE, DataError, _where, read_text_csv
 
 COLUMNS = ("run", "model_size", "ratio", "tokens", "val_set", "val_role", "loss")
 ROLES = ("general", "domain")
@@ -38,12 +38,7 @@ __all__ = ["COLUMNS", "ROLES", "DataError", "read_mixture", "validate_mixture", 
 def read_mixture(path) -> pd.DataFrame:
     """Read and validate a mixture CSV (see the module docstring)."""
     path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: no such file")
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    raw = read_text_csv(path)
     return validate_mixture(raw, source=path, _from_text=True)
 
 
