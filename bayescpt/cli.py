@@ -83,7 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--outlook", type=Path, metavar="OUTLOOK.csv",
                    help="cpt fits: also write each plan's final losses, loss potential and "
                    "general-loss turning point (with intervals) here")
-    p.add_argument("--force", action="store_true", help="replace existing --out/--outlook files")
+    p.add_argument("--plot", type=Path, metavar="PRED.png",
+                   help="also draw the predicted curves with their bands, one panel per run")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing --out/--outlook/--plot files")
 
     pl = sub.add_parser("plan", help="choose a CPT plan under a risk of forgetting",
                         description="Evaluate a grid of CPT plans from a PT checkpoint with a cpt "
@@ -148,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("diagnose", help="print R-hat, ESS and divergences of a fit")
     d.add_argument("fit", type=Path, metavar="FIT.nc")
+    d.add_argument("--plot", type=Path, metavar="DIAG.png",
+                   help="also draw rank plots of the worst parameters, the energy plot and the "
+                        "most correlated pair")
+    d.add_argument("--force", action="store_true", help="replace an existing --plot file")
     d.add_argument("--strict", action="store_true",
                    help="exit 1 when R-hat > 1.01, bulk ESS < 400 or any divergence")
 
@@ -256,8 +263,9 @@ def cmd_predict(a) -> int:
     from .predict import predict_frame
 
     _refuse_overwrite(a.out, a.force)
-    if a.outlook is not None:
-        _refuse_overwrite(a.outlook, a.force)
+    for path in (a.outlook, a.plot):
+        if path is not None:
+            _refuse_overwrite(path, a.force)
     fit = Fit.load(a.fit)
     if a.outlook is not None and fit.law.name != "cpt":
         raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
@@ -277,6 +285,13 @@ def cmd_predict(a) -> int:
         out = outlook(fit, sched, prob=a.prob, seed=a.seed)
         out.to_csv(a.outlook, index=False, float_format="%.6g")
         _say(f"wrote the outlook of {out['run'].nunique()} plan(s) to {a.outlook}")
+    if a.plot is not None:
+        from .plots import plot_predictions
+
+        plot_predictions(pred, a.plot, prob=a.prob,
+                         title=f"{fit.law.name} law ({a.fit.name}): posterior mean, "
+                               f"{a.prob:.0%} credible band and predictive interval")
+        _say(f"wrote {a.plot}")
     return 0
 
 
@@ -377,14 +392,39 @@ def cmd_compare(a) -> int:
     return 0
 
 
-def cmd_diagnose(a) -> int:
+def load_any_fit(path):
+    """Any bayescpt fit file (loss-curve law, hparams or mixture), by the law its attrs name."""
     from .fit import Fit
+    from .fitfile import load_idata
 
-    fit = Fit.load(a.fit)
+    _, attrs = load_idata(path)
+    if attrs.get("law") == "hparams":
+        from .hparams.model import HparamsFit
+
+        return HparamsFit.load(path)
+    if attrs.get("law") == "mixture":
+        from .mixture.model import MixtureFit
+
+        return MixtureFit.load(path)
+    return Fit.load(path)
+
+
+def cmd_diagnose(a) -> int:
+
+    if a.plot is not None:
+        _refuse_overwrite(a.plot, a.force)
+    fit = load_any_fit(a.fit)
     diag = fit.diagnostics()
     print(f"{a.fit}: law {fit.meta['law']}, bayescpt {fit.meta['bayescpt_version']}, data "
           f"{fit.meta['data_hash']}, sampler {fit.config['sampler']['sampler']}")
     print(diag.to_text())
+    if a.plot is not None:
+        from .plots import plot_diagnostics
+
+        plot_diagnostics(fit.idata, diag, a.plot, title=f"{a.fit.name}: {fit.meta['law']} law, "
+                         f"{diag.chains} chains x {diag.draws} draws, {diag.divergences} "
+                         "divergences")
+        _say(f"wrote {a.plot}")
     return _verdict(diag, a.strict)
 
 

@@ -17,11 +17,9 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
              prob: float = 0.9):
     """Four panels; ``cell`` picks the loss-surface cell (default: the one with the most runs at
     the median compute). Returns the figure; saved to ``path`` when given."""
-    import matplotlib
+    from ..plots import _pyplot
 
-    if path is not None:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
     from matplotlib.colors import Normalize
 
     ct = fit.cells.reset_index(drop=True)

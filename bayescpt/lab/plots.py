@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+from ..plots import _pyplot
+
+plt = _pyplot()   # Agg unless a backend was chosen (a notebook's inline one)
 
 FACTORS = ("schedule", "transfer", "replay_ratio", "size", "cpt_steps")
 
