@@ -60,6 +60,7 @@ from .data import cells, grid_hash
 
 LAW = "hparams"
 OPTIMUM_LAWS = ("size_tokens", "compute")
+NOISE_FORMS = ("quadrature", "linear")
 
 #: prior locations/scales; ln-scale parameters are marked. Units: loss in nats, lr raw, batch in
 #: tokens, C in FLOPs relative to C_ref.
@@ -82,6 +83,8 @@ DEFAULT_CONFIG = {
         "sigma_slope": 1.0,        # HalfNormal scale of the noise growth per nat of excess loss
     },
     "nu": 3.0,
+    "noise": "quadrature",         # run noise sd: sqrt(sigma^2 + (sigma_slope excess)^2);
+                                   # "linear": sigma + sigma_slope excess (before 0.x, see docs)
     "centered_bs": False,          # centred y*_k: tau_bs (~0.02) had ESS 195 of 4000 draws
     "bracket": 0.5,                # ln units the optimum may lie beyond the cell's grid edges
     "bracket_best": 1.0,           # ... and away from the cell's best run (a factor e)
@@ -99,6 +102,8 @@ def make_config(override: dict | None = None) -> dict:
     unknown = sorted(set(out) - set(DEFAULT_CONFIG) - {"sampler"})
     if unknown:
         raise ValueError(f"config keys {unknown} unknown; expected {sorted(DEFAULT_CONFIG)}")
+    if out["noise"] not in NOISE_FORMS:
+        raise ValueError(f"config noise {out['noise']!r}; expected one of {NOISE_FORMS}")
     if out["optimum_law"] not in OPTIMUM_LAWS:
         raise ValueError(f"config optimum_law {out['optimum_law']!r}; expected one of "
                          f"{OPTIMUM_LAWS}")
@@ -127,6 +132,20 @@ def bowl(xp, x, y, m, x_opt, y_opt, qx, qy, shear, skew):
     w = x - x_opt + shear * v
     sw = skew * w
     return m + qx * 2.0 * (xp.exp(sw) - 1.0 - sw) / (skew * skew) + qy * v * v
+
+
+def noise_sd(xp, sigma, sigma_slope, excess, form="quadrature"):
+    """Scale of a run's Student-t noise at bowl excess ``excess`` (nats above the optimum).
+
+    ``quadrature``: sqrt(sigma^2 + (sigma_slope excess)^2), so sigma is the run-to-run scatter at
+    the optimum and the slope term takes over only where the excess is well above sigma/slope.
+    ``linear``: sigma + sigma_slope excess (the first form): there the slope term already
+    dominates at 2-3 milli-nats of excess, so sigma came out at 0.6 milli-nats on Step Law while
+    the runs within 3 milli-nats of the optimum scatter with a t-scale of ~1.3.
+    """
+    if form == "linear":
+        return sigma + sigma_slope * excess
+    return xp.sqrt(sigma * sigma + (sigma_slope * excess) ** 2)
 
 
 def _start_near(name, prior, start, step=0.1):
@@ -256,8 +275,9 @@ def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
         sigma = pm.HalfNormal("sigma", pr["sigma"])
         sigma_slope = pm.HalfNormal("sigma_slope", pr["sigma_slope"])
         mu = bowl(pt, x, y, m[idx], x_opt[idx], y_opt[idx], h[idx] * qx, h[idx] * qy, shear, skew)
-        pm.StudentT("loss", nu=cfg["nu"], mu=mu, sigma=sigma + sigma_slope * (mu - m[idx]), observed=df["loss"].to_numpy(),
-                    dims="run")
+        pm.StudentT("loss", nu=cfg["nu"], mu=mu,
+                    sigma=noise_sd(pt, sigma, sigma_slope, mu - m[idx], cfg["noise"]),
+                    observed=df["loss"].to_numpy(), dims="run")
     return model, ct, refs
 
 
