@@ -19,7 +19,7 @@ like that, C_pre is *unidentified* and the result says so (``warnings``), with a
 Where a grid search will find its best run (``grid_best_draws``): the optimum above is that of
 the smooth bowl, but a grid search reports its best *run*, which scatters around the optimum by
 about a grid step (the bowl is flat near its bottom). Per draw: the new cell's optimum as above,
-its curvature scale h = exp(sd_ln_h z), the bowl evaluated at every (lr, batch) of the grid, plus
+its curvature scale h = exp(sd_ln_h z) and shear (shear + sd_shear z'), the bowl evaluated at every (lr, batch) of the grid, plus
 independent run noise sigma * t(nu) (the fitted run-to-run scatter at the optimum), and the
 argmin. Only the at-optimum noise is used: the fitted noise also grows with the excess loss, but
 that term describes the bowl's misfit far from the optimum, which is systematic; as independent
@@ -121,19 +121,22 @@ def grid_best_draws(fit: HparamsFit, n_params: float, compute, lrs, batch_sizes,
             np.all(np.isfinite(batch_sizes))):
         raise ValueError("grid: learning rates and batch sizes must be positive numbers")
     p = dict(draws or _law_draws(fit))
-    missing = [v for v in ("qx", "qy", "shear", "skew", "sd_ln_h") if v not in p]
+    names = ("qx", "qy", "shear", "skew", "sd_ln_h") + (
+        ("sd_shear",) if "sd_shear" in fit.idata.posterior else ())
+    missing = [v for v in names if v not in p]
     p.update(fit.draws(missing) if missing else {})
     lr_opt, bs_opt = optimum_draws(fit, n_params, compute, seed=seed, draws=p)
     S = len(lr_opt)
     rng = np.random.default_rng(seed + 2)
     h = np.exp(p["sd_ln_h"] * rng.standard_normal(S))[:, None]
+    shear = p["shear"] + (p["sd_shear"] * rng.standard_normal(S) if "sd_shear" in p else 0.0)
     out_lr = np.full(S, np.nan)
     out_bs = np.full(S, np.nan)
     ok = np.isfinite(lr_opt) & np.isfinite(bs_opt)
     x, y = np.log(lrs)[None, :], np.log(batch_sizes)[None, :]
     with np.errstate(over="ignore", invalid="ignore"):
         mu = bowl(np, x, y, 0.0, np.log(lr_opt[ok])[:, None], np.log(bs_opt[ok])[:, None],
-                  h[ok] * p["qx"][ok, None], h[ok] * p["qy"][ok, None], p["shear"][ok, None],
+                  h[ok] * p["qx"][ok, None], h[ok] * p["qy"][ok, None], shear[ok, None],
                   p["skew"][ok, None])
     noise = p["sigma"][ok, None] * rng.standard_t(float(fit.config["nu"]), size=mu.shape)
     k = np.argmin(np.where(np.isfinite(mu), mu, np.inf) + noise, axis=1)
