@@ -24,7 +24,7 @@ independent run noise sigma * t(nu) (the fitted run-to-run scatter at the optimu
 argmin. Only the at-optimum noise is used: the fitted noise also grows with the excess loss, but
 that term describes the bowl's misfit far from the optimum, which is systematic; as independent
 Student-t noise it would let ~5 % of the far runs fall below the optimum's loss (on Step Law the
-fitted model expects ~90 such runs among the 1,500 with excess > 0.01 nats; there is 1).
+fitted model expects ~90 such runs among the ~1,600 with excess > 0.01 nats; there is 1).
 """
 
 from __future__ import annotations
