@@ -271,6 +271,15 @@ def test_cli_predict_grid_best_block_and_bad_grid(sim, capsys):
     rc = main(["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "2e10",
                "--grid-lrs", "1e-5,2e-5,4e-5", "--grid-batches", bss])
     assert rc == 0 and "grid edge" in capsys.readouterr().err
+    # a checkpoint below the law's asymptote: no finite optimum in most draws, grid best open
+    from bayescpt.hparams.model import HparamsFit
+    from bayescpt.hparams.predict import predict_optimum
+
+    t = sim[5]
+    low = predict_optimum(HparamsFit.load(out), 4e8, init_loss=t["L0"] - 0.3, cpt_tokens=2e10,
+                          grid_lrs=LRS, grid_batch_sizes=BSS)
+    assert low["grid_best"]["undefined_share"] > 0.5 and low["grid_best"]["lr"]["upper"] is None
+    assert any("grid best undefined" in w for w in low["warnings"])
     for bad, msg in ((["--grid-lrs", "1e-3,fast"], "'fast'"), (["--grid-lrs", lrs], "go together")):
         with pytest.raises(SystemExit) if "fast" in msg else contextlib.nullcontext():
             rc = main(["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "2e10"]

@@ -217,7 +217,7 @@ def _short(res: dict) -> str:
         g = res["grid_best"]
         lines.append(f"grid best lr    {f(g['lr'])}")
         lines.append(f"grid best batch {f(g['batch_size'], ' tokens')}")
-        lines.append("grid best run   " + ", ".join(
+        lines.append("grid best run   " + ", ".join(  # probabilities over all draws
             f"lr {q['lr']:.3g} batch {q['batch_size']:.3g}: {q['prob']:.0%}"
             for q in g["points"][:3]))
     return "\n".join(lines)

@@ -164,6 +164,11 @@ def grid_best_summary(lr_best, bs_best, lrs, batch_sizes, prob: float = 0.9,
     edge_bs = np.isin(bs_best[ok], [batch_sizes.min(), batch_sizes.max()])
     out["edge_share"] = {"lr": float(np.mean(edge_lr)), "batch_size": float(np.mean(edge_bs))}
     warnings = []
+    if out["undefined_share"] > (1 - prob) / 2:  # e.g. C_pre unidentified: no finite optimum
+        for key in ("lr", "batch_size"):
+            out[key] = {k: None for k in out[key]}
+        warnings.append(f"grid best undefined in {out['undefined_share']:.0%} of draws (no "
+                        "finite optimum there, see the C_pre warning); its intervals are open")
     for name, share in out["edge_share"].items():
         if share > (1 - prob) / 2 and len(np.unique(lrs if name == "lr" else batch_sizes)) > 2:
             warnings.append(
