@@ -200,7 +200,8 @@ def loco(df, boot, folds, draws, seed, save=None, config=None):
               f"[{b_lr[1]:.3g}, {b_lr[2]:.3g}] {b_lr[0]!s:5} | best bs {best_bs:.3g} in "
               f"[{a_bs[1]:.3g}, {a_bs[2]:.3g}] {a_bs[0]!s:5} grid-best [{b_bs[1]:.3g}, "
               f"{b_bs[2]:.3g}] {b_bs[0]!s:5} | steps {row['grid_best_lr_steps']},"
-              f"{row['grid_best_bs_steps']} p(best) {p_best:.2f} | {wall:.0f} s, R-hat {diag.max_rhat:.3f}, "
+              f"{row['grid_best_bs_steps']} p(best) {p_best:.2f} | {wall:.0f} s, "
+              f"R-hat {diag.max_rhat:.3f}, "
               f"ESS {diag.min_ess_bulk:.0f}, div {diag.divergences}", flush=True)
     return rows
 

@@ -19,8 +19,8 @@ like that, C_pre is *unidentified* and the result says so (``warnings``), with a
 Where a grid search will find its best run (``grid_best_draws``): the optimum above is that of
 the smooth bowl, but a grid search reports its best *run*, which scatters around the optimum by
 about a grid step (the bowl is flat near its bottom). Per draw: the new cell's optimum as above,
-its curvature scale h = exp(sd_ln_h z) and shear (shear + sd_shear z'), the bowl evaluated at every (lr, batch) of the grid, plus
-independent run noise sigma * t(nu) (the fitted run-to-run scatter at the optimum), and the
+its curvature scale h = exp(sd_ln_h z) (and, with ``cell_shear``, its shear + sd_shear z'), the
+bowl evaluated at every (lr, batch) of the grid, plus independent run noise sigma * t(nu) (the fitted run-to-run scatter at the optimum), and the
 argmin. Only the at-optimum noise is used: the fitted noise also grows with the excess loss, but
 that term describes the bowl's misfit far from the optimum, which is systematic; as independent
 Student-t noise it would let ~5 % of the far runs fall below the optimum's loss (on Step Law the
