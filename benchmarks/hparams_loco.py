@@ -12,10 +12,12 @@
    best (LR, batch) inside the 90 % interval of
 
    a. the predicted optimum (what ``hparams predict`` reports: law + cell scatter), and
-   b. the posterior predictive of the grid's best run: per draw, the held-out cell's bowl (new
-      optimum and curvature drawn from the fit) evaluated at the cell's actual (LR, batch) runs,
-      plus the fitted run noise at the optimum, and its argmin. This is the distribution the empirical best is a draw
-      of (the grid is coarse, 2^0.5 in LR, and the bowl is flat near its bottom).
+   b. the posterior predictive of the grid's best run (``bayescpt.hparams.predict.grid_best_draws``,
+      what ``hparams predict --grid-lrs ... --grid-batches ...`` reports): per draw, the held-out
+      cell's bowl (new optimum and curvature drawn from the fit) evaluated at the cell's actual
+      (LR, batch) runs, plus the fitted run noise at the optimum, and its argmin. This is the
+      distribution the empirical best is a draw of (the grid is coarse, 2^0.5 in LR, and the
+      bowl is flat near its bottom). Widths are reported in grid steps.
 
    The authors' bootstrap interval at the same cell (fitted on all cells, the held-out one
    included, so favourable to them) is scored the same way (a).
@@ -41,8 +43,9 @@ sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data" / "steplaw"
 
 from bayescpt.hparams.data import cells, load_steplaw  # noqa: E402
-from bayescpt.hparams.model import HparamsFit, bowl  # noqa: E402
-from bayescpt.hparams.predict import c_pre_draws, optimum_draws, predict_optimum  # noqa: E402
+from bayescpt.hparams.model import HparamsFit  # noqa: E402
+from bayescpt.hparams.predict import (c_pre_draws, grid_best_draws, grid_best_summary,  # noqa: E402
+                                      merge_close, optimum_draws, predict_optimum)
 
 PROB = 0.9
 Q = [(1 - PROB) / 2, (1 + PROB) / 2]
@@ -60,11 +63,11 @@ def bootstrap_reference():
                   "bs_coefD": _iv(boot["bs_coefD"]), "n_bootstrap": len(boot)}
 
 
-def full_fit(df, boot_summary, seed):
+def full_fit(df, boot_summary, seed, config=None):
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = HparamsFit.run(df, seed=seed, warn=False)
+        fit = HparamsFit.run(df, config=config, seed=seed, warn=False)
     wall = time.perf_counter() - t0
     diag = fit.diagnostics()
     p = fit.draws(["bN_lr", "bD_lr", "bN_bs", "bD_bs", "L0", "A", "g", "tau_lr", "tau_bs",
@@ -108,32 +111,25 @@ def full_fit(df, boot_summary, seed):
         "stage2": stage2}
 
 
-def grid_argmin_draws(fit, held: pd.DataFrame, n_params, tokens, seed):
-    """Posterior predictive (lr, batch) of the best run on the held-out cell's own grid."""
-    rng = np.random.default_rng(seed + 7)
-    p = fit.draws(["qx", "qy", "shear", "skew", "sd_ln_h", "sigma", "sigma_slope"])
-    lr, bs = optimum_draws(fit, n_params, 6.0 * n_params * tokens, seed=seed)
-    nu = fit.config["nu"]
-    x = np.log(held["lr"].to_numpy())[None, :]
-    y = np.log(held["batch_size"].to_numpy())[None, :]
-    S = len(lr)
-    h = np.exp(p["sd_ln_h"] * rng.standard_normal(S))[:, None]
-    mu = bowl(np, x, y, 0.0, np.log(lr)[:, None], np.log(bs)[:, None], h * p["qx"][:, None],
-              h * p["qy"][:, None], p["shear"][:, None], p["skew"][:, None])
-    # run noise at the optimum only: the fitted growth of the noise with excess loss
-    # (sigma_slope) stands for the bowl's misfit far out, and with it the argmin lands anywhere
-    # on the grid (a first run gave intervals spanning the whole LR grid)
-    sim = mu + p["sigma"][:, None] * rng.standard_t(nu, size=mu.shape)
-    k = np.argmin(sim, axis=1)
-    return held["lr"].to_numpy()[k], held["batch_size"].to_numpy()[k], lr, bs
-
-
 def inside(v, draws, method="linear"):
     lo, hi = np.quantile(draws, Q, method=method)
-    return bool(lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)), float(lo), float(hi)
+    # 1e-3: the Step Law file writes one grid LR with different precision (0.00391, 0.003906)
+    return bool(lo * (1 - 1e-3) <= v <= hi * (1 + 1e-3)), float(lo), float(hi)
 
 
-def loco(df, boot, folds, draws, seed, save=None):
+def steps(values, lo, hi):
+    """Grid steps between lo and hi on the sorted distinct (merged) grid ``values``."""
+    u = np.unique(merge_close(values))
+    return int(np.argmin(abs(np.log(u / hi))) - np.argmin(abs(np.log(u / lo))))
+
+
+def smooth_steps(values, lo, hi):
+    """Width of a smooth interval [lo, hi] in the grid's median step (ln ratio)."""
+    u = np.unique(merge_close(values))
+    return float(np.log(hi / lo) / np.median(np.diff(np.log(u))))
+
+
+def loco(df, boot, folds, draws, seed, save=None, config=None):
     ct = cells(df)
     rows = []
     for k in folds:
@@ -142,12 +138,21 @@ def loco(df, boot, folds, draws, seed, save=None):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = HparamsFit.run(df[~key], chains=2, draws=draws, tune=draws, seed=seed + k,
+            fit = HparamsFit.run(df[~key], config=config, chains=2, draws=draws, tune=draws,
+                                 seed=seed + k,
                                  warn=False)
         wall = time.perf_counter() - t0
         diag = fit.diagnostics()
         N, D = float(cell["model_size"]), float(cell["tokens"])
-        glr, gbs, lr, bs = grid_argmin_draws(fit, df[key], N, D, seed)
+        held = df[key]
+        lr, bs = optimum_draws(fit, N, 6.0 * N * D, seed=seed)
+        glr, gbs = grid_best_draws(fit, N, 6.0 * N * D, held["lr"].to_numpy(),
+                                   held["batch_size"].to_numpy(), seed=seed)
+        gsum, _ = grid_best_summary(glr, gbs, held["lr"].to_numpy(),
+                                    held["batch_size"].to_numpy(), PROB)
+        hl, hb = merge_close(held["lr"].to_numpy()), held["batch_size"].to_numpy()
+        p_best = float(np.mean(np.isclose(glr, merge_close(np.r_[hl, cell["best_lr"]])[-1],
+                                          rtol=1e-3) & (gbs == cell["best_batch_size"])))
         best_lr, best_bs = float(cell["best_lr"]), float(cell["best_batch_size"])
         a_lr = inside(best_lr, lr)
         a_bs = inside(best_bs, bs)
@@ -166,6 +171,16 @@ def loco(df, boot, folds, draws, seed, save=None):
                "grid_best_lr": [b_lr[1], b_lr[2]], "grid_best_bs": [b_bs[1], b_bs[2]],
                "grid_best_lr_in": b_lr[0], "grid_best_bs_in": b_bs[0],
                "grid_best_both_in": b_lr[0] and b_bs[0],
+               "grid_best_lr_steps": steps(hl, b_lr[1], b_lr[2]),
+               "grid_best_bs_steps": steps(hb, b_bs[1], b_bs[2]),
+               "grid_best_lr_steps_outside": 0 if b_lr[0] else min(
+                   abs(steps(hl, b_lr[1], best_lr)), abs(steps(hl, best_lr, b_lr[2]))),
+               "grid_best_bs_steps_outside": 0 if b_bs[0] else min(
+                   abs(steps(hb, b_bs[1], best_bs)), abs(steps(hb, best_bs, b_bs[2]))),
+               "grid_best_prob_of_empirical_best": p_best,
+               "grid_best_top_points": gsum["points"][:3],
+               "optimum_lr_steps": smooth_steps(hl, a_lr[1], a_lr[2]),
+               "optimum_bs_steps": smooth_steps(hb, a_bs[1], a_bs[2]),
                "bootstrap_lr": [c_lr[1], c_lr[2]], "bootstrap_bs": [c_bs[1], c_bs[2]],
                "bootstrap_lr_in": c_lr[0], "bootstrap_bs_in": c_bs[0],
                "bootstrap_both_in": c_lr[0] and c_bs[0],
@@ -184,7 +199,9 @@ def loco(df, boot, folds, draws, seed, save=None):
               f"[{a_lr[1]:.3g}, {a_lr[2]:.3g}] {a_lr[0]!s:5}  grid-best "
               f"[{b_lr[1]:.3g}, {b_lr[2]:.3g}] {b_lr[0]!s:5} | best bs {best_bs:.3g} in "
               f"[{a_bs[1]:.3g}, {a_bs[2]:.3g}] {a_bs[0]!s:5} grid-best [{b_bs[1]:.3g}, "
-              f"{b_bs[2]:.3g}] {b_bs[0]!s:5} | {wall:.0f} s, R-hat {diag.max_rhat:.3f}, "
+              f"{b_bs[2]:.3g}] {b_bs[0]!s:5} | steps {row['grid_best_lr_steps']},"
+              f"{row['grid_best_bs_steps']} p(best) {p_best:.2f} | {wall:.0f} s, "
+              f"R-hat {diag.max_rhat:.3f}, "
               f"ESS {diag.min_ess_bulk:.0f}, div {diag.divergences}", flush=True)
     return rows
 
@@ -198,7 +215,8 @@ def summarize_loco(rows):
         "grid_best_lr_in", "grid_best_bs_in", "bootstrap_both_in", "bootstrap_lr_in",
         "bootstrap_bs_in")}
     for k in ("width_factor_optimum_lr", "width_factor_bootstrap_lr", "width_factor_optimum_bs",
-              "width_factor_bootstrap_bs"):
+              "width_factor_bootstrap_bs", "grid_best_lr_steps", "grid_best_bs_steps",
+              "optimum_lr_steps", "optimum_bs_steps", "grid_best_prob_of_empirical_best"):
         out[f"median_{k}"] = float(np.median([r[k] for r in rows]))
     out["median_abs_ln_error_lr"] = float(np.median(
         [abs(np.log(r["lr_ratio_best_over_median"])) for r in rows]))
@@ -207,6 +225,8 @@ def summarize_loco(rows):
     for v in ("lr", "bs"):
         out[f"share_{v}_within_factor_1.5_of_median"] = float(np.mean(
             [abs(np.log(r[f"{v}_ratio_best_over_median"])) < np.log(1.5) for r in rows]))
+    out["mean_log_prob_of_empirical_best"] = float(np.mean(
+        [np.log(max(r["grid_best_prob_of_empirical_best"], 1e-4)) for r in rows]))
     out["fit_seconds_median"] = float(np.median([r["fit_seconds"] for r in rows]))
     out["fit_seconds_total"] = float(np.sum([r["fit_seconds"] for r in rows]))
     out["max_rhat_worst"] = float(np.max([r["max_rhat"] for r in rows]))
@@ -223,6 +243,8 @@ def main(argv=None):
     ap.add_argument("--skip-full", action="store_true")
     ap.add_argument("--skip-loco", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--noise", choices=["quadrature", "linear"], default="quadrature",
+                    help="the model's run-noise form (config key noise)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "hparams_loco.json")
     ap.add_argument("--plot", type=Path, default=ROOT / "benchmarks" / "hparams_steplaw.png")
     a = ap.parse_args(argv)
@@ -232,7 +254,7 @@ def main(argv=None):
     result["data"] = {"runs": len(df), "cells": int(len(cells(df))), "subsampled": False}
     result["bootstrap"] = boot_summary
     if not a.skip_full:
-        fit, full = full_fit(df, boot_summary, a.seed)
+        fit, full = full_fit(df, boot_summary, a.seed, {"noise": a.noise})
         result["full_fit"] = full
         print(f"full fit: {full['fit_seconds_wall']} s wall ({full['settings']}); max R-hat "
               f"{full['max_rhat']:.4f}, min bulk ESS {full['min_ess_bulk']:.0f}, divergences "
@@ -259,9 +281,10 @@ def main(argv=None):
             result["loco_partial"] = rows
             a.out.write_text(json.dumps(result, indent=1))
 
-        rows = loco(df, boot, folds, a.loco_draws, a.seed, save)
+        rows = loco(df, boot, folds, a.loco_draws, a.seed, save, {"noise": a.noise})
         result.pop("loco_partial", None)
-        result["loco"] = {"settings": {"chains": 2, "draws": a.loco_draws, "tune": a.loco_draws},
+        result["loco"] = {"settings": {"chains": 2, "draws": a.loco_draws, "tune": a.loco_draws,
+                                       "noise": a.noise},
                           "summary": summarize_loco(rows), "folds": rows}
         s = result["loco"]["summary"]
         print(json.dumps(s, indent=1))

@@ -38,6 +38,25 @@ def read_any_grid(path):
     return read_grid(path)
 
 
+def _number_list(text: str) -> list[float]:
+    """``1e-3,2e-3,4e-3`` -> [0.001, 0.002, 0.004] (argparse type; a clear message otherwise)."""
+    import argparse
+
+    out = []
+    for item in text.split(","):
+        try:
+            v = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"value {item.strip()!r} in {text!r} is not a number; expected comma-separated "
+                "positive numbers, e.g. 1e-3,2e-3,4e-3") from None
+        if not (v > 0 and math.isfinite(v)):
+            raise argparse.ArgumentTypeError(f"value {item.strip()!r} in {text!r}; expected a "
+                                             "positive number")
+        out.append(v)
+    return out
+
+
 def add_commands(sub, sampler_args) -> dict:
     hp = sub.add_parser("hparams", help="optimal learning rate and batch size (Zhou et al.'s "
                         "equivalent-compute law): fit an LR x batch grid, predict for CPT",
@@ -61,7 +80,13 @@ def add_commands(sub, sampler_args) -> dict:
                         description="A fresh run (--n-params, --tokens), or continual "
                         "pre-training from a checkpoint with validation loss --init-loss for "
                         "--cpt-tokens tokens (--tokens is then the checkpoint's own budget, "
-                        "reported for comparison only).")
+                        "reported for comparison only). lr_opt and batch_size_opt are the smooth "
+                        "loss bowl's optimum. With --grid-lrs and --grid-batches (a planned grid "
+                        "search, every pair one run) the output also has grid_best: per "
+                        "posterior draw the grid run with the lowest predicted loss (bowl + run "
+                        "noise), summarised as lr and batch_size intervals (grid values) and the "
+                        "most probable grid points. Use it to check a grid brackets the optimum "
+                        "and to judge a grid search's winner against the law.")
     p.add_argument("fit", type=Path, metavar="HP.nc")
     p.add_argument("--n-params", required=True, type=float, metavar="N",
                    help="non-embedding parameters, e.g. 4.3e8")
@@ -71,6 +96,11 @@ def add_commands(sub, sampler_args) -> dict:
     p.add_argument("--init-loss-sd", type=float, metavar="SD",
                    help="its measurement noise (default: the fitted run noise at the optimum)")
     p.add_argument("--cpt-tokens", type=float, metavar="DC", help="continual pre-training tokens")
+    p.add_argument("--grid-lrs", type=_number_list, metavar="LR1,LR2,...",
+                   help="the learning rates of a grid search you plan (with --grid-batches): "
+                   "also predict where its best run will be (JSON block grid_best)")
+    p.add_argument("--grid-batches", type=_number_list, metavar="B1,B2,...",
+                   help="the batch sizes (tokens) of that grid; every (LR, batch) pair is a run")
     p.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, metavar="OUT.json", help="write the result as JSON")
@@ -152,9 +182,12 @@ def cmd_predict(a) -> int:
 
     _refuse_overwrite(a.out, a.force)
     fit = HparamsFit.load(a.fit)
+    if (a.grid_lrs is None) != (a.grid_batches is None):
+        raise ValueError("--grid-lrs and --grid-batches go together (the grid's learning rates "
+                         "and its batch sizes in tokens)")
     res = predict_optimum(fit, a.n_params, tokens=a.tokens, init_loss=a.init_loss,
                           cpt_tokens=a.cpt_tokens, init_loss_sd=a.init_loss_sd, prob=a.prob,
-                          seed=a.seed)
+                          seed=a.seed, grid_lrs=a.grid_lrs, grid_batch_sizes=a.grid_batches)
     for w in res["warnings"]:
         _say(f"warning: {w}")
     text = json.dumps(res, indent=2)
@@ -180,6 +213,13 @@ def _short(res: dict) -> str:
     for k in ("C_pre", "C_total"):
         if k in res:
             lines.append(f"{k:<15} {f(res[k], ' FLOPs')}")
+    if "grid_best" in res:
+        g = res["grid_best"]
+        lines.append(f"grid best lr    {f(g['lr'])}")
+        lines.append(f"grid best batch {f(g['batch_size'], ' tokens')}")
+        lines.append("grid best run   " + ", ".join(  # probabilities over all draws
+            f"lr {q['lr']:.3g} batch {q['batch_size']:.3g}: {q['prob']:.0%}"
+            for q in g["points"][:3]))
     return "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
     lo_q, hi_q = (1 - prob) / 2, (1 + prob) / 2
     names = ["x_opt", "y_opt", "m", "a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "tau_lr",
              "tau_bs", "L0", "A", "g", "qx", "qy", "shear", "skew", "sd_ln_h", "z_ln_h"]
-    p = fit.draws(names)
+    p = fit.draws(names + (["sd_shear", "z_shear"] if "sd_shear" in fit.idata.posterior else []))
     comp = 6.0 * ct["model_size"].to_numpy() * ct["tokens"].to_numpy()
     if cell is None:
         order = np.argsort(np.abs(np.log(comp) - np.median(np.log(comp))))
@@ -47,8 +47,9 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
     X, Y = np.meshgrid(xs, ys)
     med = {k: np.median(v, axis=0) for k, v in p.items()}
     h = np.exp(med["sd_ln_h"] * med["z_ln_h"][cell])
+    shear = med["shear"] + (med["sd_shear"] * med["z_shear"][cell] if "sd_shear" in med else 0.0)
     Z = bowl(np, X, Y, med["m"][cell], med["x_opt"][cell], med["y_opt"][cell], h * med["qx"],
-             h * med["qy"], med["shear"], med["skew"])
+             h * med["qy"], shear, med["skew"])
     cs = ax.contour(np.exp(X), np.exp(Y), Z - med["m"][cell], levels=[0.005, 0.01, 0.02, 0.05, 0.1],
                     colors="0.3", linewidths=0.8)
     ax.clabel(cs, fmt="+%.3g", fontsize=7)

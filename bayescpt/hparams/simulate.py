@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .model import bowl
+from .model import bowl, noise_sd
 
 #: the truth used by default: Step-Law-like exponents, a LINEX bowl like the fitted Step Law one
 DEFAULT_TRUTH = {
@@ -16,7 +16,7 @@ DEFAULT_TRUTH = {
     "L0": 1.8, "A": 0.6, "g": 0.3, "C0": 5e19,          # best loss L0 + A (C/C0)^-g
     "tau_L": 0.01,
     "qx": 0.02, "qy": 0.015, "shear": -0.05, "skew": 3.0,
-    "sigma": 0.002, "sigma_slope": 0.2, "nu": 3.0,
+    "sigma": 0.002, "sigma_slope": 0.2, "nu": 3.0, "noise": "quadrature",
     "diverged_loss": 7.0,                               # loss of runs past the divergence edge
 }
 
@@ -45,7 +45,7 @@ def simulate_grid(sizes, tokens, lrs, batch_sizes, truth: dict | None = None, se
                 for bs in batch_sizes:
                     mu = bowl(np, np.log(lr), np.log(bs), m, x_opt, y_opt, t["qx"], t["qy"],
                               t["shear"], t["skew"])
-                    sd = t["sigma"] + t["sigma_slope"] * (mu - m)
+                    sd = noise_sd(np, t["sigma"], t["sigma_slope"], mu - m, t["noise"])
                     loss = mu + sd * rng.standard_t(t["nu"])
                     if mu - m > diverge_above:
                         loss = t["diverged_loss"] + 0.3 * rng.standard_normal()
