@@ -366,14 +366,20 @@ def cmd_compare(a) -> int:
         print(f"{label}: {path} ({f.law.name}, data {f.meta.get('data_hash')}, max R-hat "
               f"{d.max_rhat:.3f}, min ESS {d.min_ess_bulk:.0f}, {d.divergences} divergences)")
     laws = {f.law.name for f in fits}
-    if len(laws) == 1:
-        diff = differences(fits, labels, params, a.prob)
+    if len(laws) > 1:
+        print(f"\nthe fits are of different laws ({', '.join(sorted(laws))}): parameters are "
+              f"compared where they share a name and meaning ({', '.join(params)})")
+    diff = differences(fits, labels, params, a.prob)
+    if len(diff):
         print(f"\ndifferences against {labels[0]} (later - reference, {a.prob:.0%} interval):")
         print(diff.drop(columns=["reference"]).to_string(
             index=False, float_format=lambda v: f"{v:.4g}"))
         if a.out is not None:
             diff.to_csv(a.out, index=False, float_format="%.6g")
             _say(f"wrote {a.out}")
+    else:
+        print("\nno validation set x model size in common: no pairwise differences (the forest "
+              "plot, --plot, puts the fits' groups side by side)")
     loo = loo_table(fits, labels)
     if loo is None:
         print("\nPSIS-LOO: not comparable (the fits are of different data)")
@@ -381,8 +387,6 @@ def cmd_compare(a) -> int:
         print("\nPSIS-LOO (same data; higher elpd_loo is better):")
         print(loo.to_string(float_format=lambda v: f"{v:.4g}"))
     if a.plot is not None:
-        if len(laws) != 1:
-            raise ValueError("--plot: a forest plot needs fits of the same law")
         from .compare import parameter_table
         from .plots import plot_forest
 

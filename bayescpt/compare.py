@@ -56,8 +56,13 @@ def parameter_table(fits, names=None, prob: float = 0.9) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+DIFF_COLUMNS = ["param", "group", "reference", "fit", "reference_mean", "fit_mean", "diff_mean",
+                "diff_lower", "diff_upper", "p_greater"]
+
+
 def differences(fits, names=None, params=None, prob: float = 0.9, seed: int = 0) -> pd.DataFrame:
-    """Later fits minus the first, per shared parameter and shared group."""
+    """Later fits minus the first, per shared parameter and shared group (validation set x size
+    label); empty when the fits share no group (other datasets: compare them by forest plot)."""
     if len(fits) < 2:
         raise ValueError("compare needs at least two fits")
     labels = labels_for(fits, names)
@@ -83,9 +88,7 @@ def differences(fits, names=None, params=None, prob: float = 0.9, seed: int = 0)
                              "diff_lower": float(np.quantile(d, lo_q)),
                              "diff_upper": float(np.quantile(d, hi_q)),
                              "p_greater": float((d > 0).mean())})
-    if not rows:
-        raise DataError("the fits share no parameter of a common group (validation set x size)")
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=DIFF_COLUMNS)
 
 
 def loo_table(fits, names=None) -> pd.DataFrame | None:

@@ -131,6 +131,7 @@ def plot_forest(table: pd.DataFrame, path=None, prob: float = 0.9):
         t = table[table["param"] == p]
         groups = list(dict.fromkeys(t["group"]))
         for j, f in enumerate(fits):
+            labelled = False
             for i, g in enumerate(groups):
                 r = t[(t["fit"] == f) & (t["group"] == g)]
                 if not len(r):
@@ -139,7 +140,8 @@ def plot_forest(table: pd.DataFrame, path=None, prob: float = 0.9):
                 y = i + (j - (len(fits) - 1) / 2) * 0.8 / max(len(fits), 1)
                 ax.plot([r["lower"], r["upper"]], [y, y], color=f"C{j}", lw=2)
                 ax.plot(r["mean"], y, "o", color=f"C{j}", ms=4,
-                        label=f if i == 0 else None)
+                        label=None if labelled else f)
+                labelled = True
         ax.set_yticks(range(len(groups)), groups, fontsize=8)
         ax.invert_yaxis()
         if (t["lower"] > 0).all() and t["upper"].max() / t["lower"].min() > 20:
