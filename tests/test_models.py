@@ -1,0 +1,138 @@
+"""The reference fits in models/: they load, pass the diagnostics, match the data they claim, and
+support planning and comparing without sampling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bayescpt.cli import load_any_fit, main
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "models"
+FILES = sorted(MODELS.glob("*.nc"))
+
+
+def _bundled_table(name):
+    """The table a reference fit was made from (as models/build.py builds it)."""
+    if name.endswith("multipowerlaw"):
+        from bayescpt.demo import bundled_multipowerlaw, split
+
+        return split(bundled_multipowerlaw())[0]
+    from bayescpt.data import read_curves
+
+    return read_curves(ROOT / "data" / "cpt_simulated.csv")
+
+
+def test_every_builder_has_its_file():
+    import sys
+
+    sys.path.insert(0, str(MODELS))
+    import build  # noqa: PLC0415
+
+    assert {f.stem for f in FILES} == set(build.BUILDERS)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_reference_fit_loads_and_passes_the_diagnostics(path):
+    fit = load_any_fit(path)
+    assert fit.meta["made_by"] == f"python models/build.py {path.stem}"
+    d = fit.diagnostics()
+    assert d.ok, d.problems()
+    assert path.stat().st_size < 8e6
+
+
+@pytest.mark.parametrize("name", ["annealing_multipowerlaw", "multipower_multipowerlaw",
+                                  "cpt_simulated"])
+def test_reference_fit_was_made_from_the_bundled_data(name):
+    from bayescpt.data import data_hash
+
+    fit = load_any_fit(MODELS / f"{name}.nc")
+    assert fit.meta["data_hash"] == data_hash(_bundled_table(name))
+
+
+def test_the_hparams_and_mixture_fits_match_their_bundled_tables():
+    from bayescpt.hparams.data import grid_hash, read_grid
+    from bayescpt.mixture.data import mixture_hash, read_mixture
+
+    hp = load_any_fit(MODELS / "hparams_steplaw.nc")
+    assert hp.meta["data_hash"] == grid_hash(read_grid(ROOT / "data" / "steplaw_grid.csv"))
+    mix = load_any_fit(MODELS / "mixture_ct70m.nc")
+    assert mix.meta["data_hash"] == mixture_hash(read_mixture(ROOT / "data" / "mixture_ct70m.csv"))
+
+
+def test_plan_on_the_reference_fit_meets_its_chance_constraint_independently():
+    """The chosen plan's P(rise <= eps), re-estimated with other new-run deviations (another
+    seed), still meets 1 - delta within Monte Carlo error; the Pareto front is monotone."""
+    from bayescpt.data import read_curves
+    from bayescpt.demo import CPT_DATA, PLAN
+    from bayescpt.fit import Fit
+    from bayescpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
+
+    fit = Fit.load(MODELS / "cpt_simulated.nc", law="cpt")
+    pt = pt_schedule_from_table(read_curves(CPT_DATA, need_loss=False), "pt@10000/cosine")
+    plans = plan_grid(PLAN["transfers"], PLAN["shapes"], PLAN["peak_lrs"], PLAN["steps"])
+    eps, risk = PLAN["tolerance"], PLAN["risk"]
+    table = decide(evaluate(fit, pt, plans, seed=0, backend="numpy"), eps, risk)
+    assert table["chosen"].sum() == 1
+    assert table["feasible"].sum() < len(table)          # the constraint binds somewhere
+    i = int(np.flatnonzero(table["chosen"])[0])
+    again = evaluate(fit, pt, plans.iloc[[i]], seed=99, backend="numpy")
+    p = float((again.rise[:, 0] <= eps).mean())
+    se = np.sqrt(p * (1 - p) / again.rise.shape[0])
+    assert p >= 1 - risk - 3 * max(se, 0.005)
+    front = table[table["pareto"]].sort_values("p_within_tolerance")
+    assert front["domain_mean"].is_monotonic_increasing
+
+
+def test_diagnose_plots_a_reference_fit(tmp_path, capsys):
+    png = tmp_path / "diag.png"
+    assert main(["diagnose", str(MODELS / "cpt_simulated.nc"), "--plot", str(png),
+                 "--strict"]) == 0
+    assert png.stat().st_size > 20_000
+    assert "max R-hat" in capsys.readouterr().out
+    assert main(["diagnose", str(MODELS / "cpt_simulated.nc"), "--plot", str(png)]) == 2
+
+
+def test_diagnose_reads_hparams_and_mixture_fits(capsys):
+    for name in ("hparams_steplaw", "mixture_ct70m"):
+        assert main(["diagnose", str(MODELS / f"{name}.nc"), "--strict"]) == 0
+    out = capsys.readouterr().out
+    assert "law hparams" in out and "law mixture" in out
+
+
+def test_compare_two_laws_on_the_same_runs(tmp_path, capsys):
+    png = tmp_path / "forest.png"
+    assert main(["compare", str(MODELS / "annealing_multipowerlaw.nc"),
+                 str(MODELS / "multipower_multipowerlaw.nc"), "--names", "annealing,multipower",
+                 "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "PSIS-LOO (same data" in out and "elpd_loo" in out
+    assert png.stat().st_size > 20_000
+
+
+def test_predict_draws_a_cpt_plan_per_validation_set(tmp_path):
+    import pandas as pd
+
+    rows = pd.read_csv(ROOT / "data" / "cpt_simulated.csv")
+    plan = tmp_path / "plan.csv"
+    rows[rows["run"] == "pt@8000/wsd"].drop(columns="loss").to_csv(plan, index=False)
+    out, png = tmp_path / "pred.csv", tmp_path / "pred.png"
+    assert main(["predict", str(MODELS / "cpt_simulated.nc"), "--schedule", str(plan),
+                 "--out", str(out), "--plot", str(png)]) == 0
+    pred = pd.read_csv(out)
+    assert set(pred["val_set"]) == {"general", "domain"}
+    assert png.stat().st_size > 20_000
+
+
+def test_compare_one_law_on_two_datasets(tmp_path, capsys):
+    png = tmp_path / "forest.png"
+    assert main(["compare", str(MODELS / "annealing_multipowerlaw.nc"),
+                 str(MODELS / "annealing_olmo_c4.nc"), "--names", "multipowerlaw,olmo",
+                 "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "no validation set x model size in common" in out
+    assert "not comparable (the fits are of different data)" in out
+    assert png.stat().st_size > 20_000
