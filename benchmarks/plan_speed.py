@@ -8,9 +8,9 @@ up to 40000 steps on a 10000-step PT), every posterior draw. Reported, in one ru
 * the evaluation of the same design arrays with ``bayescpt.plan.evaluate`` (vectorised over draws x
   plans x steps; numpy and, when installed, JAX) against a plain numpy loop over plans that
   evaluates each plan's draws one plan at a time, and their ratio;
-* the chance-constrained decision at ``--tolerance`` / ``--risk``: the chosen plan's P(rise <=
-  eps) re-estimated from the plain loop's own draws (independent new-run deviations), and whether
-  the Pareto front is monotone.
+* the chance-constrained decision on the demo's planning question (``bayescpt.demo.PLAN``): the
+  chosen plan's P(rise <= eps) re-estimated by the plain loop from its own draws (independent
+  new-run deviations, float64), and whether the Pareto front is monotone.
 
     python benchmarks/plan_speed.py [--plans 2000] [--json benchmarks/plan_speed.json]
 """
@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt.data import read_curves  # noqa: E402
+from bayescpt.demo import PLAN  # noqa: E402
 from bayescpt.fit import Fit  # noqa: E402
 from bayescpt.plan import decide, designs, evaluate, plan_grid, pt_schedule_from_table  # noqa: E402
 from bayescpt.predict import parameter_draws  # noqa: E402
@@ -72,8 +73,6 @@ def main(argv=None):
     ap.add_argument("--pt-run", default="pt@10000/cosine")
     ap.add_argument("--plans", type=int, default=2000)
     ap.add_argument("--points", type=int, default=48)
-    ap.add_argument("--tolerance", type=float, default=0.02)
-    ap.add_argument("--risk", type=float, default=0.1)
     ap.add_argument("--json", type=Path, default=HERE / "plan_speed.json")
     a = ap.parse_args(argv)
     fit = Fit.load(a.fit, law="cpt")
@@ -99,34 +98,40 @@ def main(argv=None):
         res[backend] = time.perf_counter() - t0
         out["draws"] = int(draws[backend].domain.shape[0])
     t0 = time.perf_counter()
-    plain = plain_numpy(fit, X, out["draws"], seed=12345)
+    plain_numpy(fit, X, out["draws"], seed=12345)
     t_plain = time.perf_counter() - t0
     out["plain_numpy_loop_seconds"] = round(t_plain, 2)
     for k, v in res.items():
         out[f"evaluate_{k}_seconds"] = round(v, 2)
         out[f"speedup_{k}_vs_plain_loop"] = round(t_plain / v, 2)
 
-    # The decision, checked independently: the plain loop drew its own new-run deviations
-    # (another seed), so its P(rise <= eps) for the chosen plan is an independent estimate.
-    table = decide(draws["numpy"], a.tolerance, a.risk)
+    # The decision on the demo's planning question (bayescpt.demo.PLAN), checked independently:
+    # the plain loop draws its own new-run deviations (another seed) and evaluates in float64,
+    # so its P(rise <= eps) for the chosen plan is an independent estimate.
+    demo = plan_grid(PLAN["transfers"], PLAN["shapes"], PLAN["peak_lrs"], PLAN["steps"])
+    Xd = designs(fit, pt, demo, a.points)
+    table = decide(evaluate(fit, pt, demo, a.points, X=Xd, backend="numpy"), PLAN["tolerance"],
+                   PLAN["risk"])
+    plain = plain_numpy(fit, Xd, out["draws"], seed=12345)
     front = table[table["pareto"]].sort_values("p_within_tolerance")
-    out["decision"] = {"tolerance": a.tolerance, "risk": a.risk,
+    out["decision"] = {"plans": len(demo), "tolerance": PLAN["tolerance"], "risk": PLAN["risk"],
                        "feasible_plans": int(table["feasible"].sum()),
                        "pareto_plans": int(len(front)),
                        "pareto_monotone": bool(front["domain_mean"].is_monotonic_increasing)}
     if table["chosen"].any():
         i = int(np.flatnonzero(table["chosen"].to_numpy())[0])
-        p_ind = float((plain[2, :, i] <= a.tolerance).mean())
+        p_ind = float((plain[2, :, i] <= PLAN["tolerance"]).mean())
         se = float(np.sqrt(p_ind * (1 - p_ind) / plain.shape[1]))
         c = table.iloc[i]
         out["decision"].update({
-            "chosen": {k: (c[k].item() if hasattr(c[k], "item") else c[k])
+            "chosen": {k: (None if not isinstance(c[k], str) and np.isnan(c[k]) else
+                           c[k].item() if hasattr(c[k], "item") else c[k])
                        for k in ("transfer", "shape", "peak_lr", "steps", "decay_frac")},
             "chosen_domain_mean": round(float(c["domain_mean"]), 5),
             "p_within_tolerance_planner": round(float(c["p_within_tolerance"]), 4),
             "p_within_tolerance_independent": round(p_ind, 4),
             "independent_se": round(se, 4),
-            "meets_1_minus_risk": bool(p_ind >= 1 - a.risk - 2 * se)})
+            "meets_1_minus_risk": bool(p_ind >= 1 - PLAN["risk"] - 2 * se)})
     print(json.dumps(out, indent=1))
     a.json.write_text(json.dumps(out, indent=1) + "\n")
 

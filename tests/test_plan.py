@@ -75,13 +75,25 @@ def test_pareto_mask_small_case():
 
 def test_numpy_and_jax_backends_agree(fit, grid):
     pytest.importorskip("jax")
-    a = evaluate(fit, PT, grid.head(6), backend="numpy", seed=4)
-    b = evaluate(fit, PT, grid.head(6), backend="jax", seed=4)
+    a = evaluate(fit, PT, grid.head(6), backend="numpy", seed=4, dtype="float64")
+    b = evaluate(fit, PT, grid.head(6), backend="jax", seed=4, dtype="float64")
     np.testing.assert_allclose(a.domain, b.domain, rtol=1e-9)
     np.testing.assert_allclose(a.rise, b.rise, rtol=1e-7, atol=1e-10)
+    c = evaluate(fit, PT, grid.head(6), backend="jax", seed=4)      # float32, the default
+    np.testing.assert_allclose(a.domain, c.domain, atol=2e-5)
+    np.testing.assert_allclose(a.rise, c.rise, atol=2e-5)
     import jax
 
     assert not jax.config.jax_enable_x64   # float64 only inside the evaluation (blackjax needs it)
+
+
+def test_single_precision_and_chunking_do_not_change_the_outcomes(fit, grid):
+    a = evaluate(fit, PT, grid, backend="numpy", seed=2, dtype="float64", chunk_elements=10**9)
+    b = evaluate(fit, PT, grid, backend="numpy", seed=2, chunk_elements=5000)
+    np.testing.assert_allclose(a.domain, b.domain, atol=2e-5)
+    np.testing.assert_allclose(a.general, b.general, atol=2e-5)
+    np.testing.assert_allclose(a.rise, b.rise, atol=2e-5)
+    assert np.mean(a.turning == b.turning) > 0.99
 
 
 def test_no_feasible_plan_chooses_none(fit, grid):
