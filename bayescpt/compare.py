@@ -33,9 +33,15 @@ def _law_params(fit) -> list[str]:
 
 
 def shared_parameters(fits) -> list[str]:
+    """Parameters every fit has. Fits of different laws share only sampled parameters of the same
+    name (L0, A, alpha of the LR-schedule laws): a derived quantity or a name reused with another
+    meaning (the multi-power law's C) is not compared."""
     common = set(_law_params(fits[0]))
     for f in fits[1:]:
         common &= set(_law_params(f))
+    if len({f.law.name for f in fits}) > 1:
+        for f in fits:
+            common &= {p.name for p in f.law.params}
     return [p for p in _law_params(fits[0]) if p in common]
 
 
