@@ -107,8 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "from (comma-separated; default: the end of the PT schedule)")
     pl.add_argument("--shapes", type=_str_list, default=["cosine", "linear", "constant"],
                     help="CPT schedule shapes: cosine, linear (WSD), 1-sqrt, exponential, constant")
-    pl.add_argument("--peak-lrs", type=_float_list, required=True,
-                    help="CPT peak learning rates, raw (e.g. 1e-4,2e-4,4e-4)")
+    pl.add_argument("--peak-lrs", type=_float_list,
+                    help="CPT peak learning rates, raw (e.g. 1e-4,2e-4,4e-4); with --hparams "
+                         "the default is the predicted optimal LR's lower end, median and upper "
+                         "end")
     pl.add_argument("--steps", type=_int_list, required=True, help="CPT lengths in steps")
     pl.add_argument("--decay-fracs", type=_float_list, default=[0.2],
                     help="WSD decay share of the CPT steps (default 0.2)")
@@ -132,6 +134,22 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
     pl.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
     pl.add_argument("--seed", type=int, default=0)
+    h = pl.add_argument_group(
+        "other fits (optional): the optimal LR of an hparams fit and the feasibility of the "
+        "mixture by a mixture fit, for the same model family")
+    h.add_argument("--hparams", type=Path, metavar="HP.nc",
+                   help="an hparams fit: each plan's peak LR against the checkpoint's optimal LR")
+    h.add_argument("--n-params", type=float, help="with --hparams: the model's parameters")
+    h.add_argument("--init-loss", type=float,
+                   help="with --hparams: the checkpoint's validation loss on the CPT data")
+    h.add_argument("--cpt-tokens", type=float, help="with --hparams: CPT tokens of the plans")
+    h.add_argument("--mixture", type=Path, metavar="MIX.nc",
+                   help="a mixture fit: a plan is feasible only if its mixture (domain share "
+                        "1 - replay ratio) is, with probability >= 1 - DELTA")
+    h.add_argument("--mixture-tokens", type=float,
+                   help="with --mixture: the CPT budget in the mixture fit's token unit")
+    h.add_argument("--mixture-model-size", type=float,
+                   help="with --mixture: the model size, when the mixture fit has several")
     pl.add_argument("--out", required=True, type=Path, metavar="PLANS.csv")
     pl.add_argument("--plot", type=Path, metavar="PLANS.png", help="also draw the plans")
     pl.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
@@ -305,22 +323,73 @@ def cmd_plan(a) -> int:
         _refuse_overwrite(a.plot, a.force)
     fit = Fit.load(a.fit, law="cpt")
     pt = pt_schedule_from_table(read_curves(a.pt, need_loss=False), a.pt_run)
-    plans = plan_grid(a.transfers or [pt.total_steps], a.shapes, a.peak_lrs, a.steps,
+    hp_res, extra = None, []
+    peak_lrs = a.peak_lrs
+    if a.hparams is not None:
+        from .hparams.model import HparamsFit
+
+        missing = [o for o, v in (("--n-params", a.n_params), ("--init-loss", a.init_loss),
+                                  ("--cpt-tokens", a.cpt_tokens)) if v is None]
+        if missing:
+            raise ValueError(f"--hparams needs {', '.join(missing)}")
+        hp_fit = HparamsFit.load(a.hparams)
+        if peak_lrs is None:
+            from .hparams.predict import predict_optimum
+
+            lr = predict_optimum(hp_fit, a.n_params, init_loss=a.init_loss,
+                                 cpt_tokens=a.cpt_tokens, prob=a.prob)["lr_opt"]
+            peak_lrs = sorted({v for v in (lr["lower"], lr["median"], lr["upper"])
+                               if v is not None})
+    if peak_lrs is None:
+        raise ValueError("give the peak learning rates (--peak-lrs), or an hparams fit "
+                         "(--hparams) to take them from")
+    if a.mixture is not None and a.mixture_tokens is None:
+        raise ValueError("--mixture needs the CPT budget in the mixture fit's unit "
+                         "(--mixture-tokens)")
+    plans = plan_grid(a.transfers or [pt.total_steps], a.shapes, peak_lrs, a.steps,
                       a.decay_fracs, a.replay_ratios, a.warmup, a.final_frac)
     draws = evaluate(fit, pt, plans, a.points, a.general, a.domain, a.model_size, a.seed,
                      a.backend)
+    also = None
+    if a.mixture is not None:
+        from .mixture.model import MixtureFit
+        from .plan import mixture_check
+
+        checked = mixture_check(draws.plans, MixtureFit.load(a.mixture), a.mixture_tokens,
+                                a.tolerance, a.risk, a.mixture_model_size)
+        draws.plans = checked
+        also = checked["mixture_ok"].to_numpy()
+        extra += ["p_mixture_feasible", "mixture_ok"]
+    if a.hparams is not None:
+        from .plan import hparams_check
+
+        draws.plans, hp_res = hparams_check(draws.plans, hp_fit, a.n_params, a.cpt_tokens,
+                                            a.init_loss, a.prob)
+        extra += ["lr_over_opt", "lr_in_opt_interval"]
     table = decide(draws, a.tolerance, a.risk, a.prob, a.objective, a.quantile, a.w_general,
-                   a.w_domain)
+                   a.w_domain, also_feasible=also)
     cols = [c for c in DECISIONS if c in table.columns] + [
         "domain_mean", "domain_lower", "domain_upper", "general_rise_mean", "general_rise_upper",
-        "peak_rise_mean", "p_turn", "turning_median", "p_within_tolerance", "feasible", "pareto",
-        "chosen"]
+        "peak_rise_mean", "p_turn", "turning_median", "p_within_tolerance"] + extra + [
+        "feasible", "pareto", "chosen"]
     table[cols].to_csv(a.out, index=False, float_format="%.6g")
     n_draws = draws.domain.shape[0]
     _say(f"evaluated {len(table)} plans x {n_draws} draws x {a.points} steps in "
          f"{draws.seconds:.2f} s; wrote {a.out}")
+    if hp_res is not None:
+        lr = hp_res["lr_opt"]
+        fmt = (lambda v: "open" if v is None else f"{v:.3g}")
+        print(f"optimal peak LR for this checkpoint ({a.hparams.name}): {fmt(lr['median'])} "
+              f"[{fmt(lr['lower'])}, {fmt(lr['upper'])}]")
+        for w in hp_res["warnings"]:
+            _say(f"warning: {w}")
+    if a.mixture is not None:
+        bad = table.loc[~table["mixture_ok"], "replay_ratio"].unique()
+        print(f"mixture ({a.mixture.name}): replay ratios failing its feasibility at risk "
+              f"{a.risk:g}: {', '.join(f'{r:g}' for r in sorted(bad)) or 'none'}")
     show = ["shape", "peak_lr", "steps", "transfer", "decay_frac", "replay_ratio", "domain_mean",
-            "domain_lower", "domain_upper", "general_rise_mean", "p_within_tolerance", "chosen"]
+            "domain_lower", "domain_upper", "general_rise_mean", "p_within_tolerance"] + [
+        c for c in ("p_mixture_feasible", "lr_over_opt") if c in table.columns] + ["chosen"]
     front = table[table["pareto"]].sort_values("p_within_tolerance")[show]
     print(f"Pareto front (expected final domain loss vs P(general rise <= {a.tolerance:g})):")
     print(front.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -333,8 +402,13 @@ def cmd_plan(a) -> int:
               + f": domain loss {c['domain_mean']:.4f} [{c['domain_lower']:.4f}, "
               f"{c['domain_upper']:.4f}], P(rise <= {a.tolerance:g}) = "
               f"{c['p_within_tolerance']:.3f}")
+    elif "mixture_ok" in table.columns and not table["mixture_ok"].any():
+        _say(f"no plan is feasible: by {a.mixture.name} no planned mixture keeps the general "
+             f"loss within {a.tolerance:g} with probability >= {1 - a.risk:.3f}; add plans with "
+             "more replay (--replay-ratios) or allow a larger --tolerance or --risk")
     else:
-        best = table["p_within_tolerance"].max()
+        pool = table[table["mixture_ok"]] if "mixture_ok" in table.columns else table
+        best = pool["p_within_tolerance"].max()
         _say(f"no plan is feasible: the best keeps the general rise within {a.tolerance:g} with "
              f"probability {best:.3f} < {1 - a.risk:.3f}; allow a larger --tolerance or --risk, "
              "or add plans with lower peak LRs, fewer steps or more replay")

@@ -238,7 +238,7 @@ def evaluate(fit, pt: S.Schedule, plans: pd.DataFrame, points: int = 48, general
 
 def decide(pd_: PlanDraws, tolerance: float, risk: float = 0.1, prob: float = 0.9,
            objective: str = "chance", quantile: float = 0.9, w_general: float = 1.0,
-           w_domain: float = 1.0) -> pd.DataFrame:
+           w_domain: float = 1.0, also_feasible=None) -> pd.DataFrame:
     """One row per plan: decisions, outcome summaries, feasibility and the chosen plan.
 
     Columns: the decisions, ``loss_potential``, ``domain_mean, domain_lower, domain_upper``
@@ -247,7 +247,8 @@ def decide(pd_: PlanDraws, tolerance: float, risk: float = 0.1, prob: float = 0.
     general loss peaks before the end), ``turning_median``, ``p_within_tolerance`` = P(rise <=
     tolerance), ``feasible`` (>= 1 - risk), ``pareto`` (no feasible... see below) and ``chosen``.
     ``pareto`` marks the plans no other plan beats on both expected domain loss and
-    P(within tolerance).
+    P(within tolerance). ``also_feasible`` (one bool per plan, optional) is a further condition
+    a feasible plan must meet, e.g. :func:`mixture_check`'s.
     """
     if not tolerance > 0:
         raise ValueError(f"tolerance {tolerance!r}; expected a positive loss difference (nats)")
@@ -269,6 +270,8 @@ def decide(pd_: PlanDraws, tolerance: float, risk: float = 0.1, prob: float = 0.
     t["turning_median"] = np.median(pd_.turning, axis=0)
     t["p_within_tolerance"] = (pd_.rise <= tolerance).mean(0)
     t["feasible"] = t["p_within_tolerance"] >= 1 - risk
+    if also_feasible is not None:
+        t["feasible"] &= np.asarray(also_feasible, bool)
     score = {"chance": t["domain_mean"], "quantile": t["domain_q"],
              "weighted": w_general * t["general_rise_mean"] + w_domain * t["domain_mean"]}[objective]
     t["score"] = score
@@ -309,3 +312,44 @@ def pt_schedule_from_table(df: pd.DataFrame, run: str | None = None) -> S.Schedu
     if run not in runs:
         raise DataError(f"run {run!r} has no PT rows in the table (runs with PT rows: {runs[:5]})")
     return schedules_of(df[df["run"] == run])[run]
+
+
+def hparams_check(plans: pd.DataFrame, hp_fit, n_params: float, cpt_tokens: float,
+                  init_loss: float, prob: float = 0.9) -> tuple[pd.DataFrame, dict]:
+    """Place each plan's peak LR against the optimal LR of an hparams fit (``bayescpt hparams``)
+    for this checkpoint: ``lr_over_opt`` = peak LR / posterior-median LR_opt, and
+    ``lr_in_opt_interval`` (inside its ``prob`` interval). Returns (plans + columns, the
+    prediction dict). The hparams fit must describe the same model family and optimiser."""
+    from .hparams.predict import predict_optimum
+
+    res = predict_optimum(hp_fit, n_params, init_loss=init_loss, cpt_tokens=cpt_tokens, prob=prob)
+    lr = res["lr_opt"]
+    out = plans.copy()
+    out["lr_over_opt"] = out["peak_lr"] / lr["median"]
+    lo = lr["lower"] if lr["lower"] is not None else 0.0
+    hi = lr["upper"] if lr["upper"] is not None else np.inf
+    out["lr_in_opt_interval"] = (out["peak_lr"] >= lo) & (out["peak_lr"] <= hi)
+    return out, res
+
+
+def mixture_check(plans: pd.DataFrame, mix_fit, tokens: float, tolerance: float,
+                  risk: float = 0.1, model_size=None) -> pd.DataFrame:
+    """P(the CPT mixture is feasible) per plan from a mixture fit (``bayescpt mixture``): the
+    plan's domain share is 1 - ``replay_ratio``; ``p_mixture_feasible`` is the mixture law's
+    P(general loss within ``tolerance`` of its baseline and domain loss below its own) at
+    ``tokens`` (the mixture fit's unit), and ``mixture_ok`` whether it is >= 1 - ``risk``."""
+    from .mixture.decide import feasibility
+
+    if model_size is None:
+        sizes = mix_fit.groups["model_size"].unique()
+        if len(sizes) != 1:
+            raise DataError(f"the mixture fit has model sizes {sorted(sizes)}; name one "
+                            "(--mixture-model-size)")
+        model_size = float(sizes[0])
+    shares = np.unique(1.0 - plans["replay_ratio"].to_numpy(float))
+    f = feasibility(mix_fit, model_size, tokens, tolerance, ratios=shares)
+    p = dict(zip(np.round(shares, 12), f.p_feasible))
+    out = plans.copy()
+    out["p_mixture_feasible"] = [p[round(1.0 - r, 12)] for r in out["replay_ratio"]]
+    out["mixture_ok"] = out["p_mixture_feasible"] >= 1 - risk
+    return out

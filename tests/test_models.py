@@ -136,3 +136,48 @@ def test_compare_one_law_on_two_datasets(tmp_path, capsys):
     assert "no validation set x model size in common" in out
     assert "not comparable (the fits are of different data)" in out
     assert png.stat().st_size > 20_000
+
+
+def test_mixture_check_follows_the_critical_ratio():
+    """More replay (a smaller domain share) is never less feasible, and the replay ratios the
+    check passes are those whose domain share is at most the CMR at that risk."""
+    from bayescpt.mixture.decide import feasibility
+    from bayescpt.mixture.model import MixtureFit
+    from bayescpt.plan import mixture_check, plan_grid
+
+    mix = MixtureFit.load(MODELS / "mixture_ct70m.nc")
+    plans = plan_grid([8000], ["cosine"], [1e-4], [1000],
+                      replay_ratios=[0.125, 0.2, 0.25, 0.3, 0.4, 0.5])
+    out = mixture_check(plans, mix, 10000, 0.0, risk=0.1)
+    p = out["p_mixture_feasible"].to_numpy()
+    assert np.all(np.diff(p) >= -0.02)
+    assert out["mixture_ok"].any() and not out["mixture_ok"].all()
+    at_risk = feasibility(mix, 70e6, 10000, 0.0).cmr_at_risk(0.1)
+    share = 1 - out["replay_ratio"]
+    assert (out["mixture_ok"] == (share <= at_risk + 0.01)).mean() >= 5 / 6
+
+
+def test_plan_takes_peak_lrs_from_an_hparams_fit_and_checks_the_mixture(tmp_path, capsys):
+    import pandas as pd
+
+    out = tmp_path / "plans.csv"
+    assert main(["plan", str(MODELS / "cpt_simulated.nc"), "--pt",
+                 str(ROOT / "data" / "cpt_simulated.csv"), "--pt-run", "pt@10000/cosine",
+                 "--tolerance", "0.05", "--transfers", "8000", "--steps", "2000,8000",
+                 "--hparams", str(MODELS / "hparams_steplaw.nc"), "--n-params", "1.07e9",
+                 "--init-loss", "2.25", "--cpt-tokens", "2e10",
+                 "--mixture", str(MODELS / "mixture_ct70m.nc"), "--mixture-tokens", "10000",
+                 "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert table["peak_lr"].nunique() == 3            # the LR_opt interval's ends and median
+    assert {"lr_over_opt", "lr_in_opt_interval", "p_mixture_feasible"} <= set(table.columns)
+    assert table["lr_in_opt_interval"].all()
+    cap = capsys.readouterr()
+    assert "optimal peak LR for this checkpoint" in cap.out and "mixture (" in cap.out
+    assert not table["chosen"].any()   # a pure-domain mixture fails the mixture law's check...
+    assert "no planned mixture keeps the general loss" in cap.err       # ...and says so
+    # without the LRs and without --hparams: a clear error
+    assert main(["plan", str(MODELS / "cpt_simulated.nc"), "--pt",
+                 str(ROOT / "data" / "cpt_simulated.csv"), "--pt-run", "pt@10000/cosine",
+                 "--tolerance", "0.05", "--steps", "2000", "--out",
+                 str(tmp_path / "x.csv")]) == 2
