@@ -15,8 +15,9 @@ the law's at N parameters and the equivalent token count C_total / (6 N) (for th
 optimum law: at C_total directly; for the ``loss`` law, Zhou et al.'s form: at the loss level
 L(C_total) = L0 + A (C_total / C_ref)^-g plus a new cell's scatter tau_L, i.e. L0 + noise where
 C_pre is infinite; a fresh run likewise at L(6 N D)). Draws with L_true <= L0 have no finite
-C_pre: the checkpoint is as good as the law's asymptote allows; when more than the interval's tail mass of draws are
-like that, C_pre is *unidentified* and the result says so (``warnings``), with an open upper end.
+C_pre: the checkpoint is as good as the law's asymptote allows; when more than the interval's
+tail mass of draws are like that, C_pre is *unidentified* and the result says so
+(``warnings``), with an open upper end.
 
 Where a grid search will find its best run (``grid_best_draws``): the optimum above is that of
 the smooth bowl, but a grid search reports its best *run*, which scatters around the optimum by
