@@ -245,9 +245,15 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--noise", choices=["quadrature", "linear"], default="quadrature",
                     help="the model's run-noise form (config key noise)")
+    ap.add_argument("--optimum-law", choices=["size_tokens", "compute", "loss"],
+                    default="size_tokens", help="the optimum law of the LOCO fits (config key "
+                    "optimum_law); other than size_tokens needs --skip-full (the full fits of "
+                    "every law are in benchmarks/hparams_optimum_laws.py)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "hparams_loco.json")
     ap.add_argument("--plot", type=Path, default=ROOT / "benchmarks" / "hparams_steplaw.png")
     a = ap.parse_args(argv)
+    if a.optimum_law != "size_tokens" and not a.skip_full:
+        ap.error("--optimum-law other than size_tokens needs --skip-full")
     df = load_steplaw(DATA / "dense_lr_bs_loss.csv")
     boot, boot_summary = bootstrap_reference()
     result = json.loads(a.out.read_text()) if a.out.exists() else {}
@@ -281,10 +287,11 @@ def main(argv=None):
             result["loco_partial"] = rows
             a.out.write_text(json.dumps(result, indent=1))
 
-        rows = loco(df, boot, folds, a.loco_draws, a.seed, save, {"noise": a.noise})
+        rows = loco(df, boot, folds, a.loco_draws, a.seed, save,
+                    {"noise": a.noise, "optimum_law": a.optimum_law})
         result.pop("loco_partial", None)
         result["loco"] = {"settings": {"chains": 2, "draws": a.loco_draws, "tune": a.loco_draws,
-                                       "noise": a.noise},
+                                       "noise": a.noise, "optimum_law": a.optimum_law},
                           "summary": summarize_loco(rows), "folds": rows}
         s = result["loco"]["summary"]
         print(json.dumps(s, indent=1))

@@ -287,3 +287,106 @@ def test_cli_predict_grid_best_block_and_bad_grid(sim, capsys):
             assert rc == 2
         err = capsys.readouterr().err
         assert msg in err and "Traceback" not in err
+
+
+# -- the loss law (optimum_law: loss): Zhou et al.'s LR_opt(L), B_opt(L) ----------------------
+@pytest.fixture(scope="module")
+def sim_loss(tmp_path_factory):
+    """A simulated grid whose optima follow power laws in the cells' best loss (truth bL_lr 2:
+    the LR falls as the loss falls; bL_bs -6: the batch grows), fitted through the CLI."""
+    from bayescpt.hparams.simulate import simulate_grid
+
+    tmp = tmp_path_factory.mktemp("hp_loss")
+    df, truth_cells, truth = simulate_grid([2e8, 4e8, 8e8], [1e10, 4e10], LRS, BSS[:4], seed=1,
+                                           truth={"optimum_law": "loss"})
+    data = tmp / "grid.csv"
+    df.to_csv(data, index=False)
+    out = tmp / "hp.nc"
+    rc = main(["hparams", "fit", str(data), "--out", str(out), "--optimum-law", "loss",
+               "--chains", "2", "--draws", "150", "--tune", "150", "--seed", "2", "--quiet"])
+    assert rc == 0
+    return tmp, data, out, df, truth_cells, truth
+
+
+def test_loss_law_recovers_known_exponents_and_cell_optima(sim_loss, capsys):
+    from bayescpt.hparams.model import HparamsFit
+
+    _, _, out, _, tc, t = sim_loss
+    fit = HparamsFit.load(out)
+    assert fit.config["optimum_law"] == "loss" and "bN_lr" not in fit.idata.posterior
+    p = fit.draws(["bL_lr", "bL_bs", "g", "x_opt", "y_opt"])
+    for name in ("bL_lr", "bL_bs", "g"):
+        lo, hi = np.quantile(p[name], [0.01, 0.99])
+        assert lo < t[name] < hi, (name, lo, hi, t[name])
+    # informative (the prior sd is 10), and the directions are identified
+    assert np.std(p["bL_bs"]) < 1.5 and np.std(p["bL_lr"]) < 1.5
+    assert np.mean(p["bL_lr"] > 0) > 0.95 and np.mean(p["bL_bs"] < 0) > 0.95
+    assert np.all(np.abs(np.median(p["x_opt"], 0) - np.log(tc["lr_opt"])) < 0.2)
+    assert np.all(np.abs(np.median(p["y_opt"], 0) - np.log(tc["batch_size_opt"])) < 0.2)
+    # the fit command printed the law in L
+    from bayescpt.hparams.cli import law_text
+
+    assert "L^(" in law_text(fit) and "N^(" not in law_text(fit)
+
+
+def test_loss_law_stage2_at_loss_of_total_compute(sim_loss, tmp_path):
+    from bayescpt.hparams.model import HparamsFit
+    from bayescpt.hparams.predict import predict_optimum
+
+    tmp, _, out, _, tc, t = sim_loss
+    fit = HparamsFit.load(out)
+    n = 4e8
+    C = 6 * n * 2e10
+    loss = t["L0"] + t["A"] * (C / t["C0"]) ** -t["g"]  # a checkpoint on the true L(C)
+    res = [predict_optimum(fit, n, init_loss=loss, cpt_tokens=dc) for dc in (1e9, 1e10, 1e11)]
+    assert res[0]["optimum_law"] == "loss"
+    assert res[0]["C_pre"]["lower"] < C < res[0]["C_pre"]["upper"]
+    # with the loss law, more compute = a lower loss level: LR falls, batch grows (truth)
+    lr = [r["lr_opt"]["median"] for r in res]
+    bs = [r["batch_size_opt"]["median"] for r in res]
+    assert lr[0] > lr[1] > lr[2] and bs[0] < bs[1] < bs[2]
+    # the truth at the final loss level L(C_total) lies in the intervals
+    c_tot = C + 6 * n * 1e11
+    L_tot = t["L0"] + t["A"] * (c_tot / t["C0"]) ** -t["g"]
+    assert res[2]["lr_opt"]["lower"] < t["lr_ref"] * (L_tot / t["L_ref"]) ** t["bL_lr"] \
+        < res[2]["lr_opt"]["upper"]
+    assert res[2]["batch_size_opt"]["lower"] < t["bs_ref"] * (L_tot / t["L_ref"]) ** t["bL_bs"] \
+        < res[2]["batch_size_opt"]["upper"]
+    # CLI predict (fresh run + grid best) works on a loss-law fit
+    js = tmp_path / "p.json"
+    rc = main(["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "2e10",
+               "--grid-lrs", ",".join(f"{v:g}" for v in LRS),
+               "--grid-batches", ",".join(f"{v:g}" for v in BSS), "--out", str(js)])
+    assert rc == 0
+    fresh = json.loads(js.read_text())
+    assert fresh["optimum_law"] == "loss" and fresh["grid_best"]["lr"]["median"] in \
+        [float(f"{v:g}") for v in LRS]
+    # below the asymptote: C_pre unidentified and said so; the loss law's optimum there is at L0
+    low = predict_optimum(fit, n, init_loss=t["L0"] - 0.3, cpt_tokens=2e10)
+    assert any("unidentified" in w and "asymptote L0" in w for w in low["warnings"])
+    assert low["lr_opt"]["median"] is not None
+
+
+def test_loss_law_optimum_draws_are_the_law_at_L_of_C():
+    """Exact: with no scatter, the fresh-run optimum is lr_ref (L(C) / L_ref)^bL, and at infinite
+    compute (C_pre unidentified) the loss level is the asymptote L0."""
+    import arviz as az
+
+    from bayescpt.hparams.model import HparamsFit, Refs, make_config
+    from bayescpt.hparams.predict import optimum_draws
+
+    L0, A, g, L_ref = 1.8, 0.5, 0.3, 2.4
+    vals = {"a_lr": np.log(2.5e-3), "bL_lr": 2.0, "a_bs": np.log(4e5), "bL_bs": -6.0,
+            "tau_lr": 0.0, "tau_bs": 0.0, "L0": L0, "A": A, "g": g, "tau_L": 0.0,
+            "sigma": 1e-3}
+    idata = az.from_dict(posterior={k: np.full((1, 50), float(v)) for k, v in vals.items()})
+    refs = Refs(np.log(4e8), np.log(2e10), np.log(L_ref))
+    fit = HparamsFit(idata, make_config({"optimum_law": "loss"}), pd.DataFrame(), refs)
+    for n, d in ((2e8, 1e10), (1e9, 1e11)):
+        C = 6 * n * d
+        L = L0 + A * np.exp(-g * (np.log(C) - refs.ln_c))
+        lr, bs = optimum_draws(fit, n, C)
+        assert np.allclose(lr, 2.5e-3 * (L / L_ref) ** 2.0)
+        assert np.allclose(bs, 4e5 * (L / L_ref) ** -6.0)
+    lr, bs = optimum_draws(fit, 4e8, np.inf)
+    assert np.allclose(lr, 2.5e-3 * (L0 / L_ref) ** 2.0)

@@ -71,8 +71,10 @@ def add_commands(sub, sampler_args) -> dict:
                         "dense_lr_bs_loss.csv (recognised by its header).")
     f.add_argument("data", type=Path, metavar="GRID.csv")
     f.add_argument("--out", required=True, type=Path, metavar="HP.nc")
-    f.add_argument("--optimum-law", choices=["size_tokens", "compute"], default=None,
-                   help="optimum as power laws in N and D (default) or in C = 6ND only")
+    f.add_argument("--optimum-law", choices=["size_tokens", "compute", "loss"], default=None,
+                   help="optimum as power laws in N and D (size_tokens, default), in C = 6ND "
+                   "only (compute), or in the cell's best loss L (loss: Zhou et al.'s "
+                   "LR_opt(L), B_opt(L); prediction at L(C_total))")
     f.add_argument("--plot", type=Path, metavar="PNG", help="also write the fit's plot here")
     sampler_args(f)
 
@@ -158,12 +160,23 @@ def law_text(fit) -> str:
     """The fitted laws in the usual units (posterior means, 90 % intervals)."""
     import numpy as np
 
-    post = fit.draws(["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "L0", "A", "g"])
     r = fit.refs
 
     def iv(v):
         lo, hi = np.quantile(v, [0.05, 0.95])
         return f"{v.mean():.3f} [{lo:.3f}, {hi:.3f}]"
+
+    if fit.config["optimum_law"] == "loss":
+        post = fit.draws(["a_lr", "bL_lr", "a_bs", "bL_bs", "L0", "A", "g"])
+        # ln lr = a + bL (ln L - ln L_ref): coefficient at L = 1 nat
+        c_lr = post["a_lr"] - post["bL_lr"] * r.ln_l
+        c_bs = post["a_bs"] - post["bL_bs"] * r.ln_l
+        return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} L^({iv(post['bL_lr'])})\n"
+                f"B_opt  = {math.exp(np.mean(c_bs)):.3g} L^({iv(post['bL_bs'])})  (tokens; L = "
+                "best loss in nats, at L(C) for a prediction)\n"
+                f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
+                f"A {iv(post['A'])}, g {iv(post['g'])}")
+    post = fit.draws(["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "L0", "A", "g"])
 
     # ln lr = a + bN (ln N - ln N_ref) + bD (ln D - ln D_ref): intercept at N = D = 1
     c_lr = post["a_lr"] - post["bN_lr"] * r.ln_n - post["bD_lr"] * r.ln_d

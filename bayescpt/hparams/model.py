@@ -9,7 +9,10 @@ Levels::
     law      x*_k ~ Normal(a_lr + bN_lr n_k + bD_lr d_k, tau_lr)        optimum of cell k
              y*_k ~ Normal(a_bs + bN_bs n_k + bD_bs d_k, tau_bs)
                  (``optimum_law = "compute"``: one exponent per target, bN = bD = b_C, a power law
-                  in C = 6 N D, the form of Zhou et al.)
+                  in C = 6 N D;
+                  ``optimum_law = "loss"``: x*_k ~ Normal(a_lr + bL_lr (ln m_k - ln L_ref), tau_lr),
+                  likewise y*_k: a power law in the cell's best loss m_k (below), Zhou et al.'s
+                  B_opt(L), LR_opt(L); L_ref = geometric mean of the cells' best runs)
              m_k  ~ Normal(L0 + A exp(-g c_k), tau_L)                    depth: L(C) = L0 + a C^-g
              x*_k, y*_k softly inside the cell's grid range +- ``bracket`` and within
                  ``bracket_best`` of the cell's best run (a grid search's premise)
@@ -40,6 +43,14 @@ Why this shape (checked on the Step Law grid, see benchmarks/hparams_loco.py):
   the LR bowl needs chains started near the data); the batch optimum is non-centred by default
   (``centered_bs``), because its cell scatter is about as small as its per-cell uncertainty and the
   centred form mixed slowly there.
+* The loss law uses ln m_k, not ln(m_k - L0). m_k - L0 = A (C/C_ref)^-g times a small cell
+  scatter, so a power law in the reducible loss is the compute law again (exponent -g bL) and
+  would add nothing to compare; and L0 is weakly identified on a grid whose losses span 2.1-2.6
+  nats (its 90 % interval on Step Law is 0.07-1.97), so ln(m_k - L0) would tie the optimum's
+  exponents to L0 and g draw by draw and diverge as m_k -> L0 (a CPT checkpoint near the
+  asymptote would get an unbounded LR). ln m_k is the loss level itself: always defined, known
+  to ~1e-3 nats per cell, and in stage 2 it saturates at ln L0 as compute grows. It differs
+  from the compute law where cells of equal compute have different best losses (N vs D).
 * The across-cell laws are what prediction uses: a new cell (or a CPT run) gets a fresh optimum
   from the law plus the cell-to-cell scatter tau, so intervals include how far real cells stray
   from the power law.
@@ -64,7 +75,7 @@ from ..sampling import resolve_settings, sample_model
 from .data import cells, grid_hash
 
 LAW = "hparams"
-OPTIMUM_LAWS = ("size_tokens", "compute")
+OPTIMUM_LAWS = ("size_tokens", "compute", "loss")
 NOISE_FORMS = ("quadrature", "linear")
 
 #: prior locations/scales; ln-scale parameters are marked. Units: loss in nats, lr raw, batch in
@@ -75,6 +86,8 @@ DEFAULT_CONFIG = {
         "a_lr": [None, 2.0],       # ln lr* at the reference cell; None: mean ln lr of best runs
         "a_bs": [None, 2.0],       # ln B* (tokens) there; None: mean ln batch of best runs
         "slope": [0.0, 1.0],       # every exponent bN, bD (or b_C)
+        "slope_loss": [0.0, 10.0], # the loss law's bL: cells' ln L spans ~0.2 (vs ~2-3 for
+                                   # ln N, ln D), so the same shift across the grid needs ~10x
         "tau_opt": 0.1,            # mean of the Gamma(2) cell scatter of ln lr*, ln B*
         "L_lo": [None, 1.0],       # best loss at the smallest cell compute; None: grid's
         "ln_drop": [-1.5, 1.5],    # ln of its drop to the largest cell compute
@@ -100,6 +113,9 @@ DEFAULT_CONFIG = {
 
 LAW_VARS = ["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "tau_lr", "tau_bs",
             "L_lo", "L_hi", "L0", "A", "g", "tau_L"]
+#: the exponents each optimum law samples (the others are absent or deterministic copies)
+EXPONENTS = {"size_tokens": ["bN_lr", "bD_lr", "bN_bs", "bD_bs"], "compute": ["b_lr", "b_bs"],
+             "loss": ["bL_lr", "bL_bs"]}
 SHAPE_VARS = ["qx", "qy", "sd_ln_h", "shear", "sd_shear", "skew", "sigma", "sigma_slope"]
 CELL_VARS = ["x_opt", "y_opt", "m"]
 
@@ -127,6 +143,27 @@ def optimum_mean(a, bN, bD, n, d):
 def best_loss(xp, L0, A, g, c):
     """L(C) = L0 + A (C / C_ref)^-g at centred ln compute c."""
     return L0 + A * xp.exp(-g * c)
+
+
+def law_location(p: dict, law: str, refs: "Refs", n, c, loss=None):
+    """ln lr*, ln B* (tokens) of the fitted optimum law, no cell scatter, per draw (numpy).
+
+    ``p``: posterior draws (arrays of length S); ``n``: centred ln N (scalar); ``c``: centred
+    ln C = ln(6 N D) - ln C_ref (scalar or per draw; +inf allowed). For the loss law the
+    optimum is taken at the loss level ``loss`` (per draw) or, if None, at L(C) (L0 where
+    C is infinite).
+    """
+    if law == "loss":
+        if loss is None:
+            with np.errstate(over="ignore"):
+                loss = best_loss(np, p["L0"], p["A"], p["g"], c)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ln_l = np.log(loss) - refs.ln_l
+        return p["a_lr"] + p["bL_lr"] * ln_l, p["a_bs"] + p["bL_bs"] * ln_l
+    d = c - n
+    with np.errstate(invalid="ignore"):
+        return (optimum_mean(p["a_lr"], p["bN_lr"], p["bD_lr"], n, d),
+                optimum_mean(p["a_bs"], p["bN_bs"], p["bD_bs"], n, d))
 
 
 def bowl(xp, x, y, m, x_opt, y_opt, qx, qy, shear, skew):
@@ -177,6 +214,7 @@ class Refs:
 
     ln_n: float
     ln_d: float
+    ln_l: float | None = None   # mean ln best loss over the cells (the loss law's centre)
 
     @property
     def ln_c(self) -> float:
@@ -185,7 +223,9 @@ class Refs:
     @classmethod
     def of(cls, cell_table: pd.DataFrame) -> "Refs":
         return cls(float(np.log(cell_table["model_size"]).mean()),
-                   float(np.log(cell_table["tokens"]).mean()))
+                   float(np.log(cell_table["tokens"]).mean()),
+                   float(np.log(cell_table["best_loss"]).mean())
+                   if "best_loss" in cell_table else None)
 
 
 def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
@@ -209,57 +249,7 @@ def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
                        for r in ct.itertuples()], "run": np.arange(len(df))}
     with pm.Model(coords=coords) as model:
         slope = pr["slope"]
-        # Every law parameter starts at a least-squares fit to the cells' best runs and is
-        # sampled as start + 0.1 z (its prior unchanged): nutpie jitters each chain's start by
-        # U(-1, 1) in the sampled coordinates, which here is +-0.1 instead of +-1 in an exponent.
-        # With +-1, a chain could start (and stay) in a poor mode: R-hat 1.53 on Step Law.
-        X = np.column_stack([np.ones_like(n), n + d] if cfg["optimum_law"] == "compute" else
-                            [np.ones_like(n), n, d])
-        ols_lr = np.linalg.lstsq(X, np.log(ct["best_lr"].to_numpy()), rcond=None)[0]
-        ols_bs = np.linalg.lstsq(X, np.log(ct["best_batch_size"].to_numpy()), rcond=None)[0]
-        if cfg["optimum_law"] == "compute":
-            b_lr = _start_near("b_lr", slope, ols_lr[1])
-            b_bs = _start_near("b_bs", slope, ols_bs[1])
-            bN_lr = pm.Deterministic("bN_lr", b_lr)
-            bD_lr = pm.Deterministic("bD_lr", b_lr)
-            bN_bs = pm.Deterministic("bN_bs", b_bs)
-            bD_bs = pm.Deterministic("bD_bs", b_bs)
-        else:
-            bN_lr = _start_near("bN_lr", slope, ols_lr[1])
-            bD_lr = _start_near("bD_lr", slope, ols_lr[2])
-            bN_bs = _start_near("bN_bs", slope, ols_bs[1])
-            bD_bs = _start_near("bD_bs", slope, ols_bs[2])
-        # Intercepts: prior centred on the grid's best runs (wide scale).
-        a_lr = _start_near("a_lr", [_loc(pr["a_lr"], ct["best_lr"]), pr["a_lr"][1]], ols_lr[0])
-        a_bs = _start_near("a_bs", [_loc(pr["a_bs"], ct["best_batch_size"]), pr["a_bs"][1]],
-                           ols_bs[0])
-        tau_lr = pm.Gamma("tau_lr", 2.0, 2.0 / pr["tau_opt"])
-        tau_bs = pm.Gamma("tau_bs", 2.0, 2.0 / pr["tau_opt"])
-        # Chains start at each cell's best run (nutpie adds a U(-1, 1) jitter), and a soft
-        # bracket says what a grid search assumes: the optimum lies inside the grid, give or take
-        # ``bracket`` (ln units), and within a factor e^bracket_best of the grid's best run.
-        # Without them a chain could settle in the LINEX bowl's poor mode far above a cell's
-        # best run (every run on the linear branch): R-hat 1.5-1.8 on Step Law; with the grid
-        # bracket alone, one LOCO fold (2 chains) still had a chain at the bracket's edge.
-        x_opt = pm.Normal("x_opt", optimum_mean(a_lr, bN_lr, bD_lr, n, d), tau_lr, dims="cell",
-                          initval=np.log(ct["best_lr"].to_numpy()))
-        if cfg["centered_bs"]:
-            y_opt = pm.Normal("y_opt", optimum_mean(a_bs, bN_bs, bD_bs, n, d), tau_bs,
-                              dims="cell", initval=np.log(ct["best_batch_size"].to_numpy()))
-        else:  # the batch bowl is quadratic (one mode): no start near the data needed
-            y_opt = pm.Deterministic("y_opt", optimum_mean(a_bs, bN_bs, bD_bs, n, d) + tau_bs *
-                                     pm.Normal("z_bs", 0.0, 1.0, dims="cell"), dims="cell")
-        br, bb = float(cfg["bracket"]), float(cfg["bracket_best"])
-        for name, var, col, best in (("x_bracket", x_opt, x, ct["best_lr"]),
-                                     ("y_bracket", y_opt, y, ct["best_batch_size"])):
-            best = np.log(best.to_numpy())
-            lo = np.maximum(np.array([col[idx == k].min() for k in range(len(ct))]) - br,
-                            best - bb)
-            hi = np.minimum(np.array([col[idx == k].max() for k in range(len(ct))]) + br,
-                            best + bb)
-            out = pt.maximum(var - hi, 0.0) + pt.maximum(lo - var, 0.0)
-            pm.Potential(name, -0.5 * pt.sum((out / 0.1) ** 2))
-
+        law = cfg["optimum_law"]
         # L(C) through its values at the smallest and largest cell compute (well identified) and
         # the exponent g; L0 and A follow. Sampling L0, A, g directly left ESS ~50 per 600 draws.
         c_lo, c_hi = float(c.min()), float(c.max())
@@ -273,6 +263,69 @@ def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
         tau_L = pm.Gamma("tau_L", 2.0, 2.0 / pr["tau_L"])
         m = pm.Normal("m", best_loss(pt, L0, A, g, c), tau_L, dims="cell",
                       initval=ct["best_loss"].to_numpy())
+
+        # Every law parameter starts at a least-squares fit to the cells' best runs and is
+        # sampled as start + 0.1 z (its prior unchanged): nutpie jitters each chain's start by
+        # U(-1, 1) in the sampled coordinates, which here is +-0.1 instead of +-1 in an exponent.
+        # With +-1, a chain could start (and stay) in a poor mode: R-hat 1.53 on Step Law.
+        ln_l = np.log(ct["best_loss"].to_numpy()) - refs.ln_l if law == "loss" else None
+        X = np.column_stack({"compute": [np.ones_like(n), n + d],
+                             "loss": [np.ones_like(n), ln_l]}.get(law, [np.ones_like(n), n, d]))
+        ols_lr = np.linalg.lstsq(X, np.log(ct["best_lr"].to_numpy()), rcond=None)[0]
+        ols_bs = np.linalg.lstsq(X, np.log(ct["best_batch_size"].to_numpy()), rcond=None)[0]
+        # Intercepts: prior centred on the grid's best runs (wide scale).
+        a_lr = _start_near("a_lr", [_loc(pr["a_lr"], ct["best_lr"]), pr["a_lr"][1]], ols_lr[0])
+        a_bs = _start_near("a_bs", [_loc(pr["a_bs"], ct["best_batch_size"]), pr["a_bs"][1]],
+                           ols_bs[0])
+        if law == "loss":
+            # ln lr*_k = a_lr + bL_lr (ln m_k - ln L_ref): a power law in the cell's best loss
+            # (Zhou et al.'s B_opt(L), LR_opt(L)); m_k is the latent depth above, not the grid's
+            # noisy best run. ln m, not ln(m - L0): see the module docstring.
+            bL_lr = _start_near("bL_lr", pr["slope_loss"], ols_lr[1])
+            bL_bs = _start_near("bL_bs", pr["slope_loss"], ols_bs[1])
+            mean_lr = a_lr + bL_lr * (pt.log(m) - refs.ln_l)
+            mean_bs = a_bs + bL_bs * (pt.log(m) - refs.ln_l)
+        else:
+            if law == "compute":
+                b_lr = _start_near("b_lr", slope, ols_lr[1])
+                b_bs = _start_near("b_bs", slope, ols_bs[1])
+                bN_lr = pm.Deterministic("bN_lr", b_lr)
+                bD_lr = pm.Deterministic("bD_lr", b_lr)
+                bN_bs = pm.Deterministic("bN_bs", b_bs)
+                bD_bs = pm.Deterministic("bD_bs", b_bs)
+            else:
+                bN_lr = _start_near("bN_lr", slope, ols_lr[1])
+                bD_lr = _start_near("bD_lr", slope, ols_lr[2])
+                bN_bs = _start_near("bN_bs", slope, ols_bs[1])
+                bD_bs = _start_near("bD_bs", slope, ols_bs[2])
+            mean_lr = optimum_mean(a_lr, bN_lr, bD_lr, n, d)
+            mean_bs = optimum_mean(a_bs, bN_bs, bD_bs, n, d)
+        tau_lr = pm.Gamma("tau_lr", 2.0, 2.0 / pr["tau_opt"])
+        tau_bs = pm.Gamma("tau_bs", 2.0, 2.0 / pr["tau_opt"])
+        # Chains start at each cell's best run (nutpie adds a U(-1, 1) jitter), and a soft
+        # bracket says what a grid search assumes: the optimum lies inside the grid, give or take
+        # ``bracket`` (ln units), and within a factor e^bracket_best of the grid's best run.
+        # Without them a chain could settle in the LINEX bowl's poor mode far above a cell's
+        # best run (every run on the linear branch): R-hat 1.5-1.8 on Step Law; with the grid
+        # bracket alone, one LOCO fold (2 chains) still had a chain at the bracket's edge.
+        x_opt = pm.Normal("x_opt", mean_lr, tau_lr, dims="cell",
+                          initval=np.log(ct["best_lr"].to_numpy()))
+        if cfg["centered_bs"]:
+            y_opt = pm.Normal("y_opt", mean_bs, tau_bs,
+                              dims="cell", initval=np.log(ct["best_batch_size"].to_numpy()))
+        else:  # the batch bowl is quadratic (one mode): no start near the data needed
+            y_opt = pm.Deterministic("y_opt", mean_bs + tau_bs *
+                                     pm.Normal("z_bs", 0.0, 1.0, dims="cell"), dims="cell")
+        br, bb = float(cfg["bracket"]), float(cfg["bracket_best"])
+        for name, var, col, best in (("x_bracket", x_opt, x, ct["best_lr"]),
+                                     ("y_bracket", y_opt, y, ct["best_batch_size"])):
+            best = np.log(best.to_numpy())
+            lo = np.maximum(np.array([col[idx == k].min() for k in range(len(ct))]) - br,
+                            best - bb)
+            hi = np.minimum(np.array([col[idx == k].max() for k in range(len(ct))]) + br,
+                            best + bb)
+            out = pt.maximum(var - hi, 0.0) + pt.maximum(lo - var, 0.0)
+            pm.Potential(name, -0.5 * pt.sum((out / 0.1) ** 2))
 
         qx = pm.Deterministic("qx", pt.exp(pm.Normal("ln_qx", *pr["ln_q"])))
         qy = pm.Deterministic("qy", pt.exp(pm.Normal("ln_qy", *pr["ln_q"])))
@@ -326,16 +379,16 @@ class HparamsFit:
         return fit
 
     def diagnostics(self) -> Diagnostics:
+        law = self.config["optimum_law"]
         names = [v for v in LAW_VARS + SHAPE_VARS + CELL_VARS if v in self.idata.posterior]
-        if self.config["optimum_law"] == "compute":
-            names = [v for v in names if v not in ("bN_lr", "bD_lr", "bN_bs", "bD_bs")] + \
-                ["b_lr", "b_bs"]
+        names = [v for v in names if v not in EXPONENTS["size_tokens"]] + EXPONENTS[law]
         return summarize(self.idata, names)
 
     def attrs(self) -> dict:
         return dict(self.meta, config=json.dumps(self.config),
                     cells=self.cells.to_json(orient="records"),
-                    refs=json.dumps({"ln_n": self.refs.ln_n, "ln_d": self.refs.ln_d}))
+                    refs=json.dumps({"ln_n": self.refs.ln_n, "ln_d": self.refs.ln_d,
+                                     "ln_l": self.refs.ln_l}))
 
     def save(self, path, overwrite: bool = False) -> Path:
         return save_idata(self.idata, self.attrs(), path, overwrite=overwrite)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .model import HparamsFit, bowl
+from .model import HparamsFit, bowl, law_location
 
 
 def _cell_index(fit: HparamsFit, df: pd.DataFrame) -> np.ndarray:
@@ -24,8 +24,10 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
 
     ct = fit.cells.reset_index(drop=True)
     lo_q, hi_q = (1 - prob) / 2, (1 + prob) / 2
-    names = ["x_opt", "y_opt", "m", "a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "tau_lr",
-             "tau_bs", "L0", "A", "g", "qx", "qy", "shear", "skew", "sd_ln_h", "z_ln_h"]
+    law = fit.config["optimum_law"]
+    exps = ["bL_lr", "bL_bs"] if law == "loss" else ["bN_lr", "bD_lr", "bN_bs", "bD_bs"]
+    names = ["x_opt", "y_opt", "m", "a_lr", "a_bs", "tau_lr", "tau_bs", "L0", "A", "g", "qx",
+             "qy", "shear", "skew", "sd_ln_h", "z_ln_h"] + exps
     p = fit.draws(names + (["sd_shear", "z_shear"] if "sd_shear" in fit.idata.posterior else []))
     comp = 6.0 * ct["model_size"].to_numpy() * ct["tokens"].to_numpy()
     if cell is None:
@@ -70,10 +72,9 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
     colours = plt.cm.plasma(np.linspace(0, 0.85, len(sizes)))
     dgrid = np.geomspace(ct["tokens"].min() / 1.5, ct["tokens"].max() * 1.5, 60)
     r = fit.refs
-    for ax, var, a, bN, bD, best, label in (
-            (axes[0, 1], "x_opt", "a_lr", "bN_lr", "bD_lr", "best_lr", "optimal learning rate"),
-            (axes[1, 0], "y_opt", "a_bs", "bN_bs", "bD_bs", "best_batch_size",
-             "optimal batch size (tokens)")):
+    for ax, var, which, best, label in (
+            (axes[0, 1], "x_opt", 0, "best_lr", "optimal learning rate"),
+            (axes[1, 0], "y_opt", 1, "best_batch_size", "optimal batch size (tokens)")):
         for size, col in zip(sizes, colours):
             k = np.flatnonzero(ct["model_size"].to_numpy() == size)
             v = np.exp(p[var][:, k])
@@ -82,13 +83,16 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
                         yerr=[mid - np.quantile(v, lo_q, axis=0), np.quantile(v, hi_q, axis=0) - mid],
                         fmt="o", color=col, capsize=3, ms=5, label=f"N={size:.3g}")
             ax.plot(ct["tokens"].to_numpy()[k], ct[best].to_numpy()[k], "x", color=col, ms=7)
-            lnv = (p[a][:, None] + p[bN][:, None] * (np.log(size) - r.ln_n) +
-                   p[bD][:, None] * (np.log(dgrid)[None, :] - r.ln_d))
+            # the law per N, no cell scatter (loss law: at L(6 N D))
+            lnv = law_location({k: v[:, None] for k, v in p.items() if v.ndim == 1}, law, r,
+                               np.log(size) - r.ln_n,
+                               (np.log(6.0 * size * dgrid) - r.ln_c)[None, :])[which]
             ax.plot(dgrid, np.exp(np.median(lnv, axis=0)), color=col, lw=1)
             ax.fill_between(dgrid, np.exp(np.quantile(lnv, lo_q, axis=0)),
                             np.exp(np.quantile(lnv, hi_q, axis=0)), color=col, alpha=0.15)
         ax.set(xscale="log", yscale="log", xlabel="training tokens D", ylabel=label,
-               title=f"cells ({prob:.0%} interval, o), grid best (x), law per N")
+               title=f"cells ({prob:.0%} interval, o), grid best (x), law per N"
+               + (" at L(6ND)" if law == "loss" else ""))
         ax.legend(fontsize=8)
 
     ax = axes[1, 1]

@@ -12,9 +12,12 @@ validation loss L_init on the target data places it on the fitted loss-compute l
 (sd_meas: the loss's measurement noise, by default the fitted run noise at the optimum; tau_L: how
 far a cell's best loss strays from L(C)). Then C_total = C_pre + 6 N D_cpt, and the optimum is
 the law's at N parameters and the equivalent token count C_total / (6 N) (for the ``compute``
-optimum law: at C_total directly). Draws with L_true <= L0 have no finite C_pre: the checkpoint
-is as good as the law's asymptote allows; when more than the interval's tail mass of draws are
-like that, C_pre is *unidentified* and the result says so (``warnings``), with an open upper end.
+optimum law: at C_total directly; for the ``loss`` law, Zhou et al.'s form: at the loss level
+L(C_total) = L0 + A (C_total / C_ref)^-g plus a new cell's scatter tau_L, i.e. L0 + noise where
+C_pre is infinite; a fresh run likewise at L(6 N D)). Draws with L_true <= L0 have no finite
+C_pre: the checkpoint is as good as the law's asymptote allows; when more than the interval's
+tail mass of draws are like that, C_pre is *unidentified* and the result says so
+(``warnings``), with an open upper end.
 
 Where a grid search will find its best run (``grid_best_draws``): the optimum above is that of
 the smooth bowl, but a grid search reports its best *run*, which scatters around the optimum by
@@ -33,7 +36,7 @@ import math
 
 import numpy as np
 
-from .model import HparamsFit, bowl
+from .model import HparamsFit, best_loss, bowl, law_location
 
 #: a C_pre interval wider than this factor (upper / lower) is flagged as poorly identified
 WIDE_FACTOR = 100.0
@@ -50,8 +53,9 @@ def _summary(values: np.ndarray, prob: float) -> dict:
 
 
 def _law_draws(fit: HparamsFit) -> dict:
-    names = ["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "tau_lr", "tau_bs", "L0", "A",
-             "g", "tau_L", "sigma"]
+    exps = (["bL_lr", "bL_bs"] if fit.config["optimum_law"] == "loss" else
+            ["bN_lr", "bD_lr", "bN_bs", "bD_bs"])
+    names = ["a_lr", "a_bs", "tau_lr", "tau_bs", "L0", "A", "g", "tau_L", "sigma"] + exps
     return fit.draws(names)
 
 
@@ -80,11 +84,18 @@ def optimum_draws(fit: HparamsFit, n_params: float, compute, seed: int = 0,
     rng = np.random.default_rng(seed + 1)
     ln_c = np.log(np.broadcast_to(np.asarray(compute, dtype=float), p["a_lr"].shape))
     n = math.log(n_params) - fit.refs.ln_n
-    d = ln_c - math.log(6.0 * n_params) - fit.refs.ln_d
+    c = ln_c - fit.refs.ln_c
     z = rng.standard_normal((2, len(p["a_lr"])))
+    loss = None
+    if fit.config["optimum_law"] == "loss":
+        # the new cell's best loss: L(C) plus the cells' scatter tau_L around it (its own draw)
+        with np.errstate(over="ignore"):
+            loss = (best_loss(np, p["L0"], p["A"], p["g"], c) +
+                    p["tau_L"] * np.random.default_rng(seed + 3).standard_normal(len(c)))
+    x, y = law_location(p, fit.config["optimum_law"], fit.refs, n, c, loss)
     with np.errstate(invalid="ignore"):
-        x = p["a_lr"] + p["bN_lr"] * n + p["bD_lr"] * d + p["tau_lr"] * z[0]
-        y = p["a_bs"] + p["bN_bs"] * n + p["bD_bs"] * d + p["tau_bs"] * z[1]
+        x = x + p["tau_lr"] * z[0]
+        y = y + p["tau_bs"] * z[1]
     return np.exp(x), np.exp(y)
 
 
@@ -237,9 +248,12 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
                 f"C_pre unidentified: in {unidentified:.0%} of draws the loss {init_loss:g} is at "
                 f"or below the law's asymptote L0 (posterior median {np.median(L0):.3f}, "
                 f"{prob:.0%} interval {np.quantile(L0, (1 - prob) / 2):.3f}-"
-                f"{np.quantile(L0, (1 + prob) / 2):.3f}) within its noise; the compute, and the "
-                "optimum's upper or lower end, are open. Fit the law on a grid reaching lower "
-                "losses, or treat the prediction as a bound")
+                f"{np.quantile(L0, (1 + prob) / 2):.3f}) within its noise; the compute"
+                + (" is open and those draws take the optimum at the asymptote L0 (a bound)"
+                   if fit.config["optimum_law"] == "loss" else
+                   ", and the optimum's upper or lower end, are open")
+                + ". Fit the law on a grid reaching lower losses, or treat the prediction as a "
+                "bound")
         elif out["C_pre"]["upper"] / out["C_pre"]["lower"] > WIDE_FACTOR:
             out["warnings"].append(
                 f"C_pre poorly identified: its {prob:.0%} interval spans a factor "

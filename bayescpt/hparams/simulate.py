@@ -18,6 +18,9 @@ DEFAULT_TRUTH = {
     "qx": 0.02, "qy": 0.015, "shear": -0.05, "skew": 3.0,
     "sigma": 0.002, "sigma_slope": 0.2, "nu": 3.0, "noise": "quadrature",
     "diverged_loss": 7.0,                               # loss of runs past the divergence edge
+    # optimum_law "loss": lr* = lr_ref (m / L_ref)^bL_lr, B* = bs_ref (m / L_ref)^bL_bs at the
+    # cell's best loss m (instead of the N, D power laws above)
+    "optimum_law": "size_tokens", "bL_lr": 2.0, "bL_bs": -6.0, "L_ref": 2.4,
 }
 
 
@@ -39,6 +42,11 @@ def simulate_grid(sizes, tokens, lrs, batch_sizes, truth: dict | None = None, se
                      t["bD_bs"] * np.log(d / t["D0"]) + t["tau_bs"] * rng.standard_normal())
             m = (t["L0"] + t["A"] * (6 * n * d / t["C0"]) ** -t["g"] +
                  t["tau_L"] * rng.standard_normal())
+            if t["optimum_law"] == "loss":
+                x_opt += t["bL_lr"] * np.log(m / t["L_ref"]) - (
+                    t["bN_lr"] * np.log(n / t["N0"]) + t["bD_lr"] * np.log(d / t["D0"]))
+                y_opt += t["bL_bs"] * np.log(m / t["L_ref"]) - (
+                    t["bN_bs"] * np.log(n / t["N0"]) + t["bD_bs"] * np.log(d / t["D0"]))
             cells.append({"model_size": n, "tokens": d, "lr_opt": np.exp(x_opt),
                           "batch_size_opt": np.exp(y_opt), "best_loss_true": m})
             for lr in lrs:
