@@ -181,3 +181,16 @@ def test_plan_takes_peak_lrs_from_an_hparams_fit_and_checks_the_mixture(tmp_path
                  str(ROOT / "data" / "cpt_simulated.csv"), "--pt-run", "pt@10000/cosine",
                  "--tolerance", "0.05", "--steps", "2000", "--out",
                  str(tmp_path / "x.csv")]) == 2
+
+
+def test_hparams_predict_draws_the_optimum_and_the_grid(tmp_path):
+    import json
+
+    png, out = tmp_path / "opt.png", tmp_path / "opt.json"
+    assert main(["hparams", "predict", str(MODELS / "hparams_steplaw.nc"), "--n-params", "1.07e9",
+                 "--init-loss", "2.25", "--cpt-tokens", "2e10", "--grid-lrs",
+                 "9.8e-4,1.38e-3,1.95e-3", "--grid-batches", "2.6e5,5.2e5,1.05e6",
+                 "--plot", str(png), "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert "_draws" not in res and res["grid_best"]["points"]
+    assert png.stat().st_size > 20_000

@@ -106,7 +106,9 @@ def add_commands(sub, sampler_args) -> dict:
     p.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, metavar="OUT.json", help="write the result as JSON")
-    p.add_argument("--force", action="store_true", help="replace an existing --out file")
+    p.add_argument("--plot", type=Path, metavar="OPT.png",
+                   help="draw the optimum's posterior in (LR, batch), and the grid's best run")
+    p.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
 
     q = hsub.add_parser("plot", help="plot a fit: a cell's loss surface, optima per cell with "
                         "intervals, the fitted power laws")
@@ -194,13 +196,21 @@ def cmd_predict(a) -> int:
     from .predict import predict_optimum
 
     _refuse_overwrite(a.out, a.force)
+    _refuse_overwrite(a.plot, a.force)
     fit = HparamsFit.load(a.fit)
     if (a.grid_lrs is None) != (a.grid_batches is None):
         raise ValueError("--grid-lrs and --grid-batches go together (the grid's learning rates "
                          "and its batch sizes in tokens)")
     res = predict_optimum(fit, a.n_params, tokens=a.tokens, init_loss=a.init_loss,
                           cpt_tokens=a.cpt_tokens, init_loss_sd=a.init_loss_sd, prob=a.prob,
-                          seed=a.seed, grid_lrs=a.grid_lrs, grid_batch_sizes=a.grid_batches)
+                          seed=a.seed, grid_lrs=a.grid_lrs, grid_batch_sizes=a.grid_batches,
+                          keep_draws=a.plot is not None)
+    if a.plot is not None:
+        from .plot import plot_optimum
+
+        plot_optimum(res, a.plot)
+        _say(f"wrote {a.plot}")
+    res.pop("_draws", None)
     for w in res["warnings"]:
         _say(f"warning: {w}")
     text = json.dumps(res, indent=2)

@@ -118,3 +118,51 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
         fig.savefig(path, dpi=100)
         plt.close(fig)
     return fig
+
+
+def plot_optimum(res: dict, path=None, title: str = ""):
+    """The predicted optimum of one run (``predict_optimum(..., keep_draws=True)``): its posterior
+    draws in (LR, batch) with the median and the central interval of each, and, when a grid was
+    given, each grid point sized by its probability of holding the grid search's best run.
+    Returns the figure; saved to ``path`` when given."""
+    from ..plots import _pyplot
+
+    plt = _pyplot()
+    d = res["_draws"]
+    ok = np.isfinite(d["lr"]) & np.isfinite(d["batch_size"])
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    ax.scatter(d["lr"][ok], d["batch_size"][ok], s=3, alpha=0.15, color="C0",
+               label="optimum, posterior draws")
+    lr, bs = res["lr_opt"], res["batch_size_opt"]
+    prob = res["prob"]
+    if lr["median"] is not None and bs["median"] is not None:
+        ax.plot(lr["median"], bs["median"], "o", color="C3", ms=7, label="median")
+        if None not in (lr["lower"], lr["upper"], bs["lower"], bs["upper"]):
+            ax.add_patch(plt.Rectangle((lr["lower"], bs["lower"]), lr["upper"] - lr["lower"],
+                                       bs["upper"] - bs["lower"], fill=False, color="C3",
+                                       lw=1.2, label=f"{prob:.0%} interval of each"))
+    gb = res.get("grid_best")
+    if gb:
+        g_lr, g_bs = np.meshgrid(gb["grid"]["lrs"], gb["grid"]["batch_sizes"])
+        ax.plot(g_lr.ravel(), g_bs.ravel(), "+", color="0.6", ms=6, label="grid runs")
+        for pt in gb["points"]:
+            ax.scatter(pt["lr"], pt["batch_size"], s=600 * pt["prob"], facecolor="none",
+                       edgecolor="C2", lw=1.5)
+            ax.annotate(f"{pt['prob']:.2f}", (pt["lr"], pt["batch_size"]), fontsize=7,
+                        xytext=(4, 4), textcoords="offset points", color="C2")
+        ax.scatter([], [], s=80, facecolor="none", edgecolor="C2",
+                   label="P(grid point holds the best run)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("peak learning rate")
+    ax.set_ylabel("batch size (tokens)")
+    what = (f"CPT from loss {res['init_loss']:g}, {res['cpt_tokens']:.3g} tokens"
+            if "init_loss" in res else f"fresh run, {res['tokens']:.3g} tokens")
+    ax.set_title(title or f"optimal LR and batch: N = {res['n_params']:.3g}, {what}", fontsize=10)
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    return fig

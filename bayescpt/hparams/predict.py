@@ -192,7 +192,7 @@ def grid_best_summary(lr_best, bs_best, lrs, batch_sizes, prob: float = 0.9,
 def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = None,
                     init_loss: float | None = None, cpt_tokens: float | None = None,
                     init_loss_sd: float | None = None, prob: float = 0.9, seed: int = 0,
-                    grid_lrs=None, grid_batch_sizes=None) -> dict:
+                    grid_lrs=None, grid_batch_sizes=None, keep_draws: bool = False) -> dict:
     """Optimal LR and batch size (tokens) with ``prob`` intervals, as a JSON-ready dict.
 
     Without ``init_loss``: a fresh run of ``n_params`` on ``tokens``. With it: continual
@@ -200,6 +200,8 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
     checkpoint's own pre-training tokens, optional) is then only reported for comparison.
     With ``grid_lrs`` and ``grid_batch_sizes`` (a full grid: every pair is a run), also where a
     grid search over them finds its best run (``grid_best``, see :func:`grid_best_draws`).
+    ``keep_draws``: also return the optimum's draws under ``"_draws"`` (arrays, not JSON: for
+    :func:`bayescpt.hparams.plot.plot_optimum`).
     """
     if not (n_params > 0 and math.isfinite(n_params)):
         raise ValueError(f"n_params {n_params!r}; expected a positive parameter count")
@@ -273,6 +275,8 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
     lr, bs = optimum_draws(fit, n_params, compute, seed=seed, draws=p)
     out["lr_opt"] = _summary(lr, prob)
     out["batch_size_opt"] = _summary(bs, prob)
+    if keep_draws:
+        out["_draws"] = {"lr": lr, "batch_size": bs}
     if grid_lrs is not None:
         g_lr, g_bs = grid_points(sorted(set(map(float, grid_lrs))),
                                  sorted(set(map(float, grid_batch_sizes))))
