@@ -149,6 +149,9 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
         steps = pts.loc[pts["curve"] == i, "step"].to_numpy()
         designs.append(law.design(sched[c["run"]], steps, settings, infos[i]))
     X = law.stack_designs(designs)
+    check = getattr(law, "check_fit_design", None)
+    if check is not None:
+        check(X, pts)
     return Prepared(pts[["run", "val_set", "step", "loss", "curve", "group"]], curves, groups, X,
                     tuple(size_ref))
 
