@@ -172,15 +172,16 @@ def test_checkpoint_mode_is_the_same_law_anchored_at_the_checkpoint():
     seg = S.cosine(3000, float(PT.lr[8000]), 2e-5)
     theta = with_bref(PAPER_FIG3["general"])
     _, full, X = _curve(PAPER_FIG3["general"], "general", 8000, seg)
+    s1t, s2t = X["S1pt"][0], X["S2pt"][0]
+    lc = theta["L0"] + theta["A"] * s1t ** -theta["alpha"] - theta["C1"] * s2t
     law = CPTLaw(checkpoint=True)
-    settings = dict(law.default_settings, checkpoint_alpha=theta["alpha"])
+    settings = dict(law.default_settings, checkpoint_alpha=theta["alpha"],
+                    checkpoint_loss={"general": lc})
     full_sched = S.Schedule(PT.lr[:8001], PT.warmup_steps).then(seg)
     steps = np.arange(8000, full_sched.total_steps + 1)
     Xc = law.design(full_sched, steps, settings,
                     {"val_role": "general", "val_set": "general", "pt_end": 8000})
-    s1t, s2t = X["S1pt"][0], X["S2pt"][0]
     th = {k: np.asarray(theta[k]) for k in ("C2", "Bref", "E", "beta")}
-    th["Lc"] = np.asarray(theta["L0"] + theta["A"] * s1t ** -theta["alpha"] - theta["C1"] * s2t)
     th["G"] = np.asarray(theta["A"] * theta["alpha"] * s1t ** (-theta["alpha"] - 1))
     ck = law.mean(np, th, Xc)
     # the PT power law's CPT continuation and the shift agree; only C1's term is frozen at S2T
@@ -191,6 +192,9 @@ def test_checkpoint_mode_is_the_same_law_anchored_at_the_checkpoint():
     with pytest.raises(ValueError, match="checkpoint with PT areas"):
         law.design(other, np.arange(9000, 9100), settings,
                    {"val_role": "general", "val_set": "general", "pt_end": 9000, "run": "x"})
+    with pytest.raises(ValueError, match="no loss at the checkpoint for validation set 'domain'"):
+        law.design(full_sched, steps, settings,
+                   {"val_role": "domain", "val_set": "domain", "pt_end": 8000, "run": "x"})
 
 
 def test_checkpoint_mode_follows_the_data_and_refuses_pt_curves():
@@ -199,11 +203,13 @@ def test_checkpoint_mode_follows_the_data_and_refuses_pt_curves():
     one = _one_point_table()
     assert cpt_law_options(one) == {"replay": True, "unknown_pt": False, "size_extension": False,
                                     "checkpoint": True}
-    law = get_law("cpt", checkpoint=True)
+    law = get_law("cpt", checkpoint=True, replay=True)
     settings = default_config(law)["settings"]
     prep = prepare(one, law, settings)
     assert len(prep.points) == 2 + 2 * 2 * 2        # the checkpoint's losses counted once
     assert settings["checkpoint_areas"][0] == pytest.approx(prep.X["S1pt"][0])
+    assert settings["checkpoint_loss"] == {"general": 3.4, "domain": 3.2}
+    assert settings["replay_ref"] == pytest.approx(0.3)     # the median replay ratio
     with pytest.raises(ValueError, match="run 'r1', step 3000: a PT loss before the transfer"):
         prepare(_table(), law, default_config(law)["settings"])
     with pytest.raises(ValueError, match="does not combine"):
