@@ -42,7 +42,8 @@ the PT is taken to have ended at learning rate 0, so its annealing term is const
 absorbs it (L0 is then not the irreducible loss for those runs).
 
 ``checkpoint`` (data with one PT point: every run continues the same checkpoint and the only PT
-loss is the checkpoint's own, as in the mixing-laws experiment)::
+loss is the checkpoint's own, as in the mixing-laws experiment; chosen from the data by
+:func:`bayescpt.cpt.cpt_law_options`)::
 
     L(t) = Lc + (G * S1T / alpha) * ((1 + S1cpt / S1T)^(-alpha) - 1) - C2 * S2cpt + sign * shift
 
@@ -51,20 +52,30 @@ loss is the checkpoint's own, as in the mixing-laws experiment)::
   G = A * alpha * S1T^(-alpha - 1) the PT power law's slope -dL/dS1 there. One PT point fixes only
   Lc: C1 * S2T is a constant that L0 absorbs, and the CPT covers S1 in [S1T, S1T + S1cpt] only
   (on the mixing-law data S1cpt / S1T <= 0.28), where the power law is nearly a straight line of
-  slope G. Sampling L0, A, alpha and C1 there did not converge (R-hat 1.06-1.19, ESS 18-82 on the
-  mixing-law data), and neither did Lc, G with a free alpha (R-hat 1.16; with a Normal
-  likelihood alpha wandered to 6, bending the power law into a second shift). So the mode samples Lc and G, fixes alpha at the setting
-  ``checkpoint_alpha`` (default 0.5, the paper's Fig. 3 values are 0.50 / 0.68), and drops L0 and
-  C1. With one CPT schedule the shape of the shift is barely identified either: beta -> 0 and
-  E -> infinity leave the observed shift unchanged, and a per-set beta with the default prior
-  gave R-hat 1.21; the mode has **one beta for all validation sets with a tight prior at the
-  paper's values** (LogNormal around 0.17, sd 0.3 on the log scale), and E is fitted per set.
+  slope G. What the mode does, and why (each measured on the mixing-law data, 2-4 chains):
+
+  * L0, A, alpha, C1 -> G: sampling them did not converge (R-hat 1.06-1.19, ESS 18-82); alpha is
+    fixed at the setting ``checkpoint_alpha`` (default 0.5; the paper's Fig. 3 values are
+    0.50 / 0.68): free, it went to 6 and bent the power law into a second shift.
+  * Lc is the checkpoint's *measured* loss per validation set (setting ``checkpoint_loss``,
+    filled from the data at fit time; its evaluation noise, ~0.07 % here, is ignored). Sampled,
+    the domain set's chains found a second mode that treats the checkpoint as an outlier of the
+    Student-t likelihood (Lc 1.65 against the measured 1.838).
+  * beta: one value for all validation sets with a tight prior at the paper's values (LogNormal
+    around 0.17, sd 0.3 on the log scale): with one CPT schedule beta -> 0, E -> infinity leave
+    the observed shift unchanged, and a per-set beta with the default prior gave R-hat 1.21.
+  * replay: Bref and C2 are defined at the data's median replay ratio (setting ``replay_ref``)
+    rather than at r = 0, an extrapolation; k gets a N(0, 1.5) prior (N(0, 4) let it wander to 8,
+    where the shift no longer depends on the ratio and the runs' own deviations carry it: R-hat
+    1.25); the per-run deviations of C2 and Bref get a tau prior centred at 0.02 (0.04 elsewhere),
+    as they trade off with a1 and k. B (derived) is still the pure-domain shift's asymptote.
+
   **Not interpretable in this mode:** L0 and C1 (not estimated), alpha (fixed), A (reported,
-  derived as G * S1T^(alpha + 1) / alpha, only the local power law at the checkpoint), beta
-  (mostly its prior) and through it B and E. Lc, G, C2, Bref and the replay terms are estimated.
+  derived as G * S1T^(alpha + 1) / alpha: only the local power law at the checkpoint), beta
+  (mostly its prior) and through it B and E. Estimated: G, C2, Bref, E given beta, a1, k.
   A fit in this mode predicts CPT plans *from the same checkpoint* (any schedule, length or replay
-  ratio; PT rows before the transfer are predicted as NaN); plans from another checkpoint are
-  refused.
+  ratio, on the fitted validation sets; PT rows before the transfer are predicted as NaN); plans
+  from another checkpoint are refused.
 """
 
 from __future__ import annotations
@@ -226,8 +237,9 @@ class CPTLaw(Law):
         if self.checkpoint and X["before"].any():
             i = int(np.argmax(X["before"]))
             run, step = points["run"].iloc[i], int(points["step"].iloc[i])
-            raise ValueError(f"run {run!r}, step {step}: a PT loss before the transfer step; the cpt law's checkpoint mode is "
-                             "for data whose only PT loss is the checkpoint's (fit without it)")
+            raise ValueError(f"run {run!r}, step {step}: a PT loss before the transfer step; "
+                             "the cpt law's checkpoint mode is for data whose only PT loss is "
+                             "the checkpoint's (fit without it)")
 
     def _check_checkpoint(self, s1t, s2t, t_pt, steps, settings, info):
         """Checkpoint mode: a known PT, no PT loss before the transfer, one checkpoint per fit.
