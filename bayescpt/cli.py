@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--size-extension", action=argparse.BooleanOptionalAction, default=None,
                    help="model-size extension (Eq. 7); default off: the hierarchy already "
                    "lets every parameter vary log-linearly with model size")
+    o.add_argument("--checkpoint", action=argparse.BooleanOptionalAction, default=None,
+                   help="sample the checkpoint's loss Lc and the power law's slope G there "
+                   "instead of L0, A, C1 (not identified by one PT point); default on when every "
+                   "run continues one checkpoint whose loss is the only PT loss")
     _sampler_args(f)
 
     p = sub.add_parser("predict", help="predict loss curves for schedules from a fit",
@@ -252,8 +256,8 @@ def cmd_fit(a) -> int:
 
 
 def _law_options(a, df) -> dict:
-    given = {k: getattr(a, k) for k in ("replay", "unknown_pt", "size_extension")
-             if getattr(a, k) is not None}
+    names = ("replay", "unknown_pt", "size_extension", "checkpoint")
+    given = {k: getattr(a, k) for k in names if getattr(a, k) is not None}
     if a.law != "cpt":
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)

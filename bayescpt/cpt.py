@@ -67,14 +67,17 @@ def cpt_rows(run: str, pt: Schedule | None, cpt: Schedule, val_roles: dict,
 
 
 def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
-                    unknown_pt: bool | None = None, size_extension: bool | None = None) -> dict:
+                    unknown_pt: bool | None = None, size_extension: bool | None = None,
+                    checkpoint: bool | None = None) -> dict:
     """Options of the cpt law for a CPT table: given ones kept, the others chosen from the data.
 
     ``replay`` when runs differ in ``replay_ratio`` (with one ratio the extension is not
     identified: C2 and the shift absorb it); ``unknown_pt`` when some run has no PT rows;
     ``size_extension`` only when asked: every (validation set, model size) is a group of the
     hierarchy, whose parameters already vary log-linearly in size, so Eq. 7 on top of it would
-    describe the same dependence twice.
+    describe the same dependence twice. ``checkpoint`` (Lc, G, alpha instead of L0, A, C1) when
+    every run continues the same checkpoint and the only PT losses are the checkpoint's own:
+    there L0, A and C1 are not identified and sampling them does not converge.
     """
     def distinct(col):
         return df[col].dropna().nunique() if col in df.columns else 0
@@ -86,8 +89,28 @@ def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
         unknown_pt = bool((~phases.eq("pt").groupby(df["run"]).any()).any())
     if size_extension is None:
         size_extension = False
+    if checkpoint is None:
+        checkpoint = not unknown_pt and not size_extension and one_checkpoint(df)
     return {"replay": bool(replay), "unknown_pt": bool(unknown_pt),
-            "size_extension": bool(size_extension)}
+            "size_extension": bool(size_extension), "checkpoint": bool(checkpoint)}
+
+
+def one_checkpoint(df: pd.DataFrame) -> bool:
+    """True when every run has PT rows, all share one PT schedule to one transfer step, and no
+    run has a PT loss before that step (the data see PT only through the checkpoint's loss)."""
+    if "phase" not in df.columns or "run" not in df.columns:
+        return False
+    pt = df[df["phase"] == "pt"]
+    if pt.empty or pt["run"].nunique() != df["run"].nunique():
+        return False
+    ends = pt.groupby("run")["step"].max()
+    if ends.nunique() != 1:
+        return False
+    if (pt["loss"].notna() & (pt["step"] < ends.iloc[0])).any():
+        return False
+    lrs = {r: tuple(np.round(g.sort_values("step").drop_duplicates("step")[["step", "lr"]]
+                             .to_numpy().ravel(), 12)) for r, g in pt.groupby("run")}
+    return len(set(lrs.values())) == 1
 
 
 def loss_potential(schedule: Schedule, pt_end: int) -> float:

@@ -317,7 +317,7 @@ def curve_info(df: pd.DataFrame, run: str, val_set: str) -> dict:
     if "replay_ratio" in rows.columns and rows["replay_ratio"].notna().any():
         replay = float(rows["replay_ratio"].dropna().iloc[0])
     return {"model_size": None if size is None or pd.isna(size) else float(size),
-            "val_set": val_set, "val_role": role, "pt_end": pt_end, "replay_ratio": replay,
+            "run": run, "val_set": val_set, "val_role": role, "pt_end": pt_end, "replay_ratio": replay,
             "n_rows": int(len(vs_rows))}
 
 

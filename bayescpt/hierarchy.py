@@ -105,6 +105,9 @@ def group_label(val_set: str, size) -> str:
 def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepared:
     """Index the loss rows of a validated table and compute the law's design at them."""
     has_size = "model_size" in df.columns
+    hook = getattr(law, "settings_from_data", None)
+    if hook is not None:
+        hook(df, settings)   # settings a law derives from the fitted data (saved with the fit)
     sched = schedules_of(df)
     pts = df[df["loss"].notna()].copy()
     if settings.get("skip_warmup", True):
@@ -149,6 +152,9 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
         steps = pts.loc[pts["curve"] == i, "step"].to_numpy()
         designs.append(law.design(sched[c["run"]], steps, settings, infos[i]))
     X = law.stack_designs(designs)
+    check = getattr(law, "check_fit_design", None)
+    if check is not None:
+        check(X, pts)
     return Prepared(pts[["run", "val_set", "step", "loss", "curve", "group"]], curves, groups, X,
                     tuple(size_ref))
 

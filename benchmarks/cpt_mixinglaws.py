@@ -1,6 +1,9 @@
 """The CPT law on the mixing-laws CPT experiment (Pythia-70M, Pile + Python at five Pile shares).
 
-1. The CPT schedule was not published: fit the law (replay extension on) jointly on all five shares
+The law's options come from the data (:func:`bayescpt.cpt.cpt_law_options`): the replay extension,
+and the checkpoint mode (all runs continue one checkpoint, whose loss is the only PT loss).
+
+1. The CPT schedule was not published: fit the law jointly on all five shares
    under each candidate schedule (:data:`bayescpt.mixinglaws.CPT_SCHEDULES`) and compare them by
    PSIS-LOO (elpd; higher is better).
 2. Under the chosen schedule, hold out one share at a time (all five), fit the other four and
@@ -25,6 +28,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bayescpt.cpt import cpt_law_options  # noqa: E402
 from bayescpt.fit import Fit  # noqa: E402
 from bayescpt.mixinglaws import CPT_SCHEDULES, TRANSFER, load_mixinglaws_ct  # noqa: E402
 from bayescpt.predict import predict_frame  # noqa: E402
@@ -36,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 def fit(df, draws, tune, seed=0):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return Fit.run(df, law="cpt", law_options={"replay": True}, draws=draws, tune=tune,
+        return Fit.run(df, law="cpt", law_options=cpt_law_options(df), draws=draws, tune=tune,
                        seed=seed, progress=False, warn=False)
 
 
@@ -57,7 +61,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     import arviz as az
 
-    out = {"draws": a.draws, "tune": a.tune, "schedules": {}}
+    out = {"draws": a.draws, "tune": a.tune, "schedules": {},
+           "law_options": cpt_law_options(load_mixinglaws_ct(a.root))}
+    print(f"cpt law options (from the data): {out['law_options']}")
     print("1. which CPT schedule do the data support? (joint fit on all five shares)")
     for kind in a.schedules:
         df = load_mixinglaws_ct(a.root, cpt_schedule=kind)

@@ -148,12 +148,72 @@ def test_cpt_bad_input_names_the_problem(tmp_path, edit, match):
 
 def test_cpt_law_options_follow_the_data():
     df = _table()
-    assert cpt_law_options(df) == {"replay": False, "unknown_pt": False, "size_extension": False}
+    assert cpt_law_options(df) == {"replay": False, "unknown_pt": False, "size_extension": False,
+                                   "checkpoint": False}
     two = pd.concat([df, df.assign(run="r2", replay_ratio=0.5)])
     assert cpt_law_options(two)["replay"] is True
     no_pt = df[df["phase"] == "cpt"].assign(run="base-unknown")
     assert cpt_law_options(pd.concat([df, no_pt]))["unknown_pt"] is True
     assert cpt_law_options(two, replay=False)["replay"] is False
+
+
+def _one_point_table(transfer=5000):
+    """Two replay ratios from one checkpoint, whose loss is the only PT loss."""
+    seg = S.cosine(1000, float(PT.lr[transfer]), 2e-5)
+    head = S.Schedule(PT.lr[:transfer + 1], PT.warmup_steps)
+    steps = [transfer, transfer + 500, transfer + 1000]
+    return pd.concat([cpt_rows(f"r{r}", head, seg, ROLES, loss_steps=steps,
+                               losses={"general": [3.4, 3.6, 3.55], "domain": [3.2, 2.9, 2.8]},
+                               replay_ratio=r) for r in (0.1, 0.5)], ignore_index=True)
+
+
+def test_checkpoint_mode_is_the_same_law_anchored_at_the_checkpoint():
+    """Lc = L0 + A S1T^-alpha - C1 S2T and G = A alpha S1T^(-alpha-1) give the full law's curve."""
+    seg = S.cosine(3000, float(PT.lr[8000]), 2e-5)
+    theta = with_bref(PAPER_FIG3["general"])
+    _, full, X = _curve(PAPER_FIG3["general"], "general", 8000, seg)
+    s1t, s2t = X["S1pt"][0], X["S2pt"][0]
+    lc = theta["L0"] + theta["A"] * s1t ** -theta["alpha"] - theta["C1"] * s2t
+    law = CPTLaw(checkpoint=True)
+    settings = dict(law.default_settings, checkpoint_alpha=theta["alpha"],
+                    checkpoint_loss={"general": lc})
+    full_sched = S.Schedule(PT.lr[:8001], PT.warmup_steps).then(seg)
+    steps = np.arange(8000, full_sched.total_steps + 1)
+    Xc = law.design(full_sched, steps, settings,
+                    {"val_role": "general", "val_set": "general", "pt_end": 8000})
+    th = {k: np.asarray(theta[k]) for k in ("C2", "Bref", "E", "beta")}
+    th["G"] = np.asarray(theta["A"] * theta["alpha"] * s1t ** (-theta["alpha"] - 1))
+    ck = law.mean(np, th, Xc)
+    # the PT power law's CPT continuation and the shift agree; only C1's term is frozen at S2T
+    np.testing.assert_allclose(ck, full, rtol=1e-10)
+    a = law.derived(np, {**th, "Bref": theta["Bref"]}, settings)["A"]
+    assert a == pytest.approx(theta["A"])
+    other = S.Schedule(PT.lr[:9001], PT.warmup_steps).then(seg)
+    with pytest.raises(ValueError, match="checkpoint with PT areas"):
+        law.design(other, np.arange(9000, 9100), settings,
+                   {"val_role": "general", "val_set": "general", "pt_end": 9000, "run": "x"})
+    with pytest.raises(ValueError, match="no loss at the checkpoint for validation set 'domain'"):
+        law.design(full_sched, steps, settings,
+                   {"val_role": "domain", "val_set": "domain", "pt_end": 8000, "run": "x"})
+
+
+def test_checkpoint_mode_follows_the_data_and_refuses_pt_curves():
+    from bayescpt.hierarchy import default_config, prepare
+
+    one = _one_point_table()
+    assert cpt_law_options(one) == {"replay": True, "unknown_pt": False, "size_extension": False,
+                                    "checkpoint": True}
+    law = get_law("cpt", checkpoint=True, replay=True)
+    settings = default_config(law)["settings"]
+    prep = prepare(one, law, settings)
+    assert len(prep.points) == 2 + 2 * 2 * 2        # the checkpoint's losses counted once
+    assert settings["checkpoint_areas"][0] == pytest.approx(prep.X["S1pt"][0])
+    assert settings["checkpoint_loss"] == {"general": 3.4, "domain": 3.2}
+    assert settings["replay_ref"] == pytest.approx(0.3)     # the median replay ratio
+    with pytest.raises(ValueError, match="run 'r1', step 3000: a PT loss before the transfer"):
+        prepare(_table(), law, default_config(law)["settings"])
+    with pytest.raises(ValueError, match="does not combine"):
+        get_law("cpt", checkpoint=True, unknown_pt=True)
 
 
 # ---- recovery and the CLI round trip -----------------------------------------------------------
