@@ -51,8 +51,11 @@ DEFAULT_NOISE = {"family": "studentt", "nu": 3.0, "sigma_loc": float(np.log(0.00
 
 
 def default_config(law: Law) -> dict:
-    """Priors and model structure for ``law``: plain data, saved with every fit."""
-    return {
+    """Priors and model structure for ``law``: plain data, saved with every fit. A law (mode)
+    that needs longer sampling than the package default says so in ``default_sampler``."""
+    extra = {"sampler": dict(law.default_sampler)} if getattr(law, "default_sampler", None) \
+        else {}
+    return extra | {
         "priors": {p.name: {"positive": p.positive, "loc": float(p.loc), "scale": float(p.scale),
                             "group_sd": float(p.group_sd), "size_slope_sd": float(p.size_slope_sd),
                             "run_sd": float(p.run_sd), "run_sd_spread": 0.5}

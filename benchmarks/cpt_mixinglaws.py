@@ -10,7 +10,7 @@ and the checkpoint mode (all runs continue one checkpoint, whose loss is the onl
    predict the held-out run on both validation sets: relative error and 90 % coverage.
 3. A plot of observed vs predicted with bands for the held-out shares (one panel per set).
 
-    python benchmarks/cpt_mixinglaws.py [--draws 1000] [--json benchmarks/cpt_mixinglaws.json]
+    python benchmarks/cpt_mixinglaws.py [--draws N] [--json benchmarks/cpt_mixinglaws.json]
         [--plot benchmarks/cpt_mixinglaws.png]
 """
 
@@ -53,8 +53,8 @@ def diag_dict(f):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, default=ROOT)
-    ap.add_argument("--draws", type=int, default=1000)
-    ap.add_argument("--tune", type=int, default=1000)
+    ap.add_argument("--draws", type=int, default=None, help="default: the law's (mode's)")
+    ap.add_argument("--tune", type=int, default=None, help="default: the law's (mode's)")
     ap.add_argument("--schedules", nargs="*", default=list(CPT_SCHEDULES))
     ap.add_argument("--json", type=Path, default=HERE / "cpt_mixinglaws.json")
     ap.add_argument("--plot", type=Path, default=HERE / "cpt_mixinglaws.png")
@@ -68,6 +68,7 @@ def main(argv=None):
     for kind in a.schedules:
         df = load_mixinglaws_ct(a.root, cpt_schedule=kind)
         f = fit(df, a.draws, a.tune)
+        out["draws"], out["tune"] = f.config["sampler"]["draws"], f.config["sampler"]["tune"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             loo = az.loo(f.idata)

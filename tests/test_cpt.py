@@ -291,3 +291,13 @@ def test_other_set_is_a_combination_recovered_and_predicted(cpt_cli_fit):
     inside = ((o["loss"] >= o["lower"]) & (o["loss"] <= o["upper"])).mean()
     assert inside >= 0.8, inside
     assert (o["median"] - o["loss"]).abs().mean() < 0.02
+
+
+def test_checkpoint_mode_samples_longer_by_default_and_options_override():
+    from bayescpt.hierarchy import default_config
+    from bayescpt.sampling import resolve_settings
+
+    cfg = default_config(get_law("cpt", checkpoint=True))
+    assert resolve_settings(cfg["sampler"], "auto")["draws"] == 2000
+    assert resolve_settings(cfg["sampler"], "auto", draws=300)["draws"] == 300
+    assert "sampler" not in default_config(get_law("cpt"))     # the full law: package defaults
