@@ -241,18 +241,26 @@ def cmd_fit(a) -> int:
         opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
         _say(f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
              "sampling; this takes a minute or more)")
+    _, diag = sample_and_save(a, lambda **kw: Fit.run(
+        df, law=a.law, law_options=law_options, config=_load_config(a.config), **kw))
+    return _verdict(diag, a.strict)
+
+
+def sample_and_save(a, run):
+    """The fit commands' common part: ``run(**sampler options)`` -> fit, saved to ``a.out``, its
+    time and diagnostics reported (the sampler's own warnings are replaced by that report).
+    Returns (fit, diagnostics)."""
     t0 = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # diagnostics are reported below, with guidance
-        fit = Fit.run(df, law=a.law, law_options=law_options, config=_load_config(a.config),
-                      sampler=a.sampler, chains=a.chains, draws=a.draws, tune=a.tune, seed=a.seed,
-                      progress=not a.quiet and sys.stderr.isatty(), warn=False)
+        warnings.simplefilter("ignore")
+        fit = run(sampler=a.sampler, chains=a.chains, draws=a.draws, tune=a.tune, seed=a.seed,
+                  progress=not a.quiet and sys.stderr.isatty(), warn=False)
     fit.save(a.out, overwrite=a.force)
     diag = fit.diagnostics()
     if not a.quiet:
         _say(f"done in {time.perf_counter() - t0:.1f} s; saved {a.out}")
     print(diag.to_text())
-    return _verdict(diag, a.strict)
+    return fit, diag
 
 
 def _law_options(a, df) -> dict:
@@ -320,14 +328,14 @@ def cmd_predict(a) -> int:
 def cmd_plan(a) -> int:
     from .data import read_curves
     from .fit import Fit
-    from .plan import DECISIONS, decide, evaluate, plan_grid, pt_schedule_from_table
+    from .plan import decide, evaluate, plan_grid, pt_schedule_from_table, write_plans
 
     _refuse_overwrite(a.out, a.force)
     if a.plot is not None:
         _refuse_overwrite(a.plot, a.force)
     fit = Fit.load(a.fit, law="cpt")
     pt = pt_schedule_from_table(read_curves(a.pt, need_loss=False), a.pt_run)
-    hp_res, extra = None, []
+    hp_res = None
     peak_lrs = a.peak_lrs
     if a.hparams is not None:
         from .hparams.model import HparamsFit
@@ -363,20 +371,14 @@ def cmd_plan(a) -> int:
                                 a.tolerance, a.risk, a.mixture_model_size)
         draws.plans = checked
         also = checked["mixture_ok"].to_numpy()
-        extra += ["p_mixture_feasible", "mixture_ok"]
     if a.hparams is not None:
         from .plan import hparams_check
 
         draws.plans, hp_res = hparams_check(draws.plans, hp_fit, a.n_params, a.cpt_tokens,
                                             a.init_loss, a.prob)
-        extra += ["lr_over_opt", "lr_in_opt_interval"]
     table = decide(draws, a.tolerance, a.risk, a.prob, a.objective, a.quantile, a.w_general,
                    a.w_domain, also_feasible=also)
-    cols = [c for c in DECISIONS if c in table.columns] + [
-        "domain_mean", "domain_lower", "domain_upper", "general_rise_mean", "general_rise_upper",
-        "peak_rise_mean", "p_turn", "turning_median", "p_within_tolerance"] + extra + [
-        "feasible", "pareto", "chosen"]
-    table[cols].to_csv(a.out, index=False, float_format="%.6g")
+    write_plans(table, a.out)
     n_draws = draws.domain.shape[0]
     _say(f"evaluated {len(table)} plans x {n_draws} draws x {a.points} steps in "
          f"{draws.seconds:.2f} s; wrote {a.out}")
@@ -477,14 +479,14 @@ def cmd_compare(a) -> int:
 def load_any_fit(path):
     """Any bayescpt fit file (loss-curve law, hparams or mixture), by the law its attrs name."""
     from .fit import Fit
-    from .fitfile import load_idata
+    from .fitfile import saved_law
 
-    _, attrs = load_idata(path)
-    if attrs.get("law") == "hparams":
+    law = saved_law(path)
+    if law == "hparams":
         from .hparams.model import HparamsFit
 
         return HparamsFit.load(path)
-    if attrs.get("law") == "mixture":
+    if law == "mixture":
         from .mixture.model import MixtureFit
 
         return MixtureFit.load(path)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import time
-import warnings
 from pathlib import Path
 
 
@@ -124,7 +122,7 @@ def run(a) -> int:
 
 
 def cmd_fit(a) -> int:
-    from ..cli import _load_config, _verdict
+    from ..cli import _load_config, _verdict, sample_and_save
     from .data import describe_grid
     from .model import HparamsFit
 
@@ -137,17 +135,7 @@ def cmd_fit(a) -> int:
     if not a.quiet:
         _say(f"data: {a.data} {describe_grid(df)}")
         _say("fitting the hyperparameter law (compiling, then sampling; a few minutes on 2 cores)")
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # diagnostics are reported below, with guidance
-        fit = HparamsFit.run(df, config=cfg, sampler=a.sampler, chains=a.chains, draws=a.draws,
-                             tune=a.tune, seed=a.seed,
-                             progress=not a.quiet and sys.stderr.isatty(), warn=False)
-    fit.save(a.out, overwrite=a.force)
-    diag = fit.diagnostics()
-    if not a.quiet:
-        _say(f"done in {time.perf_counter() - t0:.1f} s; saved {a.out}")
-    print(diag.to_text())
+    fit, diag = sample_and_save(a, lambda **kw: HparamsFit.run(df, config=cfg, **kw))
     print(law_text(fit))
     if a.plot:
         from .plot import plot_fit

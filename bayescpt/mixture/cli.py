@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import time
-import warnings
 from pathlib import Path
 
 
@@ -80,7 +77,7 @@ def cmd_config(a) -> int:
 
 
 def cmd_fit(a) -> int:
-    from ..cli import _load_config, _refuse_overwrite, _say, _verdict
+    from ..cli import _load_config, _refuse_overwrite, _say, _verdict, sample_and_save
     from ..hierarchy import merge_config
     from .data import describe, read_mixture
     from .model import MixtureFit
@@ -95,17 +92,7 @@ def cmd_fit(a) -> int:
     if not a.quiet:
         _say(f"data: {a.data} {describe(df)}")
         _say("fitting the mixture law (compiling, then sampling)")
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # diagnostics are reported below, with guidance
-        fit = MixtureFit.run(df, config=cfg, sampler=a.sampler, chains=a.chains, draws=a.draws,
-                             tune=a.tune, seed=a.seed, warn=False,
-                             progress=not a.quiet and sys.stderr.isatty())
-    fit.save(a.out, overwrite=a.force)
-    diag = fit.diagnostics()
-    if not a.quiet:
-        _say(f"done in {time.perf_counter() - t0:.1f} s; saved {a.out}")
-    print(diag.to_text())
+    _, diag = sample_and_save(a, lambda **kw: MixtureFit.run(df, config=cfg, **kw))
     return _verdict(diag, a.strict)
 
 
