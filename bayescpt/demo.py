@@ -136,7 +136,7 @@ def _plan(csv: Path, png: Path, seed: int, log):
     """Step 5: a chance-constrained CPT plan on the reference CPT-law fit."""
     from .data import read_curves
     from .fit import Fit
-    from .plan import DECISIONS, decide, evaluate, plan_grid, pt_schedule_from_table
+    from .plan import decide, evaluate, plan_grid, pt_schedule_from_table, write_plans
     from .plots import plot_plans
 
     if not CPT_REFERENCE.exists():
@@ -149,10 +149,7 @@ def _plan(csv: Path, png: Path, seed: int, log):
     table = decide(draws, PLAN["tolerance"], PLAN["risk"])
     log(f"[5/5] planning CPT on {CPT_REFERENCE.name} (simulated PT -> CPT runs, paper Fig. 3 "
         f"values): {len(plans)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s")
-    cols = [c for c in DECISIONS if c in table.columns] + [
-        "domain_mean", "domain_lower", "domain_upper", "general_rise_mean", "p_within_tolerance",
-        "feasible", "pareto", "chosen"]
-    table[cols].to_csv(csv, index=False, float_format="%.6g")
+    write_plans(table, csv)
     chosen = table[table["chosen"]]
     if len(chosen):
         c = chosen.iloc[0]

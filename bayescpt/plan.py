@@ -283,6 +283,19 @@ def decide(pd_: PlanDraws, tolerance: float, risk: float = 0.1, prob: float = 0.
     return t
 
 
+#: what a plans CSV holds after the decision columns (the optional ones where present)
+OUTCOMES = ["domain_mean", "domain_lower", "domain_upper", "general_rise_mean",
+            "general_rise_upper", "peak_rise_mean", "p_turn", "turning_median",
+            "p_within_tolerance", "p_mixture_feasible", "mixture_ok", "lr_over_opt",
+            "lr_in_opt_interval", "feasible", "pareto", "chosen"]
+
+
+def write_plans(table: pd.DataFrame, path) -> None:
+    """One row per plan: its decisions and outcomes (:data:`OUTCOMES`), as CSV."""
+    cols = [c for c in DECISIONS + OUTCOMES if c in table.columns]
+    table[cols].to_csv(path, index=False, float_format="%.6g")
+
+
 def pareto_mask(domain_mean: np.ndarray, p_ok: np.ndarray) -> np.ndarray:
     """Plans not dominated (lower-or-equal expected domain loss and higher-or-equal P(within
     tolerance), one strictly) by another plan."""
