@@ -61,3 +61,15 @@ def load_idata(path, law=None):
             raise FitError(f"{path}: a fit of the {attrs.get('law')!r} law, expected "
                            f"{' or '.join(repr(x) for x in accepted)}")
     return idata, attrs
+
+
+def saved_law(path) -> str | None:
+    """The law a fit file names, read from its posterior's attributes without loading the draws;
+    None when the file is not readable as a fit (the full loaders then say why)."""
+    import xarray as xr
+
+    try:
+        with xr.open_dataset(str(path), group="posterior") as ds:
+            return ds.attrs.get("law")
+    except Exception:  # noqa: BLE001 - any reader error: let load_idata report it
+        return None
