@@ -100,6 +100,24 @@ def read_text_csv(path) -> pd.DataFrame:
     return raw
 
 
+def start_table(df: pd.DataFrame, source, required, optional: str = "",
+                from_text: bool = False) -> tuple[pd.DataFrame, list]:
+    """The checks every input table starts with: a copy with stripped column names, the
+    ``required`` columns present, at least one row. Returns the copy (index 0..n-1) and each row's
+    CSV line number (header = line 1; None when the table did not come from a file)."""
+    df = df.copy()
+    df.columns = [str(c).strip() for c in df.columns]
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise DataError(f"{source}: missing column(s) {missing}; found {list(df.columns)}; "
+                        f"expected {list(required)}" + (f" (+ optional {optional})" if optional
+                                                        else ""))
+    if df.empty:
+        raise DataError(f"{source}: no rows")
+    df = df.reset_index(drop=True)
+    return df, list(np.arange(len(df)) + 2) if from_text else [None] * len(df)
+
+
 def read_curves(path, max_lr: float = MAX_RAW_LR, need_loss: bool = True) -> pd.DataFrame:
     """Read and validate a tidy loss-curve CSV (see the module docstring).
 
@@ -119,18 +137,11 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
     With a DataFrame (rather than a CSV) a NaN loss means "no loss logged at this step"; in a CSV
     only an empty cell means that, and a written ``nan``/``inf`` is an error.
     """
-    df = df.copy()
-    df.columns = [str(c).strip() for c in df.columns]
+    df = df.rename(columns=lambda c: str(c).strip())
     if not need_loss and "loss" not in df.columns:
         df["loss"] = "" if _from_text else np.nan
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise DataError(f"{source}: missing column(s) {missing}; found {list(df.columns)}; "
-                        f"expected at least {list(REQUIRED)} (+ optional val_set, model_size)")
-    if df.empty:
-        raise DataError(f"{source}: no rows")
-    df = df.reset_index(drop=True)
-    lines = pd.Series(np.arange(len(df)) + 2 if _from_text else [None] * len(df))
+    df, lines = start_table(df, source, REQUIRED, "val_set, model_size", _from_text)
+    lines = pd.Series(lines)
     runs = df["run"].astype(str).str.strip()
     if (runs == "").any() or df["run"].isna().any():
         i = int(((runs == "") | df["run"].isna()).idxmax())

@@ -63,7 +63,7 @@ def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float
         ax.set_title(run, fontsize=9)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
         ax.set_xlabel("optimizer step")
-        ax.set_ylabel("loss (nats)")
+        ax.set_ylabel("validation loss")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5, loc="upper right")
     for ax in list(axes.flat)[len(runs):]:
@@ -102,9 +102,9 @@ def plot_plans(table: pd.DataFrame, path=None, tolerance: float | None = None,
                 label=f"chosen: {c['shape']}, peak {c['peak_lr']:.2g}, {int(c['steps'])} steps, "
                       f"from {int(c['transfer'])}" + (f", replay {c['replay_ratio']:g}"
                                                       if c["replay_ratio"] > 0 else ""))
-    eps = f" (eps = {tolerance:g} nats)" if tolerance is not None else ""
+    eps = f" (eps = {tolerance:g})" if tolerance is not None else ""
     ax.set_xlabel(f"P(final general loss - loss at the checkpoint <= eps){eps}")
-    ax.set_ylabel("final domain loss (nats)")
+    ax.set_ylabel("final domain loss")
     ax.set_xlim(-0.03, 1.03)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7.5, loc="best")

@@ -298,6 +298,6 @@ def test_checkpoint_mode_samples_longer_by_default_and_options_override():
     from bayescpt.sampling import resolve_settings
 
     cfg = default_config(get_law("cpt", checkpoint=True))
-    assert resolve_settings(cfg["sampler"], "auto")["draws"] == 2000
+    assert resolve_settings(cfg["sampler"], "auto")["draws"] == 3000
     assert resolve_settings(cfg["sampler"], "auto", draws=300)["draws"] == 300
     assert "sampler" not in default_config(get_law("cpt"))     # the full law: package defaults

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import MAX_RAW_LR, MIN_MODEL_SIZE, DataError, _where, read_text_csv
+from ..data import MAX_RAW_LR, MIN_MODEL_SIZE, DataError, _where, read_text_csv, start_table
 
 REQUIRED = ("model_size", "tokens", "lr", "batch_size", "loss")
 DEFAULT_GROUP = "default"
@@ -56,16 +56,7 @@ def _numbers(df, column, source, lines) -> pd.Series:
 
 def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) -> pd.DataFrame:
     """Check a grid table; returns a clean copy sorted by cell, with float columns and ``group``."""
-    df = df.copy()
-    df.columns = [str(c).strip() for c in df.columns]
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise DataError(f"{source}: missing column(s) {missing}; found {list(df.columns)}; "
-                        f"expected {list(REQUIRED)} (+ optional group)")
-    if df.empty:
-        raise DataError(f"{source}: no rows")
-    df = df.reset_index(drop=True)
-    lines = list(np.arange(len(df)) + 2) if _lines else [None] * len(df)
+    df, lines = start_table(df, source, REQUIRED, "group", _lines)
     for c in REQUIRED:
         df[c] = _numbers(df, c, source, lines)
 

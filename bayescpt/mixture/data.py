@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import MIN_MODEL_SIZE, DataError, _where, read_text_csv
+from ..data import MIN_MODEL_SIZE, DataError, _where, read_text_csv, start_table
 
 COLUMNS = ("run", "model_size", "ratio", "tokens", "val_set", "val_role", "loss")
 ROLES = ("general", "domain")
@@ -66,16 +66,7 @@ def _fail(source, df, lines, mask, col, expected, raw=None):
 def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = False
                      ) -> pd.DataFrame:
     """Check a mixture table and return a clean, sorted copy (run, val_set, tokens)."""
-    df = df.copy()
-    df.columns = [str(c).strip() for c in df.columns]
-    missing = [c for c in COLUMNS if c not in df.columns]
-    if missing:
-        raise DataError(f"{source}: missing column(s) {missing}; found {list(df.columns)}; "
-                        f"expected {list(COLUMNS)}")
-    if df.empty:
-        raise DataError(f"{source}: no rows")
-    df = df.reset_index(drop=True)
-    lines = list(np.arange(len(df)) + 2) if _from_text else [None] * len(df)
+    df, lines = start_table(df, source, COLUMNS, from_text=_from_text)
     for col in ("run", "val_set", "val_role"):
         s = df[col].astype(str).str.strip()
         empty = (s == "") | df[col].isna() | (s.str.lower() == "nan")
