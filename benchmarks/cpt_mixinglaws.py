@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt.cpt import cpt_law_options  # noqa: E402
 from bayescpt.fit import Fit  # noqa: E402
-from bayescpt.mixinglaws import CPT_SCHEDULES, TRANSFER, load_mixinglaws_ct  # noqa: E402
+from bayescpt.mixinglaws import (CPT_SCHEDULES, DEFAULT_CPT_SCHEDULE, TRANSFER,  # noqa: E402
+                                 load_mixinglaws_ct)
 from bayescpt.predict import predict_frame  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "mixinglaws"
@@ -65,6 +66,7 @@ def main(argv=None):
            "law_options": cpt_law_options(load_mixinglaws_ct(a.root))}
     print(f"cpt law options (from the data): {out['law_options']}")
     print("1. which CPT schedule do the data support? (joint fit on all five shares)")
+    loos = {}
     for kind in a.schedules:
         df = load_mixinglaws_ct(a.root, cpt_schedule=kind)
         f = fit(df, a.draws, a.tune)
@@ -72,6 +74,7 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             loo = az.loo(f.idata)
+        loos[kind] = loo
         pred = predict_frame(f, df, prob=0.9)
         pred = pred[pred["loss"].notna()]
         rel = (pred["median"] / pred["loss"] - 1).abs()
@@ -84,9 +87,23 @@ def main(argv=None):
               f"k>0.7: {res['pareto_k_over_0.7']}), in-sample MRE {res['in_sample_mre_pct']:.3f} %,"
               f" R-hat {res['max_rhat']}, ESS {res['min_ess_bulk']}, div {res['divergences']},"
               f" {res['seconds']} s", flush=True)
-    best = max(out["schedules"], key=lambda k: out["schedules"][k]["elpd_loo"])
+    # The package's default schedule stays unless another beats it by more than two standard
+    # errors of the elpd difference (az.compare's dse): a tie is not evidence for a change.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = az.compare(loos)
+    top = cmp.index[0]
+    dse = float(cmp.loc[DEFAULT_CPT_SCHEDULE, "dse"]) if DEFAULT_CPT_SCHEDULE in cmp.index else 0.0
+    gap = float(cmp.loc[top, "elpd_loo"] - cmp.loc[DEFAULT_CPT_SCHEDULE, "elpd_loo"]) \
+        if DEFAULT_CPT_SCHEDULE in cmp.index else np.inf
+    best = top if gap > 2 * dse else DEFAULT_CPT_SCHEDULE
+    out["compare"] = {k: {"elpd_diff": round(float(r["elpd_diff"]), 2),
+                          "dse": round(float(r["dse"]), 2)} for k, r in cmp.iterrows()}
+    for k, r in cmp.iterrows():
+        print(f"  {k:16s} elpd difference to the best {r['elpd_diff']:7.2f} (se {r['dse']:.2f})")
     out["chosen_schedule"] = best
-    print(f"  -> {best}")
+    print(f"  -> {best} (the package default {DEFAULT_CPT_SCHEDULE!r} unless another is better "
+          "by more than 2 se of the difference)")
 
     print(f"2. hold out one Pile share at a time (schedule {best})")
     df = load_mixinglaws_ct(a.root, cpt_schedule=best)
