@@ -34,30 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bayescpt.cpt import cpt_law_options  # noqa: E402
-from bayescpt.data import read_curves  # noqa: E402
+from bayescpt.data import read_curves, thin_cpt  # noqa: E402
 from bayescpt.fit import Fit  # noqa: E402
 from bayescpt.lab.config import load_config  # noqa: E402
 from bayescpt.predict import predict_frame  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 GRID = ROOT / "bayescpt" / "lab" / "configs" / "grid.toml"
-
-
-def thin_lab(df: pd.DataFrame, every: int = 50, early=(1, 2, 4, 8, 12, 18)) -> pd.DataFrame:
-    """Losses kept every ``every`` steps in PT and CPT (counted from the transfer), at the early
-    CPT steps ``early`` and at each run's last step; the others become NaN (rows stay, so the
-    schedule is unchanged)."""
-    if not every:
-        return df
-    out = df.copy()
-    ends = df[df["phase"] == "pt"].groupby("run")["step"].max()
-    st = df["step"].to_numpy()
-    rel = st - df["run"].map(ends).to_numpy()
-    last = df.groupby("run")["step"].transform("max").to_numpy()
-    keep = np.where(df["phase"].to_numpy() == "pt", st % every == 0,
-                    np.isin(rel, early) | (rel % every == 0) | (st == last))
-    out.loc[~keep, "loss"] = np.nan
-    return out
 
 
 def fitted_frame(fit, df: pd.DataFrame) -> pd.DataFrame:
@@ -132,8 +115,8 @@ def main(argv=None):
           f"{int(held_sched.sum())} WSD runs, {int(held_replay.sum())} replay-0.25 runs", flush=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = Fit.run(thin_lab(train, a.every), law="cpt", law_options=opts, draws=a.draws, tune=a.tune,
-                      progress=False, warn=False)
+        fit = Fit.run(thin_cpt(train, a.every), law="cpt", law_options=opts, draws=a.draws,
+                      tune=a.tune, progress=False, warn=False)
     d = fit.diagnostics()
     out = {"runs_fitted": int(train["run"].nunique()), "law_options": opts,
            "every": a.every, "points_fitted": int(len(fit.idata.observed_data["y"])),

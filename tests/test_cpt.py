@@ -272,6 +272,10 @@ def test_cli_rejects_cpt_options_for_other_laws(tmp_path, capsys):
                "--out", str(tmp_path / "f.nc")])
     assert rc == 2
     assert "--replay: options of the cpt law" in capsys.readouterr().err
+    rc = main(["fit", str(tmp_path / "d.csv"), "--law", "annealing", "--anchored",
+               "--out", str(tmp_path / "f.nc")])
+    assert rc == 2
+    assert "--anchored: options of the cpt law" in capsys.readouterr().err
 
 
 def test_other_set_is_a_combination_recovered_and_predicted(cpt_cli_fit):
@@ -368,3 +372,20 @@ def test_anchored_fit_recovers_lr_g_and_predicts_a_held_out_schedule():
     inside = ((pred["loss"] >= pred["lower"]) & (pred["loss"] <= pred["upper"])).mean()
     assert inside >= 0.8, inside
     assert (pred["median"] / pred["loss"] - 1).abs().mean() < 0.005
+
+
+def test_thin_cpt_keeps_the_grid_the_early_shift_and_the_last_step():
+    from bayescpt.data import thin_cpt
+
+    seg = S.rewarmup(130, 2e-4, 10, final=0.0, shape="cosine")
+    head = S.Schedule(PT.lr[:301], PT.warmup_steps)
+    steps = np.concatenate([np.arange(25, 301, 25), 300 + np.array([1, 2, 4, 8, 12, 18]),
+                            np.arange(325, 431, 25), [430]])
+    steps = np.unique(steps)
+    df = cpt_rows("r", head, seg, {"general": "general"}, loss_steps=steps,
+                  losses={"general": np.linspace(3, 2, steps.size)})
+    kept = np.sort(thin_cpt(df, 50).dropna(subset=["loss"])["step"].unique())
+    want = [50, 100, 150, 200, 250, 300, 301, 302, 304, 308, 312, 318, 350, 400, 430]
+    assert kept.tolist() == want
+    assert thin_cpt(df, 0) is df
+    assert len(thin_cpt(df, 50)) == len(df)      # rows (the schedule) stay
