@@ -52,9 +52,13 @@ chosen from the data)::
   lab grid (25 runs, 3 sizes) sampling L0, A, alpha did not converge (R-hat 1.17-1.31, ESS 5-18;
   L0-A correlation -0.9, L0-alpha +0.5 to +0.8, 219 leapfrog steps per draw): the PT curves are
   nearly straight in log S1 (alpha ~ 0.01-0.2), which leaves L0 anywhere below the data. Lr and G
-  are pinned by the data (posterior sd 0.3 % and 3-5 %), alpha is only the curvature at s, one
-  value for all groups (per group its spread made a funnel: ESS 73) with a LogNormal prior around
-  0.3 (sd 0.7 on the log scale); alpha -> 0 is smooth (the law tends to Lr - G s log(S1 / s)).
+  are pinned by the data (posterior sd 0.3 % and 3-5 %), alpha is only the curvature at s, per
+  group around a population value with a LogNormal prior around 0.3 (sd 0.7 on the log scale),
+  group spread around 0.3 and no size slope; alpha -> 0 is smooth (the law tends to
+  Lr - G s log(S1 / s)). On the lab grid alpha goes to ~0.01-0.02 in every group. One alpha for
+  all groups sampled the lab grid a little better but split the chains on simulated Fig. 3 data,
+  whose two sets have alpha 0.50 and 0.68 (R-hat 1.83); per group, the lab fit passes at the
+  default settings (4 x 1000 after 1000: R-hat 1.004, ESS 818, 0 divergences, 247 s).
   Two more defaults of this option, each measured on the lab grid: runs that differ only in the
   replay ratio share their schedule-level deviations (setting ``replay_deviation`` False; with a
   deviation per ratio, the domain set's k and the Bref deviation at ratio 0.5 correlated at 0.8,
@@ -175,7 +179,7 @@ class CPTLaw(Law):
                       "shift exponent (one value for all sets, near the paper's 0.15-0.19)"),)
         if self.anchored:
             # L0, A -> Lr, G at the anchor area S1 = anchor_s1 (inside the PT data); alpha is
-            # then only the curvature there (see the module docstring).
+            # then only the curvature there, per group without a size slope (module docstring).
             # Runs that differ only in the replay ratio share their schedule deviations: with a
             # deviation per ratio, the domain set's k and the deviation of Bref at ratio 0.5
             # (shared by the sizes) correlated at 0.8 on the lab grid (k's ESS 24).
@@ -186,7 +190,7 @@ class CPTLaw(Law):
                             "PT power-law loss L0 + A * S1^-alpha at S1 = anchor_s1"),
                 "A": Param("G", True, np.log(0.1), 2.0, 0.5, 0.3, 0.0,
                            "slope -dL/dS1 of the PT power law at S1 = anchor_s1"),
-                "alpha": Param("alpha", True, np.log(0.3), 0.7, 0.0, 0.0, 0.0,
+                "alpha": Param("alpha", True, np.log(0.3), 0.7, 0.3, 0.0, 0.0,
                                "power-law exponent in S1 (the curvature at the anchor; one "
                                "value for all groups)"),
             }
