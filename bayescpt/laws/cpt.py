@@ -52,7 +52,7 @@ chosen from the data)::
   lab grid (25 runs, 3 sizes) sampling L0, A, alpha did not converge (R-hat 1.17-1.31, ESS 5-18;
   L0-A correlation -0.9, L0-alpha +0.5 to +0.8, 219 leapfrog steps per draw): the PT curves are
   nearly straight in log S1 (alpha ~ 0.01-0.2), which leaves L0 anywhere below the data. Lr and G
-  are pinned by the data (posterior sd 0.3 % and 3-5 %), alpha is only the curvature at s, per
+  are pinned by the data (posterior sd 0.2-0.4 % and 3-8 %), alpha is only the curvature at s, per
   group around a population value with a LogNormal prior around 0.3 (sd 0.7 on the log scale),
   group spread around 0.3 and no size slope; alpha -> 0 is smooth (the law tends to
   Lr - G s log(S1 / s)). On the lab grid alpha goes to ~0.01-0.02 in every group. One alpha for
