@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sample the checkpoint's loss Lc and the power law's slope G there "
                    "instead of L0, A, C1 (not identified by one PT point); default on when every "
                    "run continues one checkpoint whose loss is the only PT loss")
+    o.add_argument("--anchored", action=argparse.BooleanOptionalAction, default=None,
+                   help="sample the PT power law's loss Lr and slope G at the median transfer "
+                   "area instead of L0, A (alpha held by its prior); for PT curves far from "
+                   "their floor, where L0, A and alpha ridge; default off")
     _sampler_args(f)
 
     p = sub.add_parser("predict", help="predict loss curves for schedules from a fit",
@@ -264,7 +268,7 @@ def sample_and_save(a, run):
 
 
 def _law_options(a, df) -> dict:
-    names = ("replay", "unknown_pt", "size_extension", "checkpoint")
+    names = ("replay", "unknown_pt", "size_extension", "checkpoint", "anchored")
     given = {k: getattr(a, k) for k in names if getattr(a, k) is not None}
     if a.law != "cpt":
         if given:

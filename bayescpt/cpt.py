@@ -68,7 +68,7 @@ def cpt_rows(run: str, pt: Schedule | None, cpt: Schedule, val_roles: dict,
 
 def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
                     unknown_pt: bool | None = None, size_extension: bool | None = None,
-                    checkpoint: bool | None = None) -> dict:
+                    checkpoint: bool | None = None, anchored: bool | None = None) -> dict:
     """Options of the cpt law for a CPT table: given ones kept, the others chosen from the data.
 
     ``replay`` when runs differ in ``replay_ratio`` (with one ratio the extension is not
@@ -77,7 +77,9 @@ def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
     hierarchy, whose parameters already vary log-linearly in size, so Eq. 7 on top of it would
     describe the same dependence twice. ``checkpoint`` (Lc, G, alpha instead of L0, A, C1) when
     every run continues the same checkpoint and the only PT losses are the checkpoint's own:
-    there L0, A and C1 are not identified and sampling them does not converge.
+    there L0, A and C1 are not identified and sampling them does not converge. ``anchored``
+    (Lr, G at a PT area inside the data instead of L0, A; alpha held by its prior) only when
+    asked: it is for PT curves far from their floor (the lab's), where L0, A and alpha ridge.
     """
     def distinct(col):
         return df[col].dropna().nunique() if col in df.columns else 0
@@ -91,8 +93,14 @@ def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
         size_extension = False
     if checkpoint is None:
         checkpoint = not unknown_pt and not size_extension and one_checkpoint(df)
-    return {"replay": bool(replay), "unknown_pt": bool(unknown_pt),
-            "size_extension": bool(size_extension), "checkpoint": bool(checkpoint)}
+    out = {"replay": bool(replay), "unknown_pt": bool(unknown_pt),
+           "size_extension": bool(size_extension), "checkpoint": bool(checkpoint)}
+    if anchored:
+        if out["checkpoint"]:
+            raise ValueError("anchored: the data have one PT point (checkpoint mode), no PT "
+                             "curve to anchor the law in")
+        out["anchored"] = True
+    return out
 
 
 def one_checkpoint(df: pd.DataFrame) -> bool:

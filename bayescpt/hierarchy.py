@@ -139,7 +139,12 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
     curves["label"] = curves["run"] + ":" + curves["val_set"]
     sid = schedule_ids(df, schedules=sched)
     infos = [curve_info(df, r, v) for r, v in zip(curves["run"], curves["val_set"])]
-    curves["schedule"] = [sid[r] if i["replay_ratio"] is None else f"{sid[r]}|replay={i['replay_ratio']:g}"
+    # A replay ratio is a schedule of its own for the deviations, unless the law's settings say
+    # the replay extension alone describes it (``replay_deviation`` False: runs that differ only
+    # in the ratio share their deviations, which otherwise ridge with the replay terms).
+    by_ratio = settings.get("replay_deviation", True)
+    curves["schedule"] = [sid[r] if i["replay_ratio"] is None or not by_ratio
+                          else f"{sid[r]}|replay={i['replay_ratio']:g}"
                           for r, i in zip(curves["run"], infos)]
     if "val_role" in df.columns:
         roles = dict(zip(curves["val_set"], [i["val_role"] for i in infos]))

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.cpt import cpt_law_options
-from bayescpt.data import read_curves
+from bayescpt.data import read_curves, thin_cpt
 from bayescpt.fit import Fit
 from bayescpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
 from bayescpt.plots import plot_plans
@@ -52,25 +52,31 @@ print(f"fit on {len(train_runs)} runs of the middle size; held out: {list(held)}
 # Each validation set gets its own law parameters, pooled through the hierarchy; the sign of the
 # distribution-shift term follows the set's role (prose loss rises, Python loss falls). The runs
 # differ in replay ratio, so the replay extension (Eq. 8) is on; the C-headers set is fitted as
-# a * prose + b * Python.
+# a * prose + b * Python. These tiny models' pre-training stops far from its loss floor, so the
+# law's `anchored` option samples the PT power law's loss and slope at the median transfer area
+# instead of L0 and A (which trade off with alpha there and do not converge), and the fit sees
+# the losses every 50 steps plus the first CPT steps (`thin_cpt`): the evaluations every 25
+# steps are noisy (+-0.03 nats on prose) and halving them halves the sampling time.
 
 # %%
-options = cpt_law_options(train)
-fit = Fit.run(train, law="cpt", law_options=options, seed=0, **sampling)
+options = cpt_law_options(train, anchored=True)
+fit = Fit.run(thin_cpt(train, 50), law="cpt", law_options=options, seed=0, **sampling)
 print(options)
 diag = fit.diagnostics()
 print(diag.to_text())
 if not diag.ok:
-    print("\nTHE SAMPLER HAS NOT CONVERGED ON THESE CURVES: read the predictions and the plan "
+    print("\nTHE SAMPLER HAS NOT CONVERGED IN THIS RUN: read the predictions and the plan "
           "below as a demonstration of the workflow, not as a decision.")
 
 # %% [markdown]
-# *Read the diagnostics before anything else.* On the lab's curves the CPT law does not yet
-# converge at the default settings (at full settings R-hat reaches 1.4 on the Python set's L0,
-# with divergences; `benchmarks/RESULTS.md`): the Python loss during pre-training is far from
-# its floor, so L0, A and alpha of that set trade off. The rest of this notebook shows the
-# workflow on this fit; `notebooks/01_quickstart.py` and the reference CPT fit
-# `models/cpt_simulated.nc` (used by `bayescpt demo`) are converged.
+# *Read the diagnostics before anything else.* With the anchored option this fit of the middle
+# size converges at the default settings (4 x 1000 after 1000: R-hat 1.004, bulk ESS 719, no
+# divergences, 144 s on the shared 2-core machine), and so does the benchmark's fit of all three
+# sizes (R-hat 1.004, ESS 818; `benchmarks/RESULTS.md`). The test suite runs this notebook with
+# far fewer draws (`BAYESCPT_FAST=1`), which may miss the bars: then the warning above is
+# printed. Without the option, L0, A and alpha trade off on these curves and the fit does not
+# converge (R-hat up to 1.3). L0 and A are derived here and not interpretable (the PT curves are
+# nearly straight in log S1, alpha ~0.02); the law's predictions are what we use.
 
 # %% [markdown]
 # ## Runs the fit never saw: a WSD CPT schedule and a 25 % replay ratio

@@ -272,6 +272,10 @@ def test_cli_rejects_cpt_options_for_other_laws(tmp_path, capsys):
                "--out", str(tmp_path / "f.nc")])
     assert rc == 2
     assert "--replay: options of the cpt law" in capsys.readouterr().err
+    rc = main(["fit", str(tmp_path / "d.csv"), "--law", "annealing", "--anchored",
+               "--out", str(tmp_path / "f.nc")])
+    assert rc == 2
+    assert "--anchored: options of the cpt law" in capsys.readouterr().err
 
 
 def test_other_set_is_a_combination_recovered_and_predicted(cpt_cli_fit):
@@ -301,3 +305,90 @@ def test_checkpoint_mode_samples_longer_by_default_and_options_override():
     assert resolve_settings(cfg["sampler"], "auto")["draws"] == 3000
     assert resolve_settings(cfg["sampler"], "auto", draws=300)["draws"] == 300
     assert "sampler" not in default_config(get_law("cpt"))     # the full law: package defaults
+
+
+def test_anchored_option_is_the_same_law_with_lr_and_g_at_the_anchor():
+    """Lr = L0 + A s^-alpha and G = A alpha s^(-alpha-1) at the anchor area s give the full law's
+    curve over PT and CPT, and L0, A come back as derived quantities."""
+    seg = S.rewarmup(3000, 2e-4, 100, final=2e-5, shape="cosine")
+    theta = with_bref(PAPER_FIG3["domain"])
+    law = CPTLaw(anchored=True, replay=True)
+    head = S.Schedule(PT.lr[:8001], PT.warmup_steps)
+    full_sched = head.then(seg)
+    steps = np.arange(300, full_sched.total_steps + 1, 50)
+    info = {"val_role": "domain", "val_set": "domain", "pt_end": 8000, "replay_ratio": 0.25}
+    plain = CPTLaw(replay=True)
+    Xp = plain.design(full_sched, steps, plain.default_settings, info)
+    th = {k: np.asarray(v) for k, v in theta.items() if k != "B"}
+    th.update(a1=np.asarray(0.3), k=np.asarray(-1.2))
+    ref = plain.mean(np, th, Xp)
+    df = cpt_rows("r", head, seg, {"domain": "domain"})
+    settings = dict(law.default_settings)
+    law.settings_from_data(df, settings)
+    s = settings["anchor_s1"]
+    assert s == pytest.approx(Xp["S1pt"][-1])     # one run: its PT area at the transfer
+    Xa = law.design(full_sched, steps, settings, info)
+    tha = {k: v for k, v in th.items() if k not in ("L0", "A")}
+    tha["Lr"] = np.asarray(theta["L0"] + theta["A"] * s ** -theta["alpha"])
+    tha["G"] = np.asarray(theta["A"] * theta["alpha"] * s ** (-theta["alpha"] - 1))
+    np.testing.assert_allclose(law.mean(np, tha, Xa), ref, rtol=1e-10)
+    d = law.derived(np, tha, settings)
+    assert d["L0"] == pytest.approx(theta["L0"]) and d["A"] == pytest.approx(theta["A"])
+    assert [p.name for p in law.params][:3] == ["Lr", "G", "alpha"]
+    with pytest.raises(ValueError, match="positive anchor_s1"):
+        law.design(full_sched, steps, dict(law.default_settings), info)
+    with pytest.raises(ValueError, match="anchored option is for data with PT curves"):
+        CPTLaw(anchored=True, checkpoint=True)
+
+
+def test_anchored_fit_recovers_lr_g_and_predicts_a_held_out_schedule():
+    """Simulated Fig. 3 runs fitted with the anchored option: Lr, G at the anchor area (known
+    from the truth) and Bref inside their 99 % intervals (six checks: about 94 % of calibrated
+    fits pass all), L0 and A derived, the WSD runs predicted. Data seed 3 as for the plain law's
+    CLI fit: on seed 5 the plain law and this option give the same posterior, and both miss the
+    general set's Bref (0.158, 99 % up to 0.1706, truth 0.1723), a property of that draw."""
+    from bayescpt.fit import Fit
+    from bayescpt.predict import predict_frame
+    from bayescpt.simulate import simulate_cpt
+
+    curves, truth = simulate_cpt(seed=3)
+    held = curves["run"].str.endswith("/wsd")
+    opts = cpt_law_options(curves[~held], anchored=True)
+    assert opts["anchored"] is True and opts["checkpoint"] is False
+    fit = Fit.run(curves[~held], law="cpt", law_options=opts, draws=300, tune=500, chains=2,
+                  seed=2, progress=False)
+    diag = fit.diagnostics()
+    assert diag.max_rhat < 1.05 and diag.divergences == 0, diag.problems()
+    s = fit.config["settings"]["anchor_s1"]
+    post = fit.idata.posterior
+    t = truth.set_index("val_set")
+    for role in ("general", "domain"):
+        th = t.loc[role]
+        want = {"Lr": th["L0"] + th["A"] * s ** -th["alpha"],
+                "G": th["A"] * th["alpha"] * s ** (-th["alpha"] - 1), "Bref": th["Bref"]}
+        for name, true in want.items():
+            lo, hi = np.quantile(post[name].sel(group=role).values.ravel(), [0.005, 0.995])
+            assert lo <= true <= hi, (role, name, lo, true, hi)
+        assert np.isfinite(post["L0"].sel(group=role).values).all()
+    pred = predict_frame(fit, curves[held], prob=0.9)
+    pred = pred[pred["loss"].notna() & (pred["phase"] == "cpt")]
+    inside = ((pred["loss"] >= pred["lower"]) & (pred["loss"] <= pred["upper"])).mean()
+    assert inside >= 0.8, inside
+    assert (pred["median"] / pred["loss"] - 1).abs().mean() < 0.005
+
+
+def test_thin_cpt_keeps_the_grid_the_early_shift_and_the_last_step():
+    from bayescpt.data import thin_cpt
+
+    seg = S.rewarmup(130, 2e-4, 10, final=0.0, shape="cosine")
+    head = S.Schedule(PT.lr[:301], PT.warmup_steps)
+    steps = np.concatenate([np.arange(25, 301, 25), 300 + np.array([1, 2, 4, 8, 12, 18]),
+                            np.arange(325, 431, 25), [430]])
+    steps = np.unique(steps)
+    df = cpt_rows("r", head, seg, {"general": "general"}, loss_steps=steps,
+                  losses={"general": np.linspace(3, 2, steps.size)})
+    kept = np.sort(thin_cpt(df, 50).dropna(subset=["loss"])["step"].unique())
+    want = [50, 100, 150, 200, 250, 300, 301, 302, 304, 308, 312, 318, 350, 400, 430]
+    assert kept.tolist() == want
+    assert thin_cpt(df, 0) is df
+    assert len(thin_cpt(df, 50)) == len(df)      # rows (the schedule) stay
