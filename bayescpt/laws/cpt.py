@@ -193,8 +193,7 @@ class CPTLaw(Law):
                 "A": Param("G", True, np.log(0.1), 2.0, 0.5, 0.3, 0.0,
                            "slope -dL/dS1 of the PT power law at S1 = anchor_s1"),
                 "alpha": Param("alpha", True, np.log(0.3), 0.7, 0.3, 0.0, 0.0,
-                               "power-law exponent in S1 (the curvature at the anchor; one "
-                               "value for all groups)"),
+                               "power-law exponent in S1 (the curvature at the anchor)"),
             }
             params = tuple(anchor.get(p.name, p) for p in params)
         if self.replay:
