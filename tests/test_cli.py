@@ -150,3 +150,16 @@ def test_help_everywhere(capsys):
             main(cmd)
         assert e.value.code == 0
     assert "--strict" in capsys.readouterr().out
+
+
+def test_drop_progress_is_a_multipower_option(small_fit_file, tmp_path, capsys):
+    from bayescpt.cli import _law_options, build_parser
+
+    data, _ = small_fit_file
+    rc = main(["fit", str(data), "--law", "annealing", "--drop-progress",
+               "--out", str(tmp_path / "f.nc"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "--drop-progress: an option of the multipower law" in err and "\n" not in err
+    a = build_parser().parse_args(["fit", str(data), "--law", "multipower", "--drop-progress",
+                                   "--out", "f.nc"])
+    assert _law_options(a, None) == {"progress": True}
