@@ -74,11 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sample the checkpoint's loss Lc and the power law's slope G there "
                    "instead of L0, A, C1 (not identified by one PT point); default on when every "
                    "run continues one checkpoint whose loss is the only PT loss")
-    m = f.add_argument_group("multipower law option")
+    m = f.add_argument_group("multipower law option (default on)")
     m.add_argument("--drop-progress", dest="progress", action=argparse.BooleanOptionalAction,
                    default=None,
                    help="scale the loss drop by (S1/s1_ref)^-kappa, kappa sampled (not in the "
-                   "paper; see benchmarks/RESULTS.md); default off")
+                   "paper; see benchmarks/RESULTS.md); --no-drop-progress: the paper's law")
     _sampler_args(f)
 
     p = sub.add_parser("predict", help="predict loss curves for schedules from a fit",
@@ -273,9 +273,10 @@ def _law_options(a, df) -> dict:
     given = {k: getattr(a, k) for k in names if getattr(a, k) is not None}
     progress = getattr(a, "progress", None)
     if progress is not None and a.law != "multipower":
-        raise ValueError(f"--drop-progress: an option of the multipower law, not of --law {a.law}")
+        raise ValueError(f"--drop-progress: an option of the multipower law, "
+                         f"not of --law {a.law}")
     if a.law == "multipower" and progress is not None and not given:
-        return {"progress": True} if progress else {}
+        return {} if progress else {"progress": False}
     if a.law != "cpt":
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)

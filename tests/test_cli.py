@@ -160,6 +160,6 @@ def test_drop_progress_is_a_multipower_option(small_fit_file, tmp_path, capsys):
                "--out", str(tmp_path / "f.nc"), "--quiet"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "--drop-progress: an option of the multipower law" in err and "\n" not in err
-    a = build_parser().parse_args(["fit", str(data), "--law", "multipower", "--drop-progress",
-                                   "--out", "f.nc"])
-    assert _law_options(a, None) == {"progress": True}
+    a = build_parser().parse_args(["fit", str(data), "--law", "multipower",
+                                   "--no-drop-progress", "--out", "f.nc"])
+    assert _law_options(a, None) == {"progress": False}

@@ -77,7 +77,7 @@ def test_unknown_law():
 
 def test_multipower_sampled_rate_is_the_paper_c_at_the_reference_lr():
     """The model samples Cr = C * eta_ref^-gamma; both forms give the same curve."""
-    law = MultiPowerLaw()
+    law = MultiPowerLaw(progress=False)
     sch = S.wsd(24000, 3e-4, 4000, 3e-5, "exponential", warmup_steps=2160)
     X = law.design(sch, np.arange(2200, 24001, 500), law.default_settings)
     th = dict(L0=3.04, A=0.525, alpha=0.508, B=363.8, C=2.066, beta=0.583, gamma=0.641)
@@ -91,8 +91,8 @@ def test_multipower_sampled_rate_is_the_paper_c_at_the_reference_lr():
 
 
 def test_multipower_progress_option_is_the_paper_law_times_a_power_of_the_area():
-    """progress=True: LD scaled by (S1 / s1_ref)^-kappa, B sampled as Br = B * G(Cr * sk_ref)."""
-    paper, law = MultiPowerLaw(), MultiPowerLaw(progress=True)
+    """progress (the default): LD scaled by (S1 / s1_ref)^-kappa, B sampled as Br = B * G(Cr * sk_ref)."""
+    paper, law = MultiPowerLaw(progress=False), MultiPowerLaw()
     assert [p.name for p in law.params] == ["L0", "A", "alpha", "Br", "Cr", "beta", "gamma",
                                             "kappa"]
     assert [p.name for p in paper.params] == ["L0", "A", "alpha", "B", "Cr", "beta", "gamma"]
@@ -123,7 +123,7 @@ def test_multipower_progress_exponent_is_recovered_by_a_point_fit():
     point fit of the progress law finds kappa within 0.05, that of the paper's law fits worse."""
     from bayescpt import baseline
 
-    law, paper = MultiPowerLaw(progress=True), MultiPowerLaw()
+    law, paper = MultiPowerLaw(), MultiPowerLaw(progress=False)
     scheds = [S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160),
               S.constant(24000, 3e-4, warmup_steps=2160),
               S.multistep(16000, 3e-4, [8000], [0.3], warmup_steps=2160)]

@@ -85,7 +85,7 @@ class MultiPowerLaw(Law):
     default_settings = {"warmup": "exact", "bins_area": 16, "bins_time": 16, "eta_ref": 3e-4}
     derived_names = ("C",)
 
-    def __init__(self, progress: bool = False):
+    def __init__(self, progress: bool = True):
         self.progress = bool(progress)
         params = (
             Param("L0", True, np.log(2.5), 0.5, 0.1, 0.1, 0.0, "irreducible loss (nats)"),
