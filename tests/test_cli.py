@@ -139,8 +139,8 @@ def test_load_rejects_other_version(tmp_path, small_fit_file):
 def test_config_command_prints_json(capsys):
     assert main(["config", "--law", "multipower"]) == 0
     cfg = json.loads(capsys.readouterr().out)
-    assert set(cfg["priors"]) == {"L0", "A", "alpha", "B", "Cr", "beta", "gamma"}
-    assert cfg["settings"]["eta_ref"] == 3e-4
+    assert set(cfg["priors"]) == {"L0", "A", "alpha", "Br", "Cr", "beta", "gamma", "kappa"}
+    assert cfg["settings"]["eta_ref"] == 3e-4 and cfg["settings"]["s1_ref"] == 3.0
 
 
 def test_help_everywhere(capsys):

@@ -11,8 +11,10 @@ learning-rate increments are not decrements (they are clamped away).
 change with training progress, measured by the forward area (``s1_ref`` = 3, about the area at
 the middle of the training decays, so B is the amplitude there). Without it, the law fitted on
 24K-step runs over-predicts the drop in the middle of a 72K-step cosine by up to 0.5-0.9 % (point
-fit and posterior alike; the training cosines show the same sign in-sample, ~5x smaller); the
-training curves alone put kappa near 0.1-0.15 (see ``benchmarks/RESULTS.md``).
+fit and posterior alike; the training cosines show the same sign in-sample, ~5x smaller). The
+training curves alone want kappa > 0 (point fits: ~0.15; the posterior: ~0.31, with the drop's
+shape then in the small-beta region, where B is sampled as Br, below). The default
+(``progress=True``); ``progress=False`` is the paper's law. See ``benchmarks/RESULTS.md``.
 
 Evaluating LD exactly costs O(t) per point for a cosine, which decays at every step. The
 decrements are therefore grouped into at most ``bins_area + bins_time`` bins per schedule, with edges
@@ -109,8 +111,8 @@ class MultiPowerLaw(Law):
             Param("gamma", True, np.log(0.6), 0.3, 0.0, 0.0, 0.0, "LR exponent of the drop"),
         )
         if self.progress:
-            # kappa = 0 is the paper's law; Normal(0, 0.2) lets the drop's amplitude change by a
-            # factor ~2 over the area range of a run three times longer, at two sd.
+            # kappa = 0 is the paper's law; Normal(0, 0.2): at two sd the drop's amplitude changes
+            # by a factor ~1.5 over a run three times longer.
             # B is sampled as Br = B * G(Cr * sk_ref), the drop a decrement at eta_ref has made
             # after an area sk_ref: with kappa the posterior goes to small beta, where B alone
             # is not identified (only about B * beta is), and B mixed badly (bulk ESS 27 of 600
