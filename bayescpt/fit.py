@@ -132,6 +132,9 @@ class Fit:
         idata, attrs = load_idata(path, law if law is not None else tuple(LAWS))
         law_opts = json.loads(attrs["law_options"]) if isinstance(attrs["law_options"], str) \
             else attrs["law_options"]
+        if attrs["law"] == "multipower" and "progress" not in (law_opts or {}) \
+                and "B_u" in idata.posterior and "Br_u" not in idata.posterior:
+            law_opts = {**(law_opts or {}), "progress": False}   # written before it was default
         law_obj = get_law(attrs["law"], **(law_opts or {}))
         config = json.loads(attrs["config"])
         groups = pd.read_json(_io(attrs["groups"]), orient="split")

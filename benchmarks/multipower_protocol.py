@@ -9,6 +9,7 @@ Prints per size: mean/worst relative error, R^2 and 90 % coverage for both; wall
 gradient evaluation vs one numpy evaluation of the same law on the same points.
 
     python benchmarks/multipower_protocol.py --law annealing [--boot 100] [--json out.json] [--warm-only]
+    python benchmarks/multipower_protocol.py --law multipower --law-options '{"progress": true}' ...
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def main(argv=None):
     ap.add_argument("--sampler", default="auto")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--law-options", type=json.loads, default={},
+                    help='the law\'s options as JSON, e.g. \'{"progress": true}\' (multipower)')
     ap.add_argument("--warm-only", action="store_true",
                     help="one nutpie run on a precompiled model (cold = compile + warm); halves the "
                          "cost on a busy machine")
@@ -109,7 +112,7 @@ def main(argv=None):
 
     df = bundled_multipowerlaw()
     train, test = split(df)
-    law = get_law(a.law)
+    law = get_law(a.law, **a.law_options)
     print(f"== {a.law} law: train {train['run'].nunique()} curves, "
           f"test {test['run'].nunique()} curves ({int(test['loss'].notna().sum())} points)", flush=True)
 
@@ -120,7 +123,7 @@ def main(argv=None):
     if a.warm_only:
         # One NUTS run on a model compiled first: it gives the warm time, and compile + warm is
         # the cold time (the same work as a separate cold fit, which would repeat the sampling).
-        compiled = CompiledFit(train, a.law)
+        compiled = CompiledFit(train, a.law, law_options=a.law_options)
         t0 = time.perf_counter()
         fit = compiled.fit(train, seed=a.seed)
         t_warm = time.perf_counter() - t0
@@ -131,7 +134,8 @@ def main(argv=None):
               f"divergences {diag.divergences}", flush=True)
     else:
         t0 = time.perf_counter()
-        fit = Fit.run(train, law=a.law, sampler=a.sampler, seed=a.seed, warn=False)
+        fit = Fit.run(train, law=a.law, law_options=a.law_options, sampler=a.sampler,
+                      seed=a.seed, warn=False)
         t_cold = time.perf_counter() - t0
         diag = fit.diagnostics()
         print(f"NUTS cold (compile + sample, {fit.config['sampler']['sampler']}): {t_cold:.1f} s; "
@@ -139,7 +143,7 @@ def main(argv=None):
               f"divergences {diag.divergences}", flush=True)
         t_warm = None
         if fit.config["sampler"]["sampler"] == "nutpie":
-            compiled = CompiledFit(train, a.law)
+            compiled = CompiledFit(train, a.law, law_options=a.law_options)
             t0 = time.perf_counter()
             compiled.fit(train, seed=a.seed)
             t_warm = time.perf_counter() - t0
@@ -190,7 +194,8 @@ def main(argv=None):
     print(f"diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
           f"divergences {diag.divergences} -> {'OK' if diag.ok else 'FAIL'}")
     if a.json:
-        a.json.write_text(json.dumps({"law": a.law, "table": table.to_dict(orient="records"),
+        a.json.write_text(json.dumps({"law": a.law, "law_options": a.law_options,
+                                      "table": table.to_dict(orient="records"),
                                       "per_run": per_run.reset_index().to_dict(orient="records"),
                                       "times": {"point": t_point, "bootstrap": t_boot,
                                                 "nuts_cold": t_cold, "nuts_warm": t_warm,

@@ -139,8 +139,8 @@ def test_load_rejects_other_version(tmp_path, small_fit_file):
 def test_config_command_prints_json(capsys):
     assert main(["config", "--law", "multipower"]) == 0
     cfg = json.loads(capsys.readouterr().out)
-    assert set(cfg["priors"]) == {"L0", "A", "alpha", "B", "Cr", "beta", "gamma"}
-    assert cfg["settings"]["eta_ref"] == 3e-4
+    assert set(cfg["priors"]) == {"L0", "A", "alpha", "Br", "Cr", "beta", "gamma", "kappa"}
+    assert cfg["settings"]["eta_ref"] == 3e-4 and cfg["settings"]["s1_ref"] == 3.0
 
 
 def test_help_everywhere(capsys):
@@ -150,3 +150,16 @@ def test_help_everywhere(capsys):
             main(cmd)
         assert e.value.code == 0
     assert "--strict" in capsys.readouterr().out
+
+
+def test_drop_progress_is_a_multipower_option(small_fit_file, tmp_path, capsys):
+    from bayescpt.cli import _law_options, build_parser
+
+    data, _ = small_fit_file
+    rc = main(["fit", str(data), "--law", "annealing", "--drop-progress",
+               "--out", str(tmp_path / "f.nc"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "--drop-progress: an option of the multipower law" in err and "\n" not in err
+    a = build_parser().parse_args(["fit", str(data), "--law", "multipower",
+                                   "--no-drop-progress", "--out", "f.nc"])
+    assert _law_options(a, None) == {"progress": False}

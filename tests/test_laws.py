@@ -77,7 +77,7 @@ def test_unknown_law():
 
 def test_multipower_sampled_rate_is_the_paper_c_at_the_reference_lr():
     """The model samples Cr = C * eta_ref^-gamma; both forms give the same curve."""
-    law = MultiPowerLaw()
+    law = MultiPowerLaw(progress=False)
     sch = S.wsd(24000, 3e-4, 4000, 3e-5, "exponential", warmup_steps=2160)
     X = law.design(sch, np.arange(2200, 24001, 500), law.default_settings)
     th = dict(L0=3.04, A=0.525, alpha=0.508, B=363.8, C=2.066, beta=0.583, gamma=0.641)
@@ -88,3 +88,57 @@ def test_multipower_sampled_rate_is_the_paper_c_at_the_reference_lr():
     derived = law.derived(np, sampled, law.default_settings)["C"]
     np.testing.assert_allclose(derived, 2.066, rtol=1e-12)
     assert [p.name for p in law.params] == ["L0", "A", "alpha", "B", "Cr", "beta", "gamma"]
+
+
+def test_multipower_progress_option_is_the_paper_law_times_a_power_of_the_area():
+    """progress (the default): LD scaled by (S1 / s1_ref)^-kappa, B sampled as Br = B * G(Cr * sk_ref)."""
+    paper, law = MultiPowerLaw(progress=False), MultiPowerLaw()
+    assert [p.name for p in law.params] == ["L0", "A", "alpha", "Br", "Cr", "beta", "gamma",
+                                            "kappa"]
+    assert [p.name for p in paper.params] == ["L0", "A", "alpha", "B", "Cr", "beta", "gamma"]
+    sch = S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160)
+    steps = np.arange(2200, 24001, 700)
+    th = dict(L0=3.04, A=0.525, alpha=0.508, B=363.8, C=2.066, beta=0.583, gamma=0.641)
+    exact = exact_multipower(sch, steps, th)
+    ld_exact = th["L0"] + th["A"] * sch.areas(warmup="exact")[0][steps] ** -th["alpha"] - exact
+    s = law.default_settings
+    cr = th["C"] * s["eta_ref"] ** -th["gamma"]
+    br = th["B"] * (1 - (cr * s["sk_ref"] + 1) ** -th["beta"])
+    X = law.design(sch, steps, s)
+    s1 = sch.areas(warmup="exact")[0][steps]
+    for kappa in (0.0, 0.3):
+        sampled = {k: np.array(v) for k, v in dict(
+            L0=th["L0"], A=th["A"], alpha=th["alpha"], Br=br, Cr=cr, beta=th["beta"],
+            gamma=th["gamma"], kappa=kappa).items()}
+        expected = exact + ld_exact * (1 - (s1 / s["s1_ref"]) ** -kappa)
+        np.testing.assert_allclose(law.mean(np, sampled, X), expected, rtol=4e-4)
+        np.testing.assert_allclose(law.derived(np, sampled, s)["B"], th["B"], rtol=1e-12)
+    # without the option the design and the law are the paper's
+    assert set(paper.design(sch, steps, paper.default_settings)) == {
+        "S1", "D", "Sk", "log_eta", "log_eta_ref"}
+
+
+def test_multipower_progress_exponent_is_recovered_by_a_point_fit():
+    """Curves simulated with kappa = 0.15 on the protocol's three training schedules: the Huber
+    point fit of the progress law finds kappa within 0.05, that of the paper's law fits worse."""
+    from bayescpt import baseline
+
+    law, paper = MultiPowerLaw(), MultiPowerLaw(progress=False)
+    scheds = [S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160),
+              S.constant(24000, 3e-4, warmup_steps=2160),
+              S.multistep(16000, 3e-4, [8000], [0.3], warmup_steps=2160)]
+    truth = {k: np.array(v) for k, v in dict(L0=2.78, A=0.6, alpha=0.45, Br=400.0, Cr=150.0,
+                                             beta=0.5, gamma=0.6, kappa=0.15).items()}
+    rng = np.random.default_rng(3)
+    designs, pdesigns, ys = [], [], []
+    for sch in scheds:
+        steps = np.arange(2200, sch.total_steps + 1, 160)
+        X = law.design(sch, steps, law.default_settings)
+        designs.append(X)
+        pdesigns.append(paper.design(sch, steps, paper.default_settings))
+        ys.append(np.log(law.mean(np, truth, X)) + 5e-4 * rng.standard_normal(steps.size))
+    X, Xp, y = law.stack_designs(designs), paper.stack_designs(pdesigns), np.concatenate(ys)
+    th, z = baseline.point_fit(law, X, y, n_starts=6, seed=0)
+    assert abs(float(th["kappa"]) - 0.15) < 0.05
+    _, zp = baseline.point_fit(paper, Xp, y, n_starts=6, seed=0)
+    assert baseline.huber_objective(law, X, y)(z) < baseline.huber_objective(paper, Xp, y)(zp)
