@@ -78,11 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sample the PT power law's loss Lr and slope G at the median transfer "
                    "area instead of L0, A (alpha held by its prior); for PT curves far from "
                    "their floor, where L0, A and alpha ridge; default off")
-    m = f.add_argument_group("multipower law option (default on)")
+    m = f.add_argument_group("multipower and annealing law option (multipower: default on; "
+                             "annealing: default off)")
     m.add_argument("--drop-progress", dest="progress", action=argparse.BooleanOptionalAction,
                    default=None,
-                   help="scale the loss drop by (S1/s1_ref)^-kappa, kappa sampled (not in the "
-                   "paper; see benchmarks/RESULTS.md); --no-drop-progress: the paper's law")
+                   help="scale the loss drop (multipower) or annealing term C*S2 (annealing) by "
+                   "(S1/s1_ref)^-kappa, kappa sampled (not in the papers; see "
+                   "benchmarks/RESULTS.md); --no-drop-progress: the paper's law")
     _sampler_args(f)
 
     p = sub.add_parser("predict", help="predict loss curves for schedules from a fit",
@@ -276,11 +278,13 @@ def _law_options(a, df) -> dict:
     names = ("replay", "unknown_pt", "size_extension", "checkpoint", "anchored")
     given = {k: getattr(a, k) for k in names if getattr(a, k) is not None}
     progress = getattr(a, "progress", None)
-    if progress is not None and a.law != "multipower":
-        raise ValueError(f"--drop-progress: an option of the multipower law, "
+    if progress is not None and a.law not in ("multipower", "annealing"):
+        raise ValueError(f"--drop-progress: an option of the multipower and annealing laws, "
                          f"not of --law {a.law}")
     if a.law == "multipower" and progress is not None and not given:
         return {} if progress else {"progress": False}
+    if a.law == "annealing" and progress is not None and not given:
+        return {"progress": True} if progress else {}
     if a.law != "cpt":
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)

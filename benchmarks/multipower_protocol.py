@@ -180,6 +180,17 @@ def main(argv=None):
     model = build_model(fit.law, prep, fit.config)
     post = fit.idata.posterior
     theta_g = {p.name: post[p.name].mean(("chain", "draw")).values for p in fit.law.params}
+    # the law's parameters per group (posterior mean and 90 % interval), e.g. kappa's
+    params = {}
+    for p in fit.law.params:
+        v = post[p.name]
+        q = v.quantile([0.05, 0.95], dim=("chain", "draw")).values
+        params[p.name] = {"mean": np.atleast_1d(v.mean(("chain", "draw")).values).tolist(),
+                          "q05": np.atleast_1d(q[0]).tolist(), "q95": np.atleast_1d(q[1]).tolist()}
+    for name in ("kappa",):
+        if name in params:
+            print(f"{name}: posterior mean {params[name]['mean']}, 90 % interval "
+                  f"{params[name]['q05']} .. {params[name]['q95']} (per group)")
     t_grad, t_np = gradient_vs_numpy(model, fit.law, prep, theta_g)
     baseline_total = t_point + t_boot
     ratios = {"nuts_cold_over_point_plus_bootstrap": t_cold / baseline_total,
@@ -201,6 +212,7 @@ def main(argv=None):
                                                 "nuts_cold": t_cold, "nuts_warm": t_warm,
                                                 "gradient": t_grad, "numpy_eval": t_np},
                                       "ratios": ratios,
+                                      "params": params,
                                       "diagnostics": {"max_rhat": diag.max_rhat,
                                                       "min_ess_bulk": diag.min_ess_bulk,
                                                       "divergences": diag.divergences}},

@@ -152,14 +152,22 @@ def test_help_everywhere(capsys):
     assert "--strict" in capsys.readouterr().out
 
 
-def test_drop_progress_is_a_multipower_option(small_fit_file, tmp_path, capsys):
+def test_drop_progress_is_a_multipower_and_annealing_option(small_fit_file, tmp_path, capsys):
     from bayescpt.cli import _law_options, build_parser
 
     data, _ = small_fit_file
-    rc = main(["fit", str(data), "--law", "annealing", "--drop-progress",
+    rc = main(["fit", str(data), "--law", "cpt", "--drop-progress",
                "--out", str(tmp_path / "f.nc"), "--quiet"])
     err = capsys.readouterr().err.strip()
-    assert rc == 2 and "--drop-progress: an option of the multipower law" in err and "\n" not in err
-    a = build_parser().parse_args(["fit", str(data), "--law", "multipower",
-                                   "--no-drop-progress", "--out", "f.nc"])
-    assert _law_options(a, None) == {"progress": False}
+    assert rc == 2 and "--drop-progress: an option of the multipower and annealing laws" in err
+    assert "\n" not in err
+
+    def opts(law, *flag):
+        a = build_parser().parse_args(["fit", str(data), "--law", law, *flag, "--out", "f.nc"])
+        return _law_options(a, None)
+
+    # multipower: on by default; annealing: off by default
+    assert opts("multipower", "--no-drop-progress") == {"progress": False}
+    assert opts("multipower", "--drop-progress") == {} == opts("multipower")
+    assert opts("annealing", "--drop-progress") == {"progress": True}
+    assert opts("annealing", "--no-drop-progress") == {} == opts("annealing")

@@ -27,6 +27,41 @@ def test_annealing_size_extension_eq7():
     np.testing.assert_allclose(law.mean(np, th, X), expected)
 
 
+def test_annealing_progress_option_scales_the_annealing_term_by_a_power_of_the_area():
+    """progress (off by default): C S2 scaled by (S1 / s1_ref)^-kappa; kappa = 0 is the plain law,
+    with and without the size extension; the option reaches the law through get_law."""
+    plain, law = get_law("annealing"), get_law("annealing", progress=True)
+    assert "kappa" not in plain.param_names() and "s1_ref" not in plain.default_settings
+    assert law.param_names() == ["L0", "A", "alpha", "C", "kappa"]
+    assert law.default_settings["s1_ref"] == 3.0
+    sch = S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160)
+    steps = np.arange(2200, 24001, 700)
+    s1, s2 = sch.areas(lam=0.999, warmup="exact")
+    s1, s2 = s1[steps], s2[steps]
+    th = {k: np.array(v) for k, v in dict(L0=2.6, A=0.43, alpha=0.55, C=0.41).items()}
+    plain_mean = plain.mean(np, th, plain.design(sch, steps, plain.default_settings))
+    X = law.design(sch, steps, law.default_settings)
+    for kappa in (0.0, 0.3):
+        got = law.mean(np, {**th, "kappa": np.array(kappa)}, X)
+        expected = 2.6 + 0.43 * s1 ** -0.55 - 0.41 * s2 * (s1 / 3.0) ** -kappa
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_allclose(law.mean(np, {**th, "kappa": np.array(0.0)}, X), plain_mean,
+                               rtol=1e-12)
+    assert not np.allclose(law.mean(np, {**th, "kappa": np.array(0.3)}, X), plain_mean)
+    # with the size extension: the factor multiplies C S2 N^gamma, kappa = 0 is Eq. 7
+    both = get_law("annealing", size_extension=True, progress=True)
+    assert both.param_names()[-1] == "kappa"
+    Xb = {"S1": np.array([5.0]), "S2": np.array([0.2]), "n_millions": np.array([100.0]),
+          "log_s1": np.log(np.array([5.0]) / 3.0)}
+    thb = {k: np.array(v) for k, v in dict(L0=1.504, A=0.44, alpha=0.546, C=0.273, B=3.067,
+                                            beta=0.158, gamma=0.052).items()}
+    eq7 = 1.504 + 0.44 * 5 ** -0.546 + 3.067 * 100 ** -0.158
+    for kappa in (0.0, 0.2):
+        expected = eq7 - 0.273 * 0.2 * 100 ** 0.052 * (5 / 3.0) ** -kappa
+        np.testing.assert_allclose(both.mean(np, {**thb, "kappa": np.array(kappa)}, Xb),
+                                   expected, rtol=1e-12)
+
+
 def exact_multipower(sch, steps, th):
     lr, w = sch.lr, sch.warmup_steps
     eff = lr.copy()
