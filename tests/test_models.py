@@ -194,3 +194,38 @@ def test_hparams_predict_draws_the_optimum_and_the_grid(tmp_path):
     res = json.loads(out.read_text())
     assert "_draws" not in res and res["grid_best"]["points"]
     assert png.stat().st_size > 20_000
+
+
+def test_a_multipower_fit_saved_before_the_progress_term_loads_as_the_papers_law(tmp_path):
+    """Fit files written before the progress term became the multi-power default (B sampled, no
+    kappa, no law option) must reload as the paper's law, not as today's default. The old file is
+    made from today's reference fit by undoing the two changes in its posterior and config."""
+    import json
+
+    import arviz as az
+
+    from bayescpt.fit import Fit
+    from bayescpt.predict import predict_frame
+
+    idata = az.from_netcdf(MODELS / "multipower_multipowerlaw.nc")
+    post = idata.posterior
+    # today's B is derived from Br; in an old file B was sampled (B_mu, B_u, ... and B itself)
+    post = post.drop_vars([v for v in post.data_vars if v.startswith("kappa") or v == "B"])
+    post = post.rename({v: "B" + v[2:] for v in post.data_vars if v.startswith("Br")})
+    idata.posterior = post
+    config = json.loads(post.attrs["config"])
+    config["priors"]["B"] = config["priors"].pop("Br")
+    config["priors"].pop("kappa")
+    post.attrs["config"] = json.dumps(config)
+    assert json.loads(post.attrs["law_options"]) == {}
+    old = tmp_path / "old_multipower.nc"
+    idata.to_netcdf(old)
+
+    fit = Fit.load(old)
+    assert fit.law.progress is False
+    assert [p.name for p in fit.law.params] == ["L0", "A", "alpha", "B", "Cr", "beta", "gamma"]
+    assert Fit.load(MODELS / "multipower_multipowerlaw.nc").law.progress is True
+    table = _bundled_table("multipowerlaw")
+    run = table[table["run"] == table["run"].iloc[0]]
+    pred = predict_frame(fit, run.iloc[::50], prob=0.9)
+    assert np.isfinite(pred["mean"]).all()
