@@ -278,13 +278,14 @@ def _law_options(a, df) -> dict:
     names = ("replay", "unknown_pt", "size_extension", "checkpoint", "anchored")
     given = {k: getattr(a, k) for k in names if getattr(a, k) is not None}
     progress = getattr(a, "progress", None)
-    if progress is not None and a.law not in ("multipower", "annealing"):
-        raise ValueError(f"--drop-progress: an option of the multipower and annealing laws, "
-                         f"not of --law {a.law}")
-    if a.law == "multipower" and progress is not None and not given:
-        return {} if progress else {"progress": False}
-    if a.law == "annealing" and progress is not None and not given:
-        return {"progress": True} if progress else {}
+    if progress is not None:
+        if a.law not in ("multipower", "annealing"):
+            raise ValueError(f"--drop-progress: an option of the multipower and annealing laws, "
+                             f"not of --law {a.law}")
+        if not given:   # saved only when it differs from the law's default
+            from .laws import get_law
+
+            return {} if progress == get_law(a.law).progress else {"progress": progress}
     if a.law != "cpt":
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)

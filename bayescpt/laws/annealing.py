@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Law, Param, check_steps, size_in_millions
-
-KAPPA_SD = 0.2
+from .base import (S1_REF, Law, Param, check_steps, progress_design, progress_factor,
+                   progress_param, size_in_millions)
 
 
 class AnnealingLaw(Law):
@@ -53,10 +52,9 @@ class AnnealingLaw(Law):
                 Param("gamma", False, 0.05, 0.1, 0.0, doc="size exponent of C"),
             )
         if self.progress:
-            base = base + (
-                Param("kappa", False, 0.0, KAPPA_SD, 0.0, 0.0, 0.0,
-                      "progress exponent of the annealing term: C S2 scales as (S1/s1_ref)^-kappa"),)
-            self.default_settings = dict(self.default_settings, s1_ref=3.0)
+            base = base + (progress_param(
+                "progress exponent of the annealing term: C S2 scales as (S1/s1_ref)^-kappa"),)
+            self.default_settings = dict(self.default_settings, s1_ref=S1_REF)
         self.params = base
 
     def design(self, schedule, steps, settings, info=None):
@@ -67,7 +65,7 @@ class AnnealingLaw(Law):
         if self.size_extension:
             X["n_millions"] = np.full(steps.size, size_in_millions(info, self.name))
         if self.progress:
-            X["log_s1"] = np.log(np.maximum(X["S1"], 1e-12) / settings.get("s1_ref", 3.0))
+            X["log_s1"] = progress_design(X["S1"], settings)
         return X
 
     def mean(self, xp, theta, X):
@@ -78,5 +76,5 @@ class AnnealingLaw(Law):
             loss = loss + theta["B"] * n ** (-theta["beta"])
             drop = drop * n ** theta["gamma"]
         if "kappa" in theta:   # absent: the paper's law (kappa = 0)
-            drop = drop * xp.exp(-theta["kappa"] * X["log_s1"])
+            drop = drop * progress_factor(xp, theta, X)
         return loss - drop

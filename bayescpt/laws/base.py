@@ -98,3 +98,26 @@ def size_in_millions(info: dict | None, law: str) -> float:
     if size is None or not np.isfinite(size):
         raise ValueError(f"the {law} law's size extension needs a model_size for every run")
     return float(size) / 1e6
+
+
+# The progress term shared by the annealing and multi-power laws (not in the papers): their loss
+# drop scaled by (S1 / s1_ref)^-kappa, kappa ~ Normal(0, KAPPA_SD); kappa = 0 is the paper's law.
+# Normal(0, 0.2): at two sd the drop's amplitude changes by a factor ~1.5 over a run three times
+# longer. s1_ref (setting, 3.0) is about the forward area in the middle of the training decays.
+KAPPA_SD = 0.2
+S1_REF = 3.0
+
+
+def progress_param(doc: str) -> Param:
+    """The progress exponent kappa (one value for all groups)."""
+    return Param("kappa", False, 0.0, KAPPA_SD, 0.0, 0.0, 0.0, doc)
+
+
+def progress_design(s1: np.ndarray, settings: dict) -> np.ndarray:
+    """log(S1 / s1_ref) per point, the progress term's design column ``log_s1``."""
+    return np.log(np.maximum(s1, 1e-12) / settings.get("s1_ref", S1_REF))
+
+
+def progress_factor(xp, theta: dict, X: dict):
+    """(S1 / s1_ref)^-kappa, the factor on the loss drop."""
+    return xp.exp(-theta["kappa"] * X["log_s1"])

@@ -29,9 +29,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Law, Param, check_steps
+from .base import S1_REF, Law, Param, check_steps, progress_design, progress_factor, progress_param
 
-KAPPA_SD = 0.2
+
+def _amplitude(theta, sk_ref):
+    """B from Br, the drop a decrement at eta_ref has made after area sk_ref: Br / G(Cr sk_ref)."""
+    return theta["Br"] / (1.0 - (theta["Cr"] * sk_ref + 1.0) ** (-theta["beta"]))
 
 
 def _cum(x):
@@ -111,8 +114,6 @@ class MultiPowerLaw(Law):
             Param("gamma", True, np.log(0.6), 0.3, 0.0, 0.0, 0.0, "LR exponent of the drop"),
         )
         if self.progress:
-            # kappa = 0 is the paper's law; Normal(0, 0.2): at two sd the drop's amplitude changes
-            # by a factor ~1.5 over a run three times longer.
             # B is sampled as Br = B * G(Cr * sk_ref), the drop a decrement at eta_ref has made
             # after an area sk_ref: with kappa the posterior goes to small beta, where B alone
             # is not identified (only about B * beta is), and B mixed badly (bulk ESS 27 of 600
@@ -120,9 +121,8 @@ class MultiPowerLaw(Law):
             params = tuple(Param("Br", True, p.loc, p.scale, p.group_sd, p.size_slope_sd,
                                  p.run_sd, "loss-drop amplitude at area sk_ref, B * G(Cr sk_ref)")
                            if p.name == "B" else p for p in params) + (
-                Param("kappa", False, 0.0, KAPPA_SD, 0.0, 0.0, 0.0,
-                      "progress exponent of the drop: LD scales as (S1 / s1_ref)^-kappa"),)
-            self.default_settings = dict(self.default_settings, s1_ref=3.0, sk_ref=1.0)
+                progress_param("progress exponent of the drop: LD scales as (S1 / s1_ref)^-kappa"),)
+            self.default_settings = dict(self.default_settings, s1_ref=S1_REF, sk_ref=1.0)
             self.derived_names = ("C", "B")
         self.params = params
 
@@ -137,15 +137,14 @@ class MultiPowerLaw(Law):
              "log_eta_ref": np.full(steps.size, log_ref)}
         if self.progress:
             X["sk_ref"] = np.full(steps.size, float(settings.get("sk_ref", 1.0)))
-            X["log_s1"] = np.log(np.maximum(s1[steps], 1e-12) / settings.get("s1_ref", 3.0))
+            X["log_s1"] = progress_design(s1[steps], settings)
         return X
 
     def derived(self, xp, theta, settings):
         """C of the paper's form, from Cr and gamma (and B from Br with ``progress``)."""
         out = {"C": theta["Cr"] * settings.get("eta_ref", 3e-4) ** theta["gamma"]}
         if "Br" in theta:
-            g_ref = 1.0 - (theta["Cr"] * settings.get("sk_ref", 1.0) + 1.0) ** (-theta["beta"])
-            out["B"] = theta["Br"] / g_ref
+            out["B"] = _amplitude(theta, settings.get("sk_ref", 1.0))
         return out
 
     def mean(self, xp, theta, X):
@@ -159,10 +158,10 @@ class MultiPowerLaw(Law):
         x = rate * xp.exp(-col(theta["gamma"]) * X["log_eta"]) * X["Sk"]
         G = 1.0 - (x + 1.0) ** (-col(theta["beta"]))
         if "Br" in theta:   # progress=True: the amplitude at area sk_ref
-            amp = theta["Br"] / (1.0 - (theta["Cr"] * X["sk_ref"] + 1.0) ** (-theta["beta"]))
+            amp = _amplitude(theta, X["sk_ref"])
         else:
             amp = theta["B"]
         ld = amp * (X["D"] * G).sum(axis=-1)
         if "kappa" in theta:   # absent: the paper's law (kappa = 0)
-            ld = ld * xp.exp(-theta["kappa"] * X["log_s1"])
+            ld = ld * progress_factor(xp, theta, X)
         return theta["L0"] + theta["A"] * X["S1"] ** (-theta["alpha"]) - ld
