@@ -53,8 +53,7 @@ DEFAULT_NOISE = {"family": "studentt", "nu": 3.0, "sigma_loc": float(np.log(0.00
 def default_config(law: Law) -> dict:
     """Priors and model structure for ``law``: plain data, saved with every fit. A law (mode)
     that needs longer sampling than the package default says so in ``default_sampler``."""
-    extra = {"sampler": dict(law.default_sampler)} if getattr(law, "default_sampler", None) \
-        else {}
+    extra = {"sampler": dict(law.default_sampler)} if law.default_sampler else {}
     return extra | {
         "priors": {p.name: {"positive": p.positive, "loc": float(p.loc), "scale": float(p.scale),
                             "group_sd": float(p.group_sd), "size_slope_sd": float(p.size_slope_sd),
@@ -108,9 +107,7 @@ def group_label(val_set: str, size) -> str:
 def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepared:
     """Index the loss rows of a validated table and compute the law's design at them."""
     has_size = "model_size" in df.columns
-    hook = getattr(law, "settings_from_data", None)
-    if hook is not None:
-        hook(df, settings)   # settings a law derives from the fitted data (saved with the fit)
+    law.settings_from_data(df, settings)   # settings from the fitted data (saved with the fit)
     sched = schedules_of(df)
     pts = df[df["loss"].notna()].copy()
     if settings.get("skip_warmup", True):
@@ -160,9 +157,7 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
         steps = pts.loc[pts["curve"] == i, "step"].to_numpy()
         designs.append(law.design(sched[c["run"]], steps, settings, infos[i]))
     X = law.stack_designs(designs)
-    check = getattr(law, "check_fit_design", None)
-    if check is not None:
-        check(X, pts)
+    law.check_fit_design(X, pts)
     return Prepared(pts[["run", "val_set", "step", "loss", "curve", "group"]], curves, groups, X,
                     tuple(size_ref))
 

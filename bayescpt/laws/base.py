@@ -71,6 +71,15 @@ class Law:
         """Quantities reported beside the parameters (natural scale), e.g. a reparametrised one."""
         return {}
 
+    #: sampler settings (draws, tune, ...) a law or mode needs beyond the package's defaults
+    default_sampler: dict = {}
+
+    def settings_from_data(self, df, settings: dict) -> None:
+        """Fill settings that come from the fitted table (saved with the fit); none by default."""
+
+    def check_fit_design(self, X: dict, points) -> None:
+        """Refuse fitted points the law cannot describe (raise ValueError); none by default."""
+
     # helpers --------------------------------------------------------------------------------
     def stack_designs(self, designs: list[dict]) -> dict:
         """Concatenate per-curve designs along the point axis, zero-padding matrix features."""
