@@ -347,8 +347,8 @@ class CPTLaw(Law):
         if self.anchored:
             # Lr + (G s/alpha) ((S1/s)^-alpha - 1), smooth as alpha -> 0 (-G s log(S1/s))
             s1r, al = X["anchor_s1"], theta["alpha"]
-            lg = xp.log((s1pt + X["S1cpt"]) / s1r)
-            loss = theta["Lr"] + theta["G"] * s1r * xp.expm1(-al * lg) / al
+            loss = theta["Lr"] + _power_around(xp, theta["G"], s1r,
+                                               xp.log((s1pt + X["S1cpt"]) / s1r), al)
         else:
             loss = theta["L0"] + theta["A"] * (s1pt + X["S1cpt"]) ** (-theta["alpha"])
         if self.size_extension:
@@ -374,7 +374,7 @@ class CPTLaw(Law):
 
     def _mean_checkpoint(self, xp, theta, X):
         s1t, al = X["S1pt"], X["alpha"]
-        power = theta["G"] * s1t / al * ((1.0 + X["S1cpt"] / s1t) ** (-al) - 1.0)
+        power = _power_around(xp, theta["G"], s1t, xp.log1p(X["S1cpt"] / s1t), al)
         c2 = theta["C2"]
         if self.replay:
             c2 = c2 * xp.exp(theta["a1"] * (X["r_pt"] - X["r_ref"]))
@@ -403,6 +403,13 @@ def anchor_area(df, settings) -> float:
             lam=lam, warmup=settings.get("warmup", "exact"))
         vals.append(float(s1[-1]))
     return float(np.median(vals)) if vals else 1.0
+
+
+def _power_around(xp, G, s, log_ratio, alpha):
+    """The PT power law A * S1^-alpha relative to its value at an anchor area s, written with its
+    slope G = -dL/dS1 there: (G s / alpha) * ((S1 / s)^-alpha - 1), ``log_ratio`` = log(S1 / s);
+    smooth as alpha -> 0 (-G s log(S1 / s)). Used by the checkpoint mode and the anchored option."""
+    return G * s * xp.expm1(-alpha * log_ratio) / alpha
 
 
 def with_bref(theta: dict, shift_ref: float = 1.0) -> dict:
