@@ -62,6 +62,18 @@ def score(pred: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def percent_text(table: pd.DataFrame) -> str:
+    """:func:`score`'s table as text with the errors and the coverage in percent."""
+    shown = table.copy()
+    cols = [c for c in shown.columns if "rel_err" in c or c == "coverage"]
+    shown[cols] = shown[cols] * 100
+    fmt = {c + "_%": (lambda v: f"{v:.1f}") if c == "coverage" else (lambda v: f"{v:.3f}")
+           for c in cols}
+    fmt["r2"] = lambda v: f"{v:.4f}"
+    shown = shown.rename(columns={c: c + "_%" for c in cols})
+    return shown.to_string(index=False, formatters={k: f for k, f in fmt.items() if k in shown})
+
+
 def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int = 0,
              force: bool = False, log=print) -> dict:
     from .fit import Fit
@@ -96,7 +108,7 @@ def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int
     pred = predict_frame(fit, test, prob=0.9, seed=seed)
     pred.to_csv(targets["predictions"], index=False, float_format="%.6g")
     table = score(pred)
-    log(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    log(percent_text(table))
     plot_predictions(pred, targets["predictions_png"], prob=0.9,
                      title=f"{law} law: unseen schedules, posterior mean and 90 % intervals")
     result = {"fit": fit, "predictions": pred, "score": table, "diagnostics": diag}

@@ -25,7 +25,7 @@ import numpy as np
 
 from bayescpt.compare import parameter_table
 from bayescpt.data import read_curves
-from bayescpt.demo import TRAIN_SCHEDULES, score, split
+from bayescpt.demo import TRAIN_SCHEDULES, percent_text, score, split
 from bayescpt.fit import Fit
 from bayescpt.plots import plot_forest, plot_predictions
 from bayescpt.predict import predict_frame
@@ -62,11 +62,11 @@ fig = plot_forest(table[table["param"].isin(["L0", "A", "alpha", "C"])])
 # %% [markdown]
 # ## Predict the schedules the fit never saw
 # The bands are 90 % predictive intervals for an observed loss; the score table gives the mean
-# relative error and the share of held-out points inside the band, per model size.
+# relative error and the share of held-out points inside the band (both in %), per model size.
 
 # %%
 pred = predict_frame(fit, test, prob=0.9)
-print(score(pred).to_string(index=False))
+print(percent_text(score(pred)))
 some = pred[pred["run"].str.startswith("100M/")]
 fig = plot_predictions(some, title="100M: six unseen schedules, 90 % predictive bands",
                        observed=train[train["run"].str.startswith("100M/")])
