@@ -62,16 +62,20 @@ def score(pred: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def percent_text(table: pd.DataFrame) -> str:
-    """:func:`score`'s table as text with the errors and the coverage in percent."""
+def percent_text(table: pd.DataFrame, digits: int = 3) -> str:
+    """A score table as text, the relative errors (and their MCSE) and coverages in percent.
+
+    Works on :func:`score`'s table and on the benchmarks' wider ones (``*_point`` columns beside
+    the Bayesian ones, ``mre_mcse``); ``digits`` decimals for the errors, 1 for coverage.
+    """
     shown = table.copy()
-    cols = [c for c in shown.columns if "rel_err" in c or c == "coverage"]
-    shown[cols] = shown[cols] * 100
-    fmt = {c + "_%": (lambda v: f"{v:.1f}") if c == "coverage" else (lambda v: f"{v:.3f}")
-           for c in cols}
-    fmt["r2"] = lambda v: f"{v:.4f}"
-    shown = shown.rename(columns={c: c + "_%" for c in cols})
-    return shown.to_string(index=False, formatters={k: f for k, f in fmt.items() if k in shown})
+    pct = [c for c in shown.columns if "rel_err" in c or "mcse" in c or c.startswith("coverage")]
+    shown[pct] = shown[pct] * 100
+    fmt = {c: (lambda v: f"{v:.1f}") if c.startswith("coverage") else (lambda v: f"{v:.{digits}f}")
+           for c in pct}
+    fmt.update({c: (lambda v: f"{v:.4f}") for c in shown.columns if c.startswith("r2")})
+    return shown.rename(columns={c: c + "_%" for c in pct}).to_string(
+        index=False, formatters={c + "_%" if c in pct else c: f for c, f in fmt.items()})
 
 
 def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int = 0,

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt import baseline  # noqa: E402
 from bayescpt.data import schedules_of  # noqa: E402
-from bayescpt.demo import bundled_multipowerlaw, score, split  # noqa: E402
+from bayescpt.demo import bundled_multipowerlaw, percent_text, score, split  # noqa: E402
 from bayescpt.fit import CompiledFit, Fit  # noqa: E402
 from bayescpt.laws import get_law  # noqa: E402
 from bayescpt.predict import predict_frame  # noqa: E402
@@ -205,11 +205,7 @@ def main(argv=None):
                  table["model_size"].map(mcse))
     print("\nper size (Bayesian posterior mean / 90 % predictive interval vs point fit / 90 % "
           "bootstrap band):")
-    shown = table.copy()
-    pct = [c for c in shown.columns if "rel_err" in c or c == "mre_mcse"]
-    shown[pct] = shown[pct] * 100
-    print(shown.rename(columns={c: c + "_%" for c in pct}).to_string(
-        index=False, float_format=lambda v: f"{v:.4f}"))
+    print(percent_text(table, digits=4))
     print("(mre_mcse: Monte Carlo standard error of the posterior-mean relative error; the "
           "Bayesian and point errors differ beyond Monte Carlo noise only where the gap is a few "
           "times it)")
