@@ -33,11 +33,11 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bayescpt.cpt import cpt_law_options  # noqa: E402
-from bayescpt.data import read_curves, thin_cpt  # noqa: E402
-from bayescpt.fit import Fit  # noqa: E402
-from bayescpt.lab.config import load_config  # noqa: E402
-from bayescpt.predict import predict_frame  # noqa: E402
+from bayescpt.curves.laws.cpt_options import cpt_law_options
+from bayescpt.curves.data import read_curves, thin_cpt
+from bayescpt.curves.fit import Fit
+from bayescpt.lab.config import load_config
+from bayescpt.curves.predict import predict_frame
 
 HERE = Path(__file__).resolve().parent
 GRID = ROOT / "bayescpt" / "lab" / "configs" / "grid.toml"
@@ -46,8 +46,8 @@ GRID = ROOT / "bayescpt" / "lab" / "configs" / "grid.toml"
 def fitted_frame(fit, df: pd.DataFrame) -> pd.DataFrame:
     """Median fitted curve at every loss row of the fitted runs, each run with its own posterior
     schedule deviations (``{p}_w``), not fresh ones as for a new run."""
-    from bayescpt.data import curve_info, schedules_of
-    from bayescpt.predict import _draws, curve_draws
+    from bayescpt.curves.data import curve_info, schedules_of
+    from bayescpt.curves.predict import _draws, curve_draws
 
     post = fit.idata.posterior
     sched = schedules_of(df)

@@ -28,11 +28,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.cpt import cpt_law_options  # noqa: E402
-from bayescpt.fit import Fit  # noqa: E402
-from bayescpt.mixinglaws import (CPT_SCHEDULES, DEFAULT_CPT_SCHEDULE, TRANSFER,  # noqa: E402
-                                 load_mixinglaws_ct)
-from bayescpt.predict import predict_frame  # noqa: E402
+from bayescpt.curves.laws.cpt_options import cpt_law_options
+from bayescpt.curves.fit import Fit
+from bayescpt.datasets.mixinglaws import (
+    CPT_SCHEDULES,
+    DEFAULT_CPT_SCHEDULE,
+    TRANSFER,
+    load_mixinglaws_ct,
+)
+from bayescpt.curves.predict import predict_frame
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "mixinglaws"
 HERE = Path(__file__).resolve().parent

@@ -26,10 +26,10 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.cpt import PAPER_FIG3  # noqa: E402
-from bayescpt.fit import CompiledFit, Fit  # noqa: E402
-from bayescpt.predict import predict_frame  # noqa: E402
-from bayescpt.simulate import simulate_cpt  # noqa: E402
+from bayescpt.cpt.simulate import PAPER_FIG3
+from bayescpt.curves.fit import CompiledFit, Fit
+from bayescpt.curves.predict import predict_frame
+from bayescpt.cpt.simulate import simulate_cpt
 
 HERE = Path(__file__).resolve().parent
 PARAMS = ("L0", "A", "alpha", "C1", "C2", "Bref", "E", "beta")

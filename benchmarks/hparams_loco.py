@@ -42,10 +42,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data" / "steplaw"
 
-from bayescpt.hparams.data import cells, load_steplaw  # noqa: E402
-from bayescpt.hparams.model import HparamsFit  # noqa: E402
-from bayescpt.hparams.predict import (c_pre_draws, grid_best_draws, grid_best_summary,  # noqa: E402
-                                      merge_close, optimum_draws, predict_optimum)
+from bayescpt.hparams.data import cells, load_steplaw
+from bayescpt.hparams.model import HparamsFit
+from bayescpt.hparams.predict import (
+    c_pre_draws,
+    grid_best_draws,
+    grid_best_summary,
+    merge_close,
+    optimum_draws,
+    predict_optimum,
+)
 
 PROB = 0.9
 Q = [(1 - PROB) / 2, (1 + PROB) / 2]
@@ -276,7 +282,7 @@ def main(argv=None):
         print(f"  stage 2: C_pre covered in {full['stage2_C_pre_coverage']:.0%} of cells; LR_opt "
               f"rises with CPT tokens in {full['stage2_share_cells_lr_rises_with_cpt_tokens']:.0%}"
               f", B_opt in {full['stage2_share_cells_batch_rises_with_cpt_tokens']:.0%}")
-        from bayescpt.hparams.plot import plot_fit
+        from bayescpt.hparams.plots import plot_fit
 
         plot_fit(fit, df, a.plot)
         a.out.write_text(json.dumps(result, indent=1))

@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data" / "steplaw"
 
-from bayescpt.hparams.data import load_steplaw  # noqa: E402
-from bayescpt.hparams.model import EXPONENTS, HparamsFit  # noqa: E402
-from bayescpt.hparams.predict import c_pre_draws, optimum_draws  # noqa: E402
+from bayescpt.hparams.data import load_steplaw
+from bayescpt.hparams.model import EXPONENTS, HparamsFit
+from bayescpt.hparams.predict import c_pre_draws, optimum_draws
 
 PROB = 0.9
 Q = [(1 - PROB) / 2, (1 + PROB) / 2]
@@ -151,7 +151,7 @@ def main(argv=None):
               f"{s['p_lr_falls_mean_over_cells']:.3f} {s['p_lr_falls_range']}, P(batch grows) "
               f"{s['p_batch_grows_mean_over_cells']:.3f} {s['p_batch_grows_range']}", flush=True)
         if law == "loss" and a.plot:
-            from bayescpt.hparams.plot import plot_fit
+            from bayescpt.hparams.plots import plot_fit
 
             plot_fit(fit, df, a.plot)
         a.out.write_text(json.dumps(result, indent=1))

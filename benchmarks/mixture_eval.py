@@ -39,10 +39,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bayescpt.mixture import data as D  # noqa: E402
-from bayescpt.mixture.decide import (cmr_paths, cmr_report, cmr_vs_tokens,  # noqa: E402
-                                     feasibility, fit_cmr_law, fit_cmr_law_draws)
-from bayescpt.mixture.model import MixtureFit, predict_rows  # noqa: E402
+from bayescpt.mixture import data as D
+from bayescpt.mixture.decide import (
+    cmr_paths,
+    cmr_report,
+    cmr_vs_tokens,
+    feasibility,
+    fit_cmr_law,
+    fit_cmr_law_draws,
+)
+from bayescpt.mixture.model import MixtureFit, predict_rows
 
 SHARED = ROOT.parent / "shared" / "data"
 OUT = ROOT / "benchmarks" / "mixture_eval.json"

@@ -26,12 +26,13 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt import baseline  # noqa: E402
-from bayescpt.data import schedules_of  # noqa: E402
-from bayescpt.demo import bundled_multipowerlaw, percent_text, score, split  # noqa: E402
-from bayescpt.fit import CompiledFit, Fit  # noqa: E402
-from bayescpt.laws import get_law  # noqa: E402
-from bayescpt.predict import predict_frame  # noqa: E402
+from bayescpt.curves import baseline
+from bayescpt.curves.data import schedules_of
+from bayescpt.datasets.bundled import bundled_multipowerlaw, split
+from bayescpt.curves.scores import percent_text, score
+from bayescpt.curves.fit import CompiledFit, Fit
+from bayescpt.curves.laws import get_law
+from bayescpt.curves.predict import predict_frame
 
 
 def after_warmup(df):
@@ -86,8 +87,8 @@ def mre_mcse(fit, test, pred) -> dict:
     """
     import arviz as az
 
-    from bayescpt.data import curve_info
-    from bayescpt.predict import curve_draws, parameter_draws
+    from bayescpt.curves.data import curve_info
+    from bayescpt.curves.predict import curve_draws, parameter_draws
 
     sched = schedules_of(test)
     post = fit.idata.posterior
@@ -217,7 +218,7 @@ def main(argv=None):
     print("\nper held-out run (Bayesian):")
     print(per_run.to_string(float_format=lambda v: f"{v:.4f}"))
 
-    from bayescpt.hierarchy import build_model, prepare
+    from bayescpt.curves.hierarchy import build_model, prepare
     prep = prepare(train, fit.law, fit.config["settings"])
     model = build_model(fit.law, prep, fit.config)
     post = fit.idata.posterior

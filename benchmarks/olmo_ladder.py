@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from multipower_protocol import after_warmup, practitioner  # noqa: E402
 
-from bayescpt.data import load_olmo_ladder  # noqa: E402
-from bayescpt.demo import score  # noqa: E402
-from bayescpt.fit import Fit  # noqa: E402
-from bayescpt.laws import get_law  # noqa: E402
-from bayescpt.predict import predict_frame  # noqa: E402
+from bayescpt.datasets.public import load_olmo_ladder
+from bayescpt.curves.scores import score
+from bayescpt.curves.fit import Fit
+from bayescpt.curves.laws import get_law
+from bayescpt.curves.predict import predict_frame
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "olmo-ladder" / "peteish-moreeval"
 SIZES = ("190M", "370M", "760M", "1B", "3B")

@@ -27,11 +27,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.data import read_curves  # noqa: E402
-from bayescpt.demo import PLAN  # noqa: E402
-from bayescpt.fit import Fit  # noqa: E402
-from bayescpt.plan import decide, designs, evaluate, plan_grid, pt_schedule_from_table  # noqa: E402
-from bayescpt.predict import parameter_draws  # noqa: E402
+from bayescpt.curves.data import read_curves
+from bayescpt.datasets.bundled import PLAN
+from bayescpt.curves.fit import Fit
+from bayescpt.cpt.plan import decide, designs, evaluate, plan_grid, pt_schedule_from_table
+from bayescpt.curves.predict import parameter_draws
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -38,8 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.demo import bundled_multipowerlaw, split  # noqa: E402
-from bayescpt.fit import Fit  # noqa: E402
+from bayescpt.datasets.bundled import bundled_multipowerlaw, split
+from bayescpt.curves.fit import Fit
 
 
 def jax_device() -> str | None:

@@ -23,12 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bayescpt.compare import parameter_table
-from bayescpt.data import read_curves
-from bayescpt.demo import TRAIN_SCHEDULES, percent_text, score, split
-from bayescpt.fit import Fit
-from bayescpt.plots import plot_forest, plot_predictions
-from bayescpt.predict import predict_frame
+from bayescpt.curves.compare import parameter_table
+from bayescpt.curves.data import read_curves
+from bayescpt.datasets.bundled import TRAIN_SCHEDULES, split
+from bayescpt.curves.scores import percent_text, score
+from bayescpt.curves.fit import Fit
+from bayescpt.curves.plots import plot_forest, plot_predictions
+from bayescpt.curves.predict import predict_frame
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 FAST = os.environ.get("BAYESCPT_FAST") == "1"

@@ -27,12 +27,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from bayescpt.cpt import cpt_law_options
-from bayescpt.data import read_curves, thin_cpt
-from bayescpt.fit import Fit
-from bayescpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
-from bayescpt.plots import plot_plans
-from bayescpt.predict import predict_frame
+from bayescpt.curves.laws.cpt_options import cpt_law_options
+from bayescpt.curves.data import read_curves, thin_cpt
+from bayescpt.curves.fit import Fit
+from bayescpt.cpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
+from bayescpt.cpt.plots import plot_plans
+from bayescpt.curves.predict import predict_frame
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 FAST = os.environ.get("BAYESCPT_FAST") == "1"

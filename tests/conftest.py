@@ -14,8 +14,8 @@ SHARED = ROOT.parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def small_curves():
     """A small simulated data set (3 sizes x 3 schedules, 30 points each) with its truth."""
-    from bayescpt import simulate
-    from bayescpt.laws import get_law
+    from bayescpt.curves import simulate
+    from bayescpt.curves.laws import get_law
 
     law = get_law("annealing")
     return simulate.simulate_hierarchy(
@@ -27,7 +27,7 @@ def small_curves():
 @pytest.fixture(scope="session")
 def small_fit_file(tmp_path_factory, small_curves):
     """A fit of ``small_curves`` through the CLI, saved once per session."""
-    from bayescpt.cli import main
+    from bayescpt.cli.main import main
 
     tmp = tmp_path_factory.mktemp("fit")
     data = tmp / "curves.csv"
@@ -64,8 +64,8 @@ def cpt_cli_fit(tmp_path_factory):
     the WSD runs are held out."""
     import pandas as pd
 
-    from bayescpt.cli import main
-    from bayescpt.simulate import simulate_cpt
+    from bayescpt.cli.main import main
+    from bayescpt.cpt.simulate import simulate_cpt
 
     d = tmp_path_factory.mktemp("cpt")
     curves, truth = simulate_cpt(seed=3)

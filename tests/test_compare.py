@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bayescpt.cli import main
-from bayescpt.compare import differences, loo_table, parameter_table, shared_parameters
-from bayescpt.fit import Fit
+from bayescpt.cli.main import main
+from bayescpt.curves.compare import differences, loo_table, parameter_table, shared_parameters
+from bayescpt.curves.fit import Fit
 
 
 def test_a_fit_against_itself_differs_by_nothing(small_fit_file):

@@ -4,8 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayescpt import data
-from bayescpt.data import DataError
+from bayescpt.core import tables
+from bayescpt.curves import data
+from bayescpt.datasets import public
+from bayescpt.core.tables import DataError
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 GOOD = """run,step,lr,loss
@@ -89,27 +91,27 @@ def test_schedule_without_loss_for_prediction(tmp_path):
 
 
 def test_multipowerlaw_loader_and_bundle_match():
-    df = data.load_multipowerlaw(SHARED / "multipowerlaw")
+    df = public.load_multipowerlaw(SHARED / "multipowerlaw")
     assert df["run"].nunique() == 27 and df["loss"].notna().sum() == 6265
     sched = data.schedules_of(df)
     assert all(s.warmup_steps == 2160 for s in sched.values())
     assert sched["100M/cosine_24000"].lr[2160] == pytest.approx(3e-4)
     bundled = data.read_curves(Path(__file__).resolve().parents[1] / "data" / "multipowerlaw.csv")
-    assert data.data_hash(bundled) == data.data_hash(df)
+    assert tables.data_hash(bundled) == tables.data_hash(df)
 
 
 def test_olmo_loader():
-    df = data.load_olmo_ladder(SHARED / "olmo-ladder" / "peteish-moreeval",
+    df = public.load_olmo_ladder(SHARED / "olmo-ladder" / "peteish-moreeval",
                                val_sets=("c4_en", "dolma_stack"), runs=["190M-1xC", "1B-2xC"])
     assert set(df["val_set"]) == {"c4_en", "dolma_stack"}
     assert sorted(df["model_size"].unique()) == [190e6, 1e9]
     with pytest.raises(DataError, match="no validation set 'nope'"):
-        data.load_olmo_ladder(SHARED / "olmo-ladder" / "peteish-moreeval", val_sets=("nope",),
+        public.load_olmo_ladder(SHARED / "olmo-ladder" / "peteish-moreeval", val_sets=("nope",),
                               runs=["190M-1xC"])
 
 
 def test_decimate_keeps_schedule_and_decay_points():
-    df = data.load_multipowerlaw(SHARED / "multipowerlaw", sizes=("25",),
+    df = public.load_multipowerlaw(SHARED / "multipowerlaw", sizes=("25",),
                                  schedules=["wsd_20000_24000"])
     thin = data.decimate(df, points=40)
     kept = thin[thin["loss"].notna()]

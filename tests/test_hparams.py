@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayescpt.cli import main
-from bayescpt.data import DataError
+from bayescpt.cli.main import main
+from bayescpt.core.tables import DataError
 from bayescpt.hparams.data import cells, load_steplaw, read_grid, validate_grid
 from conftest import SHARED
 
@@ -324,7 +324,7 @@ def test_loss_law_recovers_known_exponents_and_cell_optima(sim_loss, capsys):
     assert np.all(np.abs(np.median(p["x_opt"], 0) - np.log(tc["lr_opt"])) < 0.2)
     assert np.all(np.abs(np.median(p["y_opt"], 0) - np.log(tc["batch_size_opt"])) < 0.2)
     # the fit command printed the law in L
-    from bayescpt.hparams.cli import law_text
+    from bayescpt.cli.hparams import law_text
 
     assert "L^(" in law_text(fit) and "N^(" not in law_text(fit)
 

@@ -21,7 +21,7 @@ def tiny_raw(tmp_path=None):
     """The bundled tiny config, with corpora from this repository (present in every clone)."""
     raw = tomllib.loads(TINY.read_text())
     raw["corpora"]["prose"]["paths"] = [str(ROOT / "*.md"), str(ROOT / "data" / "*.md")]
-    raw["corpora"]["python"]["paths"] = [str(ROOT / "bayescpt" / "*.py")]
+    raw["corpora"]["python"]["paths"] = [str(ROOT / "bayescpt" / "**" / "*.py")]
     for c in raw["corpora"].values():
         c["block_bytes"], c["val_every"] = 256, 5
     return raw
@@ -102,7 +102,7 @@ def test_corpus_split_is_deterministic_and_pinned(tmp_path):
 
 
 def test_missing_torch_is_a_one_line_hint(monkeypatch, tmp_path, capsys):
-    from bayescpt.cli import main
+    from bayescpt.cli.main import main
 
     cfg = tmp_path / "tiny.toml"
     cfg.write_text(toml_text(tiny_raw()))
@@ -114,7 +114,7 @@ def test_missing_torch_is_a_one_line_hint(monkeypatch, tmp_path, capsys):
 
 # ------------------------------------------------------------------ torch from here on
 def _run(tmp_path, name):
-    from bayescpt.cli import main
+    from bayescpt.cli.main import main
 
     cfg = tmp_path / "tiny.toml"
     cfg.write_text(toml_text(tiny_raw()))
@@ -136,7 +136,7 @@ def test_same_config_and_seed_give_bitwise_identical_curves(tiny_runs):
 
 
 def test_lab_output_is_the_cpt_data_model(tiny_runs):
-    from bayescpt.data import read_curves
+    from bayescpt.curves.data import read_curves
 
     _, (cfg_path, out), _ = tiny_runs
     df = pd.read_csv(out / "curves.csv")
@@ -174,7 +174,7 @@ def test_domain_loss_falls_during_cpt(tiny_runs):
 
 
 def test_refuses_to_overwrite_without_force(tiny_runs, capsys):
-    from bayescpt.cli import main
+    from bayescpt.cli.main import main
 
     tmp, (cfg, out), _ = tiny_runs
     assert main(["lab", "run", str(cfg), "--out", str(out), "--quiet"]) == 2
@@ -182,7 +182,7 @@ def test_refuses_to_overwrite_without_force(tiny_runs, capsys):
 
 
 def test_plot_writes_figures(tiny_runs, tmp_path):
-    from bayescpt.cli import main
+    from bayescpt.cli.main import main
 
     _, (_, out), _ = tiny_runs
     assert main(["lab", "plot", str(out / "curves.csv"), "--out", str(tmp_path)]) == 0
@@ -210,7 +210,7 @@ def test_bundled_data_is_what_the_grid_config_wrote():
     import hashlib
     import json
 
-    from bayescpt.data import read_curves
+    from bayescpt.curves.data import read_curves
 
     manifest = json.loads((BUNDLED / "manifest.json").read_text())
     text = gzip.decompress((BUNDLED / "curves.csv.gz").read_bytes())

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from bayescpt import schedules as S
-from bayescpt.laws import get_law
-from bayescpt.laws.multipower import MultiPowerLaw
+from bayescpt.core import schedules as S
+from bayescpt.curves.laws import get_law
+from bayescpt.curves.laws.multipower import MultiPowerLaw
 
 
 def test_annealing_mean_is_the_paper_formula():
@@ -156,7 +156,7 @@ def test_multipower_progress_option_is_the_paper_law_times_a_power_of_the_area()
 def test_multipower_progress_exponent_is_recovered_by_a_point_fit():
     """Curves simulated with kappa = 0.15 on the protocol's three training schedules: the Huber
     point fit of the progress law finds kappa within 0.05, that of the paper's law fits worse."""
-    from bayescpt import baseline
+    from bayescpt.curves import baseline
 
     law, paper = MultiPowerLaw(), MultiPowerLaw(progress=False)
     scheds = [S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160),

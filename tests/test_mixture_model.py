@@ -59,7 +59,7 @@ SIM = dict(seed=3, ratios=(0.2, 0.35, 0.5, 0.65, 0.8), tokens=(2000, 4000, 6000,
 
 @pytest.fixture(scope="module")
 def sim_fit(tmp_path_factory):
-    from bayescpt.cli import main
+    from bayescpt.cli.main import main
 
     tmp = tmp_path_factory.mktemp("mix")
     data = tmp / "sim.csv"
@@ -91,7 +91,7 @@ def test_recovers_known_cmr(sim_fit, eps):
 
 
 def test_cmr_cli_json_and_plot(sim_fit):
-    from bayescpt.cli import main
+    from bayescpt.cli.main import main
 
     tmp, _, fit = sim_fit
     out, png = tmp / "cmr.json", tmp / "cmr.png"
@@ -124,8 +124,8 @@ def test_cmr_cli_json_and_plot(sim_fit):
 
 
 def test_wrong_law_file_is_refused(sim_fit, tmp_path, capsys):
-    from bayescpt.cli import main
-    from bayescpt.fitfile import FitError
+    from bayescpt.cli.main import main
+    from bayescpt.core.fitfile import FitError
     from bayescpt.mixture.model import MixtureFit
 
     fit = MixtureFit.load(sim_fit[2])
@@ -141,9 +141,9 @@ def test_wrong_law_file_is_refused(sim_fit, tmp_path, capsys):
 def test_plugin_registered_and_fit_input_errors(tmp_path, capsys):
     """`bayescpt mixture` comes from PLUGINS; bad input and existing outputs stop before any
     sampling with one line, no traceback."""
-    from bayescpt.cli import PLUGINS, main
+    from bayescpt.cli.main import PLUGINS, main
 
-    assert "mixture.cli" in PLUGINS
+    assert "cli.mixture" in PLUGINS
     bad = tmp_path / "bad.csv"
     bad.write_text("run,model_size,ratio,tokens,val_set,val_role,loss\n"
                    "a,70e6,0.5,0,gen,general,2.9\na,70e6,0.5,100,gen,general,-1\n")
@@ -158,7 +158,7 @@ def test_plugin_registered_and_fit_input_errors(tmp_path, capsys):
 
 
 def test_config_command_prints_the_defaults(capsys):
-    from bayescpt.cli import main
+    from bayescpt.cli.main import main
     from bayescpt.mixture.model import default_config
 
     assert main(["mixture", "config"]) == 0
@@ -174,7 +174,7 @@ def test_model_starts_at_the_prior_centre(cfg):
     centre with a finite log density (a start at m = 0 or run_sd = 1 once trapped a chain)."""
     import pandas as pd
 
-    from bayescpt.hierarchy import merge_config
+    from bayescpt.core.config import merge_config
     from bayescpt.mixture.model import build_model, default_config, prepare
 
     kw = dict(ratios=(0.2, 0.5, 0.8), tokens=(2000, 6000, 10000))

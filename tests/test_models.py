@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayescpt.cli import load_any_fit, main
+from bayescpt.cli.main import load_any_fit, main
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
@@ -18,10 +18,10 @@ FILES = sorted(MODELS.glob("*.nc"))
 def _bundled_table(name):
     """The table a reference fit was made from (as models/build.py builds it)."""
     if name.endswith("multipowerlaw"):
-        from bayescpt.demo import bundled_multipowerlaw, split
+        from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 
         return split(bundled_multipowerlaw())[0]
-    from bayescpt.data import read_curves
+    from bayescpt.curves.data import read_curves
 
     return read_curves(ROOT / "data" / "cpt_simulated.csv")
 
@@ -47,7 +47,7 @@ def test_reference_fit_loads_and_passes_the_diagnostics(path):
 @pytest.mark.parametrize("name", ["annealing_multipowerlaw", "multipower_multipowerlaw",
                                   "cpt_simulated"])
 def test_reference_fit_was_made_from_the_bundled_data(name):
-    from bayescpt.data import data_hash
+    from bayescpt.core.tables import data_hash
 
     fit = load_any_fit(MODELS / f"{name}.nc")
     assert fit.meta["data_hash"] == data_hash(_bundled_table(name))
@@ -66,10 +66,10 @@ def test_the_hparams_and_mixture_fits_match_their_bundled_tables():
 def test_plan_on_the_reference_fit_meets_its_chance_constraint_independently():
     """The chosen plan's P(rise <= eps), re-estimated with other new-run deviations (another
     seed), still meets 1 - delta within Monte Carlo error; the Pareto front is monotone."""
-    from bayescpt.data import read_curves
-    from bayescpt.demo import CPT_DATA, PLAN
-    from bayescpt.fit import Fit
-    from bayescpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
+    from bayescpt.curves.data import read_curves
+    from bayescpt.datasets.bundled import CPT_DATA, PLAN
+    from bayescpt.curves.fit import Fit
+    from bayescpt.cpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
 
     fit = Fit.load(MODELS / "cpt_simulated.nc", law="cpt")
     pt = pt_schedule_from_table(read_curves(CPT_DATA, need_loss=False), "pt@10000/cosine")
@@ -139,7 +139,7 @@ def test_mixture_check_follows_the_critical_ratio():
     check passes are those whose domain share is at most the CMR at that risk."""
     from bayescpt.mixture.decide import feasibility
     from bayescpt.mixture.model import MixtureFit
-    from bayescpt.plan import mixture_check, plan_grid
+    from bayescpt.cpt.plan import mixture_check, plan_grid
 
     mix = MixtureFit.load(MODELS / "mixture_ct70m.nc")
     plans = plan_grid([8000], ["cosine"], [1e-4], [1000],
@@ -200,8 +200,8 @@ def test_a_multipower_fit_saved_before_the_progress_term_loads_as_the_papers_law
 
     import arviz as az
 
-    from bayescpt.fit import Fit
-    from bayescpt.predict import predict_frame
+    from bayescpt.curves.fit import Fit
+    from bayescpt.curves.predict import predict_frame
 
     idata = az.from_netcdf(MODELS / "multipower_multipowerlaw.nc")
     post = idata.posterior

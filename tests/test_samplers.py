@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bayescpt.fit import Fit
+from bayescpt.curves.fit import Fit
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bayescpt import schedules as S
+from bayescpt.core import schedules as S
 
 
 def brute_force_areas(lr, lam):

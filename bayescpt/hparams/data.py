@@ -21,7 +21,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import MAX_RAW_LR, MIN_MODEL_SIZE, DataError, _where, read_text_csv, start_table
+from bayescpt.core.tables import (
+    MAX_RAW_LR,
+    MIN_MODEL_SIZE,
+    DataError,
+    read_text_csv,
+    start_table,
+    where,
+)
 
 REQUIRED = ("model_size", "tokens", "lr", "batch_size", "loss")
 DEFAULT_GROUP = "default"
@@ -49,7 +56,7 @@ def _numbers(df, column, source, lines) -> pd.Series:
     if bad.any():
         i = int(bad.to_numpy().argmax())
         what = "empty" if text.iloc[i] == "" else f"value {df[column].iloc[i]!r} is not a number"
-        raise DataError(f"{_where(source, column=column, line=lines[i])}: {what}; every run needs "
+        raise DataError(f"{where(source, column=column, line=lines[i])}: {what}; every run needs "
                         f"a number in {column!r}")
     return values.astype(float)
 
@@ -62,7 +69,7 @@ def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) 
 
     def fail(mask, column, expected):
         i = int(np.asarray(mask).argmax())
-        raise DataError(f"{_where(source, column=column, line=lines[i])}: value "
+        raise DataError(f"{where(source, column=column, line=lines[i])}: value "
                         f"{float(df[column].iloc[i])!r}; expected {expected}")
 
     checks = [
@@ -97,11 +104,11 @@ def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) 
     if dup.any():
         i = int(dup.argmax())
         first = int(df.duplicated(key, keep=False).to_numpy().argmax())
-        where = f"line {lines[first]}" if lines[first] is not None else f"row {first}"
-        raise DataError(f"{_where(source, line=lines[i])}: duplicate run (group "
+        first_at = f"line {lines[first]}" if lines[first] is not None else f"row {first}"
+        raise DataError(f"{where(source, line=lines[i])}: duplicate run (group "
                         f"{df['group'].iloc[i]!r}, model_size {df['model_size'].iloc[i]:g}, tokens "
                         f"{df['tokens'].iloc[i]:g}, lr {df['lr'].iloc[i]:g}, batch_size "
-                        f"{df['batch_size'].iloc[i]:g}) also on {where}; average repeats first")
+                        f"{df['batch_size'].iloc[i]:g}) also on {first_at}; average repeats first")
     for (grp, n, d), c in df.groupby(["group", "model_size", "tokens"], sort=True):
         for column in ("lr", "batch_size"):
             if c[column].nunique() < MIN_LEVELS:

@@ -67,12 +67,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import __version__
-from ..diagnostics import Diagnostics, summarize, warn_if_bad
-from ..hierarchy import merge_config
-from ..fitfile import FORMAT, FitError, load_idata, save_idata
-from ..sampling import resolve_settings, sample_model
-from .data import cells, grid_hash
+from bayescpt import __version__
+from bayescpt.core.config import merge_config
+from bayescpt.core.diagnostics import Diagnostics, summarize, warn_if_bad
+from bayescpt.core.fitfile import FORMAT, FitError, load_idata, save_idata
+from bayescpt.core.sampling import resolve_settings, sample_model
+from bayescpt.hparams.data import cells, grid_hash
 
 LAW = "hparams"
 OPTIMUM_LAWS = ("size_tokens", "compute", "loss")

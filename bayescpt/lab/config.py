@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import schedules as S
+from bayescpt.core import schedules as S
 
 BUILDERS = ("constant", "cosine", "wsd", "rewarmup", "multistep", "cyclic")
 ROLES = ("general", "domain", "other")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-
 KEYS = ["size", "transfer", "cpt_steps", "replay_ratio"]
 
 

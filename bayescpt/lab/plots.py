@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..plots import _pyplot
+from bayescpt.core.plotting import pyplot
+from bayescpt.lab.phenomena import per_run
 
-plt = _pyplot()   # Agg unless a backend was chosen (a notebook's inline one)
+plt = pyplot()   # Agg unless a backend was chosen (a notebook's inline one)
 
 FACTORS = ("schedule", "transfer", "replay_ratio", "size", "cpt_steps")
 
@@ -70,7 +71,6 @@ def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, 
 def plot_all(curves_path, runs_path, out_dir) -> list[Path]:
     """One PNG per factor that varies around the reference run, and ``phenomena.csv``
     (:func:`bayescpt.lab.phenomena.per_run`); returns the paths written."""
-    from .phenomena import per_run
 
     curves = pd.read_csv(curves_path)
     runs = pd.read_csv(runs_path)

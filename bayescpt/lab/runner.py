@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import require_torch
-from .config import CptRun, LabConfig
-from .corpora import Corpus, load_corpus
+import bayescpt
+from bayescpt.lab import require_torch
+from bayescpt.lab.config import LabConfig
+from bayescpt.lab.corpora import Corpus, load_corpus
 
 COLUMNS = ["run", "step", "lr", "loss", "val_set", "val_role", "phase", "replay_ratio",
            "model_size"]
@@ -60,7 +61,7 @@ class Trainer:
     """One model size: the model, its AdamW optimizer and evaluation on the validation sets."""
 
     def __init__(self, torch, cfg: LabConfig, size: str, val: dict):
-        from .model import ByteLM
+        from bayescpt.lab.model import ByteLM
 
         self.torch, self.cfg, tr = torch, cfg, cfg.train
         torch.manual_seed(derive_seed(cfg.seed, "init", size))
@@ -212,7 +213,6 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
     _atomic_write(curves_path, text)
     _atomic_write(out_dir / "runs.csv", pd.DataFrame(run_info).to_csv(index=False,
                                                                         lineterminator="\n"))
-    import bayescpt
     manifest = {
         "config_name": cfg.name, "config_source": cfg.source, "config": cfg.raw,
         "seed": cfg.seed,

@@ -26,7 +26,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import MIN_MODEL_SIZE, DataError, _where, read_text_csv, start_table
+from bayescpt.core.tables import (
+    MIN_MODEL_SIZE,
+    DataError,
+    read_text_csv,
+    start_table,
+    where,
+)
 
 COLUMNS = ("run", "model_size", "ratio", "tokens", "val_set", "val_role", "loss")
 ROLES = ("general", "domain")
@@ -49,7 +55,7 @@ def _numbers(df, col, source, lines) -> pd.Series:
     if bad.any():
         i = int(bad.to_numpy().argmax())
         what = "empty" if text.iloc[i] in ("", "nan", "None") else f"value {df[col].iloc[i]!r}"
-        raise DataError(f"{_where(source, df['run'].iloc[i], col, line=lines[i])}: {what}; "
+        raise DataError(f"{where(source, df['run'].iloc[i], col, line=lines[i])}: {what}; "
                         "expected a number")
     return vals.astype(float)
 
@@ -59,7 +65,7 @@ def _fail(source, df, lines, mask, col, expected, raw=None):
     value = (raw if raw is not None else df)[col].iloc[i]
     if not isinstance(value, str):
         value = f"{float(value):g}" if isinstance(value, (float, np.floating)) else str(value)
-    raise DataError(f"{_where(source, df['run'].iloc[i], col, line=lines[i])}: value "
+    raise DataError(f"{where(source, df['run'].iloc[i], col, line=lines[i])}: value "
                     f"{value!r}; expected {expected}")
 
 
@@ -72,7 +78,7 @@ def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = 
         empty = (s == "") | df[col].isna() | (s.str.lower() == "nan")
         if empty.any():
             i = int(empty.to_numpy().argmax())
-            raise DataError(f"{_where(source, column=col, line=lines[i])}: empty; every row "
+            raise DataError(f"{where(source, column=col, line=lines[i])}: empty; every row "
                             f"needs a {col}")
         df[col] = s
     raw = df.copy()
@@ -105,7 +111,7 @@ def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = 
         if (n > 1).any():
             r = n.index[n > 1][0]
             vals = sorted(df.loc[df["run"] == r, col].unique())
-            raise DataError(f"{_where(source, r, col)}: several values {vals}; a run has one "
+            raise DataError(f"{where(source, r, col)}: several values {vals}; a run has one "
                             f"{col}")
     n = df.groupby("val_set")["val_role"].nunique()
     if (n > 1).any():
@@ -115,7 +121,7 @@ def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = 
     dup = df.duplicated(["run", "val_set", "tokens"])
     if dup.any():
         i = int(dup.to_numpy().argmax())
-        raise DataError(f"{_where(source, df['run'].iloc[i], 'tokens', line=lines[i])}: "
+        raise DataError(f"{where(source, df['run'].iloc[i], 'tokens', line=lines[i])}: "
                         f"{df['tokens'].iloc[i]:g} appears twice for val_set "
                         f"{df['val_set'].iloc[i]!r}; each (run, val_set, tokens) appears once")
     trained = df[df["tokens"] > 0]

@@ -27,22 +27,20 @@ nutpie's start (near 0 unconstrained) is the prior centre.
 
 from __future__ import annotations
 
-import copy
 import json
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import __version__
-from ..diagnostics import Diagnostics, summarize, warn_if_bad
-from ..fitfile import FORMAT, load_idata, save_idata
-from ..hierarchy import merge_config
-from ..sampling import resolve_settings, sample_model
-from .data import ROLES, mixture_hash
+from bayescpt import __version__
+from bayescpt.core.config import merge_config
+from bayescpt.core.diagnostics import Diagnostics, summarize, warn_if_bad
+from bayescpt.core.fitfile import FORMAT, load_idata, save_idata
+from bayescpt.core.sampling import resolve_settings, sample_model
+from bayescpt.mixture.data import ROLES, baselines, mixture_hash
 
 LAW = "mixture"
 RATIO_FORMS = ("power", "exp")
@@ -149,7 +147,6 @@ class Prepared:
 
 def prepare(df: pd.DataFrame, cfg: dict) -> Prepared:
     """Index a validated mixture table for the model (see :class:`Prepared`)."""
-    from .data import baselines
 
     pts = df[df["tokens"] > 0].copy()
     final = pts.groupby(["run", "val_set"])["tokens"].transform("max")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decide import pick_group
-from .model import MixtureFit
+from bayescpt.core.plotting import pyplot
+from bayescpt.mixture.decide import pick_group
+from bayescpt.mixture.model import MixtureFit
 
 
 def _observed(fit: MixtureFit, gi: int, tokens: float):
@@ -25,9 +26,8 @@ def plot_cmr(fit: MixtureFit, results: list[dict], path=None, prob: float = 0.9,
     ratio (band, baseline), P(feasible) vs ratio with the CMR's interval, and R_CMR(T) when the
     results hold ``cmr_vs_tokens``. ``results`` are :func:`bayescpt.mixture.decide.cmr_report`
     dicts. Returns the Figure (saved to ``path`` when given)."""
-    from ..plots import _pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
 
     budget = any("cmr_vs_tokens" in r for r in results)
     ncols = 4 if budget else 3
@@ -113,9 +113,8 @@ def plot_loss_vs_ratio(fit: MixtureFit, model_size, val_set: str, tokens: float,
                        prob: float = 0.9, held_out=None, ax=None, title: str = ""):
     """Loss vs ratio at ``tokens`` with the law's band and predictive interval; ``held_out``
     rows (ratio, loss) are drawn in red."""
-    from ..plots import _pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
 
     gi = fit.group_index(model_size, val_set)
     R = np.linspace(min(fit.r_lo, *(held_out["ratio"] if held_out is not None else [1])) * 0.9,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .data import validate_mixture
-from .model import law_mean
+from bayescpt.mixture.data import validate_mixture
+from bayescpt.mixture.model import law_mean
 
 #: a CPT setting like the Data Mixing Laws one (loss in nats; tokens in steps)
 DEFAULT_TRUTH = {

@@ -1,0 +1,133 @@
+"""The quick start on bundled data, end to end: fit -> diagnose -> predict -> compare -> plan.
+
+1. fits the law on the multi-power-law authors' training split (``cosine_24000, constant_24000,
+   wsdcon_9`` at 25M/100M/400M) with NUTS; saves the fit;
+2. prints and draws its diagnostics (rank plots, energy, the most correlated pair);
+3. predicts the six other schedules per size with 90 % intervals, reports error and coverage,
+   draws the curves;
+4. compares it with the other LR-schedule law's reference fit of the same runs
+   (``models/``): forest plot of the shared parameters and PSIS-LOO;
+5. plans a CPT run on the reference CPT-law fit (``models/cpt_simulated.nc``): the
+   chance-constrained choice among schedule shapes, peak LRs, lengths and checkpoints, its
+   Pareto front as CSV and plot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bayescpt.core.plotting import plot_diagnostics
+from bayescpt.cpt.plan import (
+    decide,
+    evaluate,
+    plan_grid,
+    pt_schedule_from_table,
+    write_plans,
+)
+from bayescpt.cpt.plots import plot_plans
+from bayescpt.curves.compare import loo_table, parameter_table, shared_parameters
+from bayescpt.curves.data import read_curves
+from bayescpt.curves.fit import Fit
+from bayescpt.curves.plots import plot_forest, plot_predictions
+from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.scores import percent_text, score
+from bayescpt.datasets.bundled import (
+    CPT_DATA,
+    CPT_REFERENCE,
+    MODELS,
+    PLAN,
+    TRAIN_SCHEDULES,
+    bundled_multipowerlaw,
+    split,
+)
+
+
+def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int = 0,
+             force: bool = False, log=print) -> dict:
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    other = "multipower" if law == "annealing" else "annealing"
+    names = {"fit": f"{law}_fit.nc", "predictions": f"{law}_predictions.csv",
+             "predictions_png": f"{law}_predictions.png", "diagnostics_png": f"{law}_diagnostics.png",
+             "compare_png": f"{law}_vs_{other}_forest.png", "plans": "cpt_plans.csv",
+             "plans_png": "cpt_plans.png"}
+    targets = {k: out / v for k, v in names.items()}
+    for t in targets.values():
+        if t.exists() and not force:
+            raise FileExistsError(f"{t} exists; pass --force to replace the demo outputs")
+    df = bundled_multipowerlaw()
+    train, test = split(df)
+    log(f"[1/5] fitting the {law} law on {train['run'].nunique()} training curves "
+        f"({', '.join(TRAIN_SCHEDULES)} x 3 sizes) with NUTS ...")
+    fit = Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False)
+    fit.save(targets["fit"], overwrite=force)
+    diag = fit.diagnostics()
+    log(f"[2/5] diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
+        f"divergences {diag.divergences} -> {'OK' if diag.ok else 'PROBLEMS'}")
+    for msg in diag.problems():
+        log(f"      warning: {msg}")
+    plot_diagnostics(fit.idata, diag, targets["diagnostics_png"],
+                     title=f"{law} law on the multipowerlaw runs: sampler diagnostics")
+    log(f"[3/5] predicting {test['run'].nunique()} unseen schedules with 90 % intervals ...")
+    pred = predict_frame(fit, test, prob=0.9, seed=seed)
+    pred.to_csv(targets["predictions"], index=False, float_format="%.6g")
+    table = score(pred)
+    log(percent_text(table))
+    plot_predictions(pred, targets["predictions_png"], prob=0.9,
+                     title=f"{law} law: unseen schedules, posterior mean and 90 % intervals")
+    result = {"fit": fit, "predictions": pred, "score": table, "diagnostics": diag}
+    result["loo"] = _compare(fit, law, other, targets["compare_png"], log)
+    result["plans"] = _plan(targets["plans"], targets["plans_png"], seed, log)
+    log("wrote " + ", ".join(str(t) for t in targets.values() if t.exists()))
+    return result
+
+
+def _compare(fit, law: str, other: str, path: Path, log):
+    """Step 4: this fit beside the other law's reference fit of the same runs."""
+
+    ref_path = MODELS / f"{other}_multipowerlaw.nc"
+    if not ref_path.exists():
+        log(f"[4/5] skipped: no reference fit {ref_path}")
+        return None
+    ref = Fit.load(ref_path, law=other)
+    labels = [f"{law} (this fit)", f"{other} (models/)"]
+    loo = loo_table([fit, ref], labels)
+    if loo is None:
+        log(f"[4/5] {ref_path.name} was fitted on other data (its data hash differs): "
+            "no LOO comparison")
+    else:
+        log("[4/5] PSIS-LOO on the same runs (higher elpd is better):")
+        log(loo[["rank", "elpd_loo", "p_loo", "elpd_diff", "dse"]].to_string(
+            float_format=lambda v: f"{v:.1f}"))
+    params = shared_parameters([fit, ref])
+    table = parameter_table([fit, ref], labels)
+    plot_forest(table[table["param"].isin(params)], path)
+    return loo
+
+
+def _plan(csv: Path, png: Path, seed: int, log):
+    """Step 5: a chance-constrained CPT plan on the reference CPT-law fit."""
+
+    if not CPT_REFERENCE.exists():
+        log(f"[5/5] skipped: no reference fit {CPT_REFERENCE}")
+        return None
+    fit = Fit.load(CPT_REFERENCE, law="cpt")
+    pt = pt_schedule_from_table(read_curves(CPT_DATA, need_loss=False), "pt@10000/cosine")
+    plans = plan_grid(PLAN["transfers"], PLAN["shapes"], PLAN["peak_lrs"], PLAN["steps"])
+    draws = evaluate(fit, pt, plans, seed=seed)
+    table = decide(draws, PLAN["tolerance"], PLAN["risk"])
+    log(f"[5/5] planning CPT on {CPT_REFERENCE.name} (simulated PT -> CPT runs, paper Fig. 3 "
+        f"values): {len(plans)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s")
+    write_plans(table, csv)
+    chosen = table[table["chosen"]]
+    if len(chosen):
+        c = chosen.iloc[0]
+        log(f"      chosen: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps from"
+            f" PT step {int(c['transfer'])}: domain loss {c['domain_mean']:.4f} "
+            f"[{c['domain_lower']:.4f}, {c['domain_upper']:.4f}], P(general rise <= "
+            f"{PLAN['tolerance']:g}) = {c['p_within_tolerance']:.3f}")
+    else:
+        log("      no plan keeps the general rise within tolerance at this risk")
+    plot_plans(table, png, PLAN["tolerance"], PLAN["risk"])
+    return table

@@ -1,0 +1,245 @@
+"""``bayescpt hparams fit|predict|plot``: the optimal-LR / batch-size law on the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from bayescpt.cli.main import _load_config, _verdict, sample_and_save
+from bayescpt.core.tables import DataError
+from bayescpt.hparams.data import describe_grid, grid_hash, load_steplaw, read_grid
+from bayescpt.hparams.model import HparamsFit
+from bayescpt.hparams.plots import plot_fit, plot_optimum
+from bayescpt.hparams.predict import predict_optimum
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _refuse_overwrite(path, force: bool) -> None:
+    if path is not None and Path(path).exists() and not force:
+        raise FileExistsError(f"{path} exists; choose another --out or pass --force to replace it")
+
+
+def read_any_grid(path):
+    """A grid CSV in bayescpt's columns, or the Step Law file (recognised by its header)."""
+    import pandas as pd
+
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    try:
+        head = list(pd.read_csv(path, nrows=0).columns)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    if {"N", "D", "bs", "smooth loss"} <= set(head) and "model_size" not in head:
+        return load_steplaw(path)
+    return read_grid(path)
+
+
+def _number_list(text: str) -> list[float]:
+    """``1e-3,2e-3,4e-3`` -> [0.001, 0.002, 0.004] (argparse type; a clear message otherwise)."""
+    import argparse
+
+    out = []
+    for item in text.split(","):
+        try:
+            v = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"value {item.strip()!r} in {text!r} is not a number; expected comma-separated "
+                "positive numbers, e.g. 1e-3,2e-3,4e-3") from None
+        if not (v > 0 and math.isfinite(v)):
+            raise argparse.ArgumentTypeError(f"value {item.strip()!r} in {text!r}; expected a "
+                                             "positive number")
+        out.append(v)
+    return out
+
+
+def add_commands(sub, sampler_args) -> dict:
+    hp = sub.add_parser("hparams", help="optimal learning rate and batch size (Zhou et al.'s "
+                        "equivalent-compute law): fit an LR x batch grid, predict for CPT",
+                        description="Fit one hierarchical model to an LR x batch-size grid of runs "
+                        "over (model size, tokens) cells; predict the optimal LR and batch size "
+                        "with credible intervals for a new run or a continual pre-training run.")
+    hsub = hp.add_subparsers(dest="hp_command", required=True, metavar="SUBCOMMAND")
+
+    f = hsub.add_parser("fit", help="fit the stage-1 model to a grid CSV",
+                        description="GRID.csv: one row per run, columns model_size, tokens, lr, "
+                        "batch_size (tokens), loss [, group]; or the Step Law file "
+                        "dense_lr_bs_loss.csv (recognised by its header).")
+    f.add_argument("data", type=Path, metavar="GRID.csv")
+    f.add_argument("--out", required=True, type=Path, metavar="HP.nc")
+    f.add_argument("--optimum-law", choices=["size_tokens", "compute", "loss"], default=None,
+                   help="optimum as power laws in N and D (size_tokens, default), in C = 6ND "
+                   "only (compute), or in the cell's best loss L (loss: Zhou et al.'s "
+                   "LR_opt(L), B_opt(L); prediction at L(C_total))")
+    f.add_argument("--plot", type=Path, metavar="PNG", help="also write the fit's plot here")
+    sampler_args(f)
+
+    p = hsub.add_parser("predict", help="optimal LR and batch size with intervals",
+                        description="A fresh run (--n-params, --tokens), or continual "
+                        "pre-training from a checkpoint with validation loss --init-loss for "
+                        "--cpt-tokens tokens (--tokens is then the checkpoint's own budget, "
+                        "reported for comparison only). lr_opt and batch_size_opt are the smooth "
+                        "loss bowl's optimum. With --grid-lrs and --grid-batches (a planned grid "
+                        "search, every pair one run) the output also has grid_best: per "
+                        "posterior draw the grid run with the lowest predicted loss (bowl + run "
+                        "noise), summarised as lr and batch_size intervals (grid values) and the "
+                        "most probable grid points. Use it to check a grid brackets the optimum "
+                        "and to judge a grid search's winner against the law.")
+    p.add_argument("fit", type=Path, metavar="HP.nc")
+    p.add_argument("--n-params", required=True, type=float, metavar="N",
+                   help="non-embedding parameters, e.g. 4.3e8")
+    p.add_argument("--tokens", type=float, metavar="D", help="training tokens, e.g. 2e10")
+    p.add_argument("--init-loss", type=float, metavar="L",
+                   help="the checkpoint's validation loss on the target data (nats)")
+    p.add_argument("--init-loss-sd", type=float, metavar="SD",
+                   help="its measurement noise (default: the fitted run noise at the optimum)")
+    p.add_argument("--cpt-tokens", type=float, metavar="DC", help="continual pre-training tokens")
+    p.add_argument("--grid-lrs", type=_number_list, metavar="LR1,LR2,...",
+                   help="the learning rates of a grid search you plan (with --grid-batches): "
+                   "also predict where its best run will be (JSON block grid_best)")
+    p.add_argument("--grid-batches", type=_number_list, metavar="B1,B2,...",
+                   help="the batch sizes (tokens) of that grid; every (LR, batch) pair is a run")
+    p.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, metavar="OUT.json", help="write the result as JSON")
+    p.add_argument("--plot", type=Path, metavar="OPT.png",
+                   help="draw the optimum's posterior in (LR, batch), and the grid's best run")
+    p.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+
+    q = hsub.add_parser("plot", help="plot a fit: a cell's loss surface, optima per cell with "
+                        "intervals, the fitted power laws")
+    q.add_argument("fit", type=Path, metavar="HP.nc")
+    q.add_argument("data", type=Path, metavar="GRID.csv", help="the grid the fit was made on")
+    q.add_argument("--out", required=True, type=Path, metavar="PNG")
+    q.add_argument("--force", action="store_true", help="replace an existing --out file")
+    return {"hparams": run}
+
+
+def run(a) -> int:
+    return {"fit": cmd_fit, "predict": cmd_predict, "plot": cmd_plot}[a.hp_command](a)
+
+
+def cmd_fit(a) -> int:
+
+    _refuse_overwrite(a.out, a.force)
+    _refuse_overwrite(a.plot, a.force)
+    df = read_any_grid(a.data)
+    cfg = _load_config(a.config) or {}
+    if a.optimum_law:
+        cfg["optimum_law"] = a.optimum_law
+    if not a.quiet:
+        _say(f"data: {a.data} {describe_grid(df)}")
+        _say("fitting the hyperparameter law (compiling, then sampling; a few minutes on 2 cores)")
+    fit, diag = sample_and_save(a, lambda **kw: HparamsFit.run(df, config=cfg, **kw))
+    print(law_text(fit))
+    if a.plot:
+
+        plot_fit(fit, df, a.plot)
+        if not a.quiet:
+            _say(f"wrote {a.plot}")
+    return _verdict(diag, a.strict)
+
+
+def law_text(fit) -> str:
+    """The fitted laws in the usual units (posterior means, 90 % intervals)."""
+    import numpy as np
+
+    r = fit.refs
+
+    def iv(v):
+        lo, hi = np.quantile(v, [0.05, 0.95])
+        return f"{v.mean():.3f} [{lo:.3f}, {hi:.3f}]"
+
+    if fit.config["optimum_law"] == "loss":
+        post = fit.draws(["a_lr", "bL_lr", "a_bs", "bL_bs", "L0", "A", "g"])
+        # ln lr = a + bL (ln L - ln L_ref): coefficient at L = 1 nat
+        c_lr = post["a_lr"] - post["bL_lr"] * r.ln_l
+        c_bs = post["a_bs"] - post["bL_bs"] * r.ln_l
+        return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} L^({iv(post['bL_lr'])})\n"
+                f"B_opt  = {math.exp(np.mean(c_bs)):.3g} L^({iv(post['bL_bs'])})  (tokens; L = "
+                "best loss in nats, at L(C) for a prediction)\n"
+                f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
+                f"A {iv(post['A'])}, g {iv(post['g'])}")
+    post = fit.draws(["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "L0", "A", "g"])
+
+    # ln lr = a + bN (ln N - ln N_ref) + bD (ln D - ln D_ref): intercept at N = D = 1
+    c_lr = post["a_lr"] - post["bN_lr"] * r.ln_n - post["bD_lr"] * r.ln_d
+    c_bs = post["a_bs"] - post["bN_bs"] * r.ln_n - post["bD_bs"] * r.ln_d
+    return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} N^({iv(post['bN_lr'])}) "
+            f"D^({iv(post['bD_lr'])})\n"
+            f"B_opt  = {math.exp(np.mean(c_bs)):.3g} N^({iv(post['bN_bs'])}) "
+            f"D^({iv(post['bD_bs'])})  (tokens)\n"
+            f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
+            f"A {iv(post['A'])}, g {iv(post['g'])}")
+
+
+def cmd_predict(a) -> int:
+
+    _refuse_overwrite(a.out, a.force)
+    _refuse_overwrite(a.plot, a.force)
+    fit = HparamsFit.load(a.fit)
+    if (a.grid_lrs is None) != (a.grid_batches is None):
+        raise ValueError("--grid-lrs and --grid-batches go together (the grid's learning rates "
+                         "and its batch sizes in tokens)")
+    res = predict_optimum(fit, a.n_params, tokens=a.tokens, init_loss=a.init_loss,
+                          cpt_tokens=a.cpt_tokens, init_loss_sd=a.init_loss_sd, prob=a.prob,
+                          seed=a.seed, grid_lrs=a.grid_lrs, grid_batch_sizes=a.grid_batches,
+                          keep_draws=a.plot is not None)
+    if a.plot is not None:
+
+        plot_optimum(res, a.plot)
+        _say(f"wrote {a.plot}")
+    res.pop("_draws", None)
+    for w in res["warnings"]:
+        _say(f"warning: {w}")
+    text = json.dumps(res, indent=2)
+    if a.out:
+        tmp = a.out.with_name(a.out.name + ".tmp")
+        tmp.write_text(text + "\n")
+        tmp.replace(a.out)
+        _say(f"wrote {a.out}")
+    print(text if not a.out else _short(res))
+    return 0
+
+
+def _short(res: dict) -> str:
+    def f(d, unit=""):
+        if d["median"] is None:
+            return "unbounded (see warnings)"
+        lo = "open" if d["lower"] is None else f"{d['lower']:.3g}"
+        hi = "open" if d["upper"] is None else f"{d['upper']:.3g}"
+        return f"{d['median']:.3g}{unit} [{lo}, {hi}]"
+
+    lines = [f"lr_opt          {f(res['lr_opt'])}",
+             f"batch_size_opt  {f(res['batch_size_opt'], ' tokens')}"]
+    for k in ("C_pre", "C_total"):
+        if k in res:
+            lines.append(f"{k:<15} {f(res[k], ' FLOPs')}")
+    if "grid_best" in res:
+        g = res["grid_best"]
+        lines.append(f"grid best lr    {f(g['lr'])}")
+        lines.append(f"grid best batch {f(g['batch_size'], ' tokens')}")
+        lines.append("grid best run   " + ", ".join(  # probabilities over all draws
+            f"lr {q['lr']:.3g} batch {q['batch_size']:.3g}: {q['prob']:.0%}"
+            for q in g["points"][:3]))
+    return "\n".join(lines)
+
+
+def cmd_plot(a) -> int:
+
+    _refuse_overwrite(a.out, a.force)
+    fit = HparamsFit.load(a.fit)
+    df = read_any_grid(a.data)
+
+    if fit.meta.get("data_hash") != grid_hash(df):
+        _say(f"warning: {a.data} is not the grid {a.fit} was fitted on (data hash differs)")
+    plot_fit(fit, df, a.out)
+    _say(f"wrote {a.out}")
+    return 0

@@ -1,0 +1,58 @@
+"""``bayescpt lab run CONFIG --out DIR`` and ``bayescpt lab plot CURVES --out DIR``.
+
+Works without torch installed: the run command then stops with a one-line hint to install the
+``lab`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bayescpt.cli.main import _say
+from bayescpt.lab.config import load_config
+from bayescpt.lab.plots import plot_all
+from bayescpt.lab.runner import run_lab
+
+
+def add_commands(sub, sampler_args) -> dict:
+    lab = sub.add_parser("lab", help="train tiny LMs on a CPU to make real CPT loss curves",
+                         description="The CPT lab: pre-train small byte-level transformers, "
+                         "continue them on a second corpus with given LR schedules, and write the "
+                         "loss curves in the CPT data model (needs the 'lab' extra: torch).")
+    lsub = lab.add_subparsers(dest="lab_command", required=True, metavar="LAB_COMMAND")
+    r = lsub.add_parser("run", help="run an experiment config (TOML) and write DIR/curves.csv",
+                        description="Run a lab config and write DIR/curves.csv (CPT data model), "
+                        "DIR/runs.csv (one row per run) and DIR/manifest.json.")
+    r.add_argument("config", type=Path, metavar="CONFIG.toml")
+    r.add_argument("--out", required=True, type=Path, metavar="DIR")
+    r.add_argument("--force", action="store_true", help="replace an existing DIR/curves.csv")
+    r.add_argument("--quiet", action="store_true", help="no progress output")
+    p = lsub.add_parser("plot", help="plot lab curves (general/domain loss, LR) to PNGs",
+                        description="One PNG per figure of the lab report, written to DIR.")
+    p.add_argument("curves", type=Path, metavar="CURVES.csv")
+    p.add_argument("--runs", type=Path, metavar="RUNS.csv",
+                   help="the runs.csv written beside the curves (default: next to CURVES.csv)")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR")
+    return {"lab": _dispatch}
+
+
+def _dispatch(a: argparse.Namespace) -> int:
+
+    if a.lab_command == "run":
+
+        cfg = load_config(a.config)
+        say = (lambda m: None) if a.quiet else _say
+        say(f"lab: {cfg.name}: {len(cfg.runs)} CPT runs over {len(cfg.sizes_in_use())} sizes")
+        m = run_lab(cfg, a.out, force=a.force, log=say)
+        say(f"wrote {a.out / 'curves.csv'} ({m['rows']} rows, {m['runs']} runs) in "
+            f"{m['timings_s']['total']:.0f} s; sha256 {m['curves_sha256'][:16]}")
+        return 0
+
+    runs = a.runs or a.curves.with_name("runs.csv")
+    for path, what in ((a.curves, "curves"), (runs, "runs table (--runs)")):
+        if not Path(path).exists():
+            raise ValueError(f"{path}: no such file; expected the lab's {what}")
+    for path in plot_all(a.curves, runs, a.out):
+        _say(f"wrote {path}")
+    return 0

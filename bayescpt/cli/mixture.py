@@ -1,0 +1,161 @@
+"""``bayescpt mixture fit`` and ``bayescpt mixture cmr`` (registered through PLUGINS in cli.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bayescpt.cli.main import (
+    _load_config,
+    _refuse_overwrite,
+    _say,
+    _verdict,
+    sample_and_save,
+)
+from bayescpt.core.config import merge_config
+from bayescpt.mixture.data import describe, read_mixture
+from bayescpt.mixture.decide import (
+    cmr_paths,
+    cmr_report,
+    cmr_vs_tokens,
+    fit_cmr_law,
+    fit_cmr_law_draws,
+)
+from bayescpt.mixture.model import MixtureFit, default_config
+from bayescpt.mixture.plots import plot_cmr
+
+
+def add_commands(sub, sampler_args) -> dict:
+    """Add the ``mixture`` command group; returns {command name: handler}."""
+    p = sub.add_parser("mixture", help="critical mixture ratio: fit loss vs domain share, decide",
+                       description="Laws of loss vs mixture ratio and CPT tokens (Gu et al. 2024, "
+                       "Ye et al. 2024) and the critical mixture ratio with its risk.")
+    msub = p.add_subparsers(dest="mixture_command", required=True, metavar="SUBCOMMAND")
+
+    f = msub.add_parser("fit", help="fit the mixture law to a mixture CSV with NUTS",
+                        description="Fit the hierarchical mixture law to a CSV with columns run, "
+                        "model_size, ratio, tokens, val_set, val_role, loss (rows at tokens = 0: "
+                        "the pre-CPT baseline).")
+    f.add_argument("data", type=Path, metavar="DATA.csv")
+    f.add_argument("--out", required=True, type=Path, metavar="MIX.nc")
+    f.add_argument("--ratio-form", choices=["power", "exp"],
+                   help="L(R) form: power alpha R^s + beta (Gu et al., default) or exp "
+                   "c + k exp(t R) (Data Mixing Laws)")
+    f.add_argument("--final-only", action="store_true",
+                   help="fit only each run's final-budget losses (the papers' L(R)); same as "
+                   'config {"token_terms": {"general": 0, "domain": 0}}')
+    sampler_args(f)
+    for act in f._actions:
+        if "--tune" in act.option_strings:
+            act.help = "tuning steps per chain (default 2000 for mixture fits)"
+        if "--draws" in act.option_strings:
+            act.help = "draws per chain after tuning (default 2000 for mixture fits)"
+        if "--config" in act.option_strings:
+            act.help = "JSON file overriding priors/structure (see `bayescpt mixture config`)"
+
+    msub.add_parser("config", help="print the default mixture-law config (priors, structure)"
+                    " as JSON, to edit and pass to fit --config",
+                    description="The defaults of bayescpt.mixture.model.default_config().")
+
+    c = msub.add_parser("cmr", help="the critical mixture ratio with intervals from a fit",
+                        description="P(feasible) over a ratio grid, the CMR's posterior and the "
+                        "CMR at risk delta, per model size, at a CPT budget.")
+    c.add_argument("fit", type=Path, metavar="MIX.nc")
+    c.add_argument("--tolerance", required=True, type=float, metavar="EPS",
+                   help="allowed rise of the general loss: nats (default; the paper uses 0.05) "
+                   "or a fraction with --relative")
+    c.add_argument("--relative", action="store_true", help="EPS is relative (0.01 = 1 %%)")
+    c.add_argument("--tokens", required=True, type=float, metavar="T",
+                   help="CPT budget, in the data's token unit")
+    c.add_argument("--risk", type=float, default=0.1, metavar="DELTA",
+                   help="CMR at risk: largest R with P(feasible) >= 1 - DELTA (default 0.1)")
+    c.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    c.add_argument("--model-size", type=float, help="only this model size (parameters)")
+    c.add_argument("--general", metavar="VAL_SET", help="the general val_set, if several")
+    c.add_argument("--domain", metavar="VAL_SET", help="the domain val_set, if several")
+    c.add_argument("--budgets", type=float, nargs="+", metavar="T",
+                   help="also give R_CMR(T) over these budgets, with the paper's a4 T^s4 + b3 "
+                   "(fitted to the median, and per draw for intervals of a4, s4, b3)")
+    c.add_argument("--out", type=Path, metavar="OUT.json", help="write the JSON here")
+    c.add_argument("--plot", type=Path, metavar="PLOT.png",
+                   help="P(feasible) vs ratio with the CMR interval and loss vs ratio with bands")
+    c.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+    return {"mixture": _dispatch}
+
+
+def _dispatch(a) -> int:
+    return {"fit": cmd_fit, "cmr": cmd_cmr, "config": cmd_config}[a.mixture_command](a)
+
+
+def cmd_config(a) -> int:
+
+    print(json.dumps(default_config(), indent=2))
+    return 0
+
+
+def cmd_fit(a) -> int:
+
+    _refuse_overwrite(a.out, a.force)
+    df = read_mixture(a.data)
+    cfg = _load_config(a.config) or {}
+    if a.ratio_form:
+        cfg = merge_config(cfg, {"ratio_form": a.ratio_form})
+    if a.final_only:
+        cfg = merge_config(cfg, {"token_terms": {"general": 0, "domain": 0}})
+    if not a.quiet:
+        _say(f"data: {a.data} {describe(df)}")
+        _say("fitting the mixture law (compiling, then sampling)")
+    _, diag = sample_and_save(a, lambda **kw: MixtureFit.run(df, config=cfg, **kw))
+    return _verdict(diag, a.strict)
+
+
+def cmd_cmr(a) -> int:
+
+    for path in (a.out, a.plot):
+        if path is not None:
+            _refuse_overwrite(path, a.force)
+    if not 0 < a.risk < 1:
+        raise ValueError(f"--risk {a.risk:g}; expected a probability in (0, 1)")
+    if not 0 < a.prob < 1:
+        raise ValueError(f"--prob {a.prob:g}; expected a probability in (0, 1)")
+    fit = MixtureFit.load(a.fit)
+    sizes = sorted(fit.groups["model_size"].unique()) if a.model_size is None else [a.model_size]
+    results = []
+    for size in sizes:
+        r = cmr_report(fit, size, a.tokens, a.tolerance, a.relative, a.risk, a.prob,
+                       a.general, a.domain)
+        if a.budgets:
+            table = cmr_vs_tokens(fit, size, a.budgets, a.tolerance, a.relative, a.risk, a.prob,
+                                  a.general, a.domain)
+            r["cmr_vs_tokens"] = table.to_dict(orient="records")
+            r["cmr_law_median"] = fit_cmr_law(table)
+            paths = cmr_paths(fit, size, a.budgets, a.tolerance, a.relative, a.general, a.domain)
+            r["cmr_law"] = law = fit_cmr_law_draws(a.budgets, paths, a.prob)
+            if law is None:
+                r["notes"].append("R_CMR(T) = a4 T^s4 + b3 could not be fitted per draw (needs "
+                                  "four or more budgets with 0 < CMR < 1)")
+            elif not law["identified"]:
+                r["notes"].append("a4 and b3 of R_CMR(T) are not identified by these budgets "
+                                  "(their intervals are over ten times their size); rely on the "
+                                  "per-budget intervals in cmr_vs_tokens")
+        results.append(r)
+    out = {"fit": str(a.fit), "tolerance": a.tolerance, "relative": a.relative,
+           "tokens": a.tokens, "risk": a.risk, "prob": a.prob,
+           "fitted_ratio_range": [fit.r_lo, fit.r_hi], "results": results}
+    if len(results) == 1:
+        out.update({k: results[0][k] for k in ("cmr", "cmr_at_risk", "p_feasible")})
+    text = json.dumps(out, indent=2)
+    if a.out:
+        a.out.write_text(text + "\n")
+        _say(f"wrote {a.out}")
+    else:
+        print(text)
+    for r in results:
+        c = r["cmr"]
+        _say(f"model size {r['model_size'] / 1e6:g}M: CMR median {c['median']:.3f} "
+             f"[{c['lower']:.3f}, {c['upper']:.3f}] ({a.prob:.0%}), CMR at risk {a.risk:g}: "
+             f"{r['cmr_at_risk']:.3f}" + "".join(f"\n  note: {n}" for n in r["notes"]))
+    if a.plot:
+        plot_cmr(fit, results, a.plot, prob=a.prob, risk=a.risk)
+        _say(f"wrote {a.plot}")
+    return 0

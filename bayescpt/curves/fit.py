@@ -1,0 +1,214 @@
+"""The Fit: build a law's hierarchical model on a data table, sample it with NUTS, store and reload.
+
+A Fit is an ArviZ InferenceData (posterior, sample_stats, observed_data, log_likelihood) whose
+``attrs`` carry everything needed to rebuild the same model and to predict: the law and its
+options, the prior/structure config, the package version, a hash of the data, the sampler settings
+and the group/curve index tables. It is saved as one NetCDF file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayescpt import __version__
+from bayescpt.core.config import merge_config
+from bayescpt.core.diagnostics import Diagnostics, summarize, warn_if_bad
+from bayescpt.core.fitfile import FORMAT, FitError, load_idata, save_idata
+from bayescpt.core.sampling import (
+    DEFAULT_SAMPLER_SETTINGS,
+    drop_warmup,
+    resolve_settings,
+    sample_model,
+)
+from bayescpt.core.tables import data_hash
+from bayescpt.curves.hierarchy import Prepared, build_model, default_config, prepare
+from bayescpt.curves.laws import LAWS, get_law
+from bayescpt.curves.laws.base import Law
+from bayescpt.curves.other_sets import add_to_posterior, fit_other, split_other
+
+__all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
+
+@dataclass
+class Fit:
+    """A sampled law: ``idata`` plus the law, config and index tables rebuilt from its attrs."""
+
+    idata: object
+    law: Law
+    config: dict
+    groups: pd.DataFrame
+    curves: pd.DataFrame
+    size_ref: tuple
+    meta: dict = field(default_factory=dict)
+
+    # -------------------------------------------------------------------------------------------
+    @classmethod
+    def run(cls, df: pd.DataFrame, law: str = "annealing", law_options: dict | None = None,
+            config: dict | None = None, sampler: str = "auto", chains: int | None = None,
+            draws: int | None = None, tune: int | None = None, seed: int | None = None,
+            target_accept: float | None = None, progress: bool = False, cores: int | None = None,
+            warn: bool = True) -> "Fit":
+        """Fit ``law`` to the validated table ``df`` with NUTS.
+
+        ``config`` overrides the law's defaults (:func:`bayescpt.hierarchy.default_config`).
+        Returns the Fit; diagnostics are computed, stored and warned about when they fail.
+        """
+        law_obj = get_law(law, **(law_options or {}))
+        cfg = merge_config(default_config(law_obj), config)
+        s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
+                             seed=seed, target_accept=target_accept)
+        cfg["sampler"] = s
+        other = None
+        if law_obj.name == "cpt":
+
+            df_law, other = split_other(df)  # 'other' sets: combinations, fitted after
+        else:
+            df_law = df
+        prep = prepare(df_law, law_obj, cfg["settings"])
+        model = build_model(law_obj, prep, cfg)
+        t0 = time.perf_counter()
+        idata = sample_model(model, s, progress=progress, cores=cores)
+        wall = time.perf_counter() - t0
+        meta = _meta(law_obj, law_options, df, prep, wall)
+        if other is not None:
+
+            post = idata.posterior
+            arrays, summary = fit_other(df, other, post.sizes["chain"], post.sizes["draw"],
+                                        seed=s["seed"])
+            add_to_posterior(idata, arrays, summary)
+            meta["other_sets"] = json.dumps(summary)
+        fit = cls(idata, law_obj, cfg, prep.groups, prep.curves, prep.size_ref, meta)
+        fit._write_attrs()
+        if warn:
+            warn_if_bad(fit.diagnostics())
+        return fit
+
+    # -------------------------------------------------------------------------------------------
+    def param_vars(self) -> list[str]:
+        """Names of the scalar and per-group parameters worth summarising."""
+        post = self.idata.posterior
+        keep = []
+        for name in post.data_vars:
+            dims = set(post[name].dims) - {"chain", "draw"}
+            if name.endswith(("_u", "_w", "_z", "__")) or dims & {"curve", "schedule", "obs"}:
+                continue
+            keep.append(name)
+        return keep
+
+    def diagnostics(self) -> Diagnostics:
+        return summarize(self.idata, self.param_vars(), getattr(self.law, "derived_names", ()))
+
+    def group_index(self, val_set: str, model_size) -> int | None:
+        """Index of the fitted group (validation set x model size), or None if it is new."""
+        g = self.groups
+        size = -1.0 if model_size is None or pd.isna(model_size) else float(model_size)
+        hit = g.index[(g["val_set"] == val_set) & (g["size"].fillna(-1.0) == size)]
+        return int(hit[0]) if len(hit) else None
+
+    # -------------------------------------------------------------------------------------------
+    def _attrs(self) -> dict:
+        attrs = dict(self.meta)
+        attrs["law_options"] = json.dumps(self.meta.get("law_options") or {})
+        attrs["config"] = json.dumps(self.config)
+        attrs["groups"] = self.groups.to_json(orient="split")
+        attrs["curves"] = self.curves.to_json(orient="split")
+        attrs["size_ref"] = json.dumps(list(self.size_ref))
+        return attrs
+
+    def _write_attrs(self):
+        self.idata.posterior.attrs.update(self._attrs())
+
+    def save(self, path, overwrite: bool = False) -> Path:
+        """Write the fit as NetCDF. Refuses to replace an existing file unless ``overwrite``."""
+        return save_idata(self.idata, self._attrs(), path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path, law: str | None = None) -> "Fit":
+        """Read a fit saved by :meth:`save`; ``law`` (optional) is the law the caller expects."""
+
+        idata, attrs = load_idata(path, law if law is not None else tuple(LAWS))
+        law_opts = json.loads(attrs["law_options"]) if isinstance(attrs["law_options"], str) \
+            else attrs["law_options"]
+        if attrs["law"] == "multipower" and "progress" not in (law_opts or {}) \
+                and "B_u" in idata.posterior and "Br_u" not in idata.posterior:
+            law_opts = {**(law_opts or {}), "progress": False}   # written before it was default
+        law_obj = get_law(attrs["law"], **(law_opts or {}))
+        config = json.loads(attrs["config"])
+        groups = pd.read_json(_io(attrs["groups"]), orient="split")
+        curves = pd.read_json(_io(attrs["curves"]), orient="split")
+        meta = {k: v for k, v in attrs.items() if k not in ("config", "groups", "curves", "size_ref")}
+        meta["law_options"] = law_opts or {}
+        return cls(idata, law_obj, config, groups, curves, tuple(json.loads(attrs["size_ref"])),
+                   meta)
+
+
+class CompiledFit:
+    """Compile a law's model once (nutpie), then fit many loss tables of the same shape.
+
+    For simulation studies, bootstraps and warm timings: tables must have the same runs, steps
+    and groups as ``template`` (only the losses differ). Each call of :meth:`fit` returns a Fit.
+    """
+
+    def __init__(self, template: pd.DataFrame, law: str = "annealing", config: dict | None = None,
+                 law_options: dict | None = None, **sampler):
+        import nutpie
+
+        self.law = get_law(law, **(law_options or {}))
+        self.law_options = law_options or {}
+        self.config = merge_config(default_config(self.law), config)
+        self.settings = dict(DEFAULT_SAMPLER_SETTINGS, **self.config.get("sampler", {}),
+                             **sampler, sampler="nutpie")
+        self.config["sampler"] = self.settings
+        self.prep = prepare(template, self.law, self.config["settings"])
+        self.model = build_model(self.law, self.prep, self.config)
+        t0 = time.perf_counter()
+        self.compiled = nutpie.compile_pymc_model(self.model)
+        self.compile_seconds = time.perf_counter() - t0
+
+    def fit(self, df: pd.DataFrame, seed: int | None = None, warn: bool = False) -> Fit:
+        import arviz as az
+        import nutpie
+
+        prep = prepare(df, self.law, self.config["settings"], size_ref=self.prep.size_ref)
+        if len(prep.points) != len(self.prep.points) or not np.array_equal(
+                prep.points["step"].to_numpy(), self.prep.points["step"].to_numpy()):
+            raise ValueError("the table does not have the template's runs and steps")
+        s = self.settings
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = nutpie.sample(self.compiled.with_data(y_obs=prep.y), chains=s["chains"],
+                                  draws=s["draws"], tune=s["tune"],
+                                  target_accept=s["target_accept"],
+                                  seed=s["seed"] if seed is None else seed, progress_bar=False,
+                                  low_rank_modified_mass_matrix=s.get("low_rank", True),
+                                  cores=min(s["chains"], os.cpu_count() or 1))
+        drop_warmup(trace)
+        trace.add_groups(observed_data=az.dict_to_dataset(
+            {"y": prep.y}, coords={"obs": np.arange(len(prep.y))}, dims={"y": ["obs"]},
+            default_dims=[]))
+        meta = _meta(self.law, self.law_options, df, prep, time.perf_counter() - t0)
+        fit = Fit(trace, self.law, self.config, prep.groups, prep.curves, prep.size_ref, meta)
+        fit._write_attrs()
+        if warn:
+            warn_if_bad(fit.diagnostics())
+        return fit
+
+
+def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: float) -> dict:
+    """What a fit file records about where it came from."""
+    return {"format": FORMAT, "law": law.name, "law_options": law_options or {},
+            "bayescpt_version": __version__, "data_hash": data_hash(df),
+            "n_points": int(len(prep.points)), "sampling_seconds": round(seconds, 3)}
+
+
+def _io(text):
+    from io import StringIO
+    return StringIO(text)

@@ -1,0 +1,88 @@
+"""LR-annealing law (Tissue, Wang, Wang 2024, arXiv 2408.11029), LAWS.md section 1.
+
+    L(s) = L0 + A * S1(s)^(-alpha) - C * S2(s)                       L0, A, alpha, C > 0
+
+With ``size_extension=True`` it is the paper's Eq. 7 (N = non-embedding parameters in millions)::
+
+    L(s, N) = L0 + A * S1^(-alpha) + B * N^(-beta) - C * S2 * N^gamma
+
+Without it, model size enters the hierarchy instead: each parameter's group value is a regression
+on log N plus a group deviation (see :mod:`bayescpt.hierarchy`), which needs no extra parameters
+and is the default.
+
+With ``progress=True`` (not in the paper; off by default) the annealing term is scaled by the
+forward area, as the multi-power law's ``progress`` term scales its loss drop::
+
+    L(s) = L0 + A * S1^(-alpha) - C * S2 * (S1 / s1_ref)^(-kappa),     kappa ~ Normal(0, 0.2)
+
+kappa = 0 is the paper's law; ``s1_ref`` = 3 (setting) is about the forward area in the middle of
+the training decays of the multi-power-law data (S1 2-4 there, lambda-independent), so C is the
+coefficient there. With ``size_extension`` the factor multiplies ``C * S2 * N^gamma``: it depends
+on S1 only, so the two extensions do not overlap. Motivation and numbers: ``benchmarks/RESULTS.md``
+(the law over-predicts the annealing gain late in a 3x longer cosine).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayescpt.curves.laws.base import (
+    S1_REF,
+    Law,
+    Param,
+    check_steps,
+    progress_design,
+    progress_factor,
+    progress_param,
+    size_in_millions,
+)
+
+
+class AnnealingLaw(Law):
+    name = "annealing"
+    default_settings = {"lam": 0.999, "warmup": "exact"}
+
+    def __init__(self, size_extension: bool = False, progress: bool = False):
+        self.size_extension = bool(size_extension)
+        self.progress = bool(progress)
+        base = (
+            Param("L0", True, np.log(2.5), 0.5, 0.1, 0.1, 0.0, "irreducible loss (nats)"),
+            # Schedule-level deviations (run_sd) on the two amplitudes A and C only: a deviation of
+            # alpha as well cost accuracy on unseen schedules without improving calibration.
+            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.04, "power-law amplitude"),
+            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.0, "power-law exponent in S1"),
+            Param("C", True, np.log(0.35), 1.0, 0.3, 0.3, 0.04, "annealing coefficient"),
+        )
+        if self.size_extension:
+            base = base + (
+                Param("B", True, np.log(2.5), 1.0, 0.0, doc="size amplitude (N in millions)"),
+                Param("beta", True, np.log(0.15), 0.7, 0.0, doc="size exponent"),
+                Param("gamma", False, 0.05, 0.1, 0.0, doc="size exponent of C"),
+            )
+        if self.progress:
+            base = base + (progress_param(
+                "progress exponent of the annealing term: C S2 scales as (S1/s1_ref)^-kappa"),)
+            self.default_settings = dict(self.default_settings, s1_ref=S1_REF)
+        self.params = base
+
+    def design(self, schedule, steps, settings, info=None):
+        steps = check_steps(schedule, steps)
+        s1, s2 = schedule.areas(lam=settings.get("lam", 0.999),
+                                warmup=settings.get("warmup", "peak"))
+        X = {"S1": s1[steps], "S2": s2[steps]}
+        if self.size_extension:
+            X["n_millions"] = np.full(steps.size, size_in_millions(info, self.name))
+        if self.progress:
+            X["log_s1"] = progress_design(X["S1"], settings)
+        return X
+
+    def mean(self, xp, theta, X):
+        loss = theta["L0"] + theta["A"] * X["S1"] ** (-theta["alpha"])
+        drop = theta["C"] * X["S2"]
+        if self.size_extension:
+            n = X["n_millions"]
+            loss = loss + theta["B"] * n ** (-theta["beta"])
+            drop = drop * n ** theta["gamma"]
+        if "kappa" in theta:   # absent: the paper's law (kappa = 0)
+            drop = drop * progress_factor(xp, theta, X)
+        return loss - drop

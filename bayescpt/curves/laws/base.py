@@ -1,0 +1,132 @@
+"""What every law provides: its parameters, default priors, design features and mean function.
+
+A law's mean function is written once over an array namespace ``xp`` (``numpy`` or
+``pytensor.tensor``) so the same code builds the PyMC graph and evaluates posterior draws.
+
+Shapes: a *design* is a dict of arrays whose leading axis is the point axis ``n`` (one entry per
+predicted or observed point); matrix features have shape ``(n, K)``. Parameters passed to
+:meth:`Law.mean` are arrays broadcastable against ``(..., n)`` (e.g. ``(n,)`` inside the model, or
+``(draws, n)`` for prediction); the law adds the trailing axis for its matrix features itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bayescpt.core.schedules import Schedule
+
+
+@dataclass(frozen=True)
+class Param:
+    """One law parameter and its default prior (on the log scale when ``positive``).
+
+    ``loc``/``scale``: population mean of the parameter (log scale if positive) ~ Normal(loc, scale).
+    ``group_sd``: HalfNormal scale of the spread between groups (validation set x model size).
+    ``size_slope_sd``: Normal scale of the slope on log model size (0 disables it).
+    ``run_sd``: HalfNormal scale of the spread between runs (schedules) around their group; 0 keeps
+    the parameter identical for every run of a group.
+    """
+
+    name: str
+    positive: bool
+    loc: float
+    scale: float
+    group_sd: float
+    size_slope_sd: float = 0.0
+    run_sd: float = 0.0
+    doc: str = ""
+
+
+class Law:
+    """Interface; see the module docstring."""
+
+    name: str = ""
+    params: tuple[Param, ...] = ()
+    #: settings of the design (e.g. lambda, warmup convention); saved with the fit
+    default_settings: dict = {}
+
+    def param_names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+    def design(self, schedule: Schedule, steps: np.ndarray, settings: dict,
+               info: dict | None = None) -> dict:
+        """Features of ``schedule`` at ``steps`` (int array, 1 <= step <= T), as numpy arrays.
+
+        ``info`` describes the curve (see :func:`bayescpt.data.curve_info`): its ``model_size``
+        (non-embedding parameters or None), ``val_set``, ``val_role``, ``pt_end`` (last PT step,
+        0 for no PT rows) and ``replay_ratio``; laws use what they need.
+        """
+        raise NotImplementedError
+
+    def mean(self, xp, theta: dict, X: dict):
+        """Expected loss (nats) at the design's points."""
+        raise NotImplementedError
+
+    #: names of the quantities :meth:`derived` returns (shown in diagnostics, not judged)
+    derived_names: tuple[str, ...] = ()
+
+    def derived(self, xp, theta: dict, settings: dict) -> dict:
+        """Quantities reported beside the parameters (natural scale), e.g. a reparametrised one."""
+        return {}
+
+    #: sampler settings (draws, tune, ...) a law or mode needs beyond the package's defaults
+    default_sampler: dict = {}
+
+    def settings_from_data(self, df, settings: dict) -> None:
+        """Fill settings that come from the fitted table (saved with the fit); none by default."""
+
+    def check_fit_design(self, X: dict, points) -> None:
+        """Refuse fitted points the law cannot describe (raise ValueError); none by default."""
+
+    # helpers --------------------------------------------------------------------------------
+    def stack_designs(self, designs: list[dict]) -> dict:
+        """Concatenate per-curve designs along the point axis, zero-padding matrix features."""
+        out = {}
+        for key in designs[0]:
+            arrs = [d[key] for d in designs]
+            if arrs[0].ndim == 2:
+                k = max(a.shape[1] for a in arrs)
+                arrs = [np.pad(a, ((0, 0), (0, k - a.shape[1]))) for a in arrs]
+            out[key] = np.concatenate(arrs, axis=0)
+        return out
+
+
+def check_steps(schedule: Schedule, steps) -> np.ndarray:
+    steps = np.asarray(steps, dtype=np.int64)
+    if steps.size and (steps.min() < 1 or steps.max() > schedule.total_steps):
+        raise ValueError(f"schedule {schedule.name!r}: steps must lie in 1..{schedule.total_steps}"
+                         f", got {steps.min()}..{steps.max()}")
+    return steps
+
+
+def size_in_millions(info: dict | None, law: str) -> float:
+    """The curve's model size in millions of parameters (for laws with an explicit N term)."""
+    size = (info or {}).get("model_size")
+    if size is None or not np.isfinite(size):
+        raise ValueError(f"the {law} law's size extension needs a model_size for every run")
+    return float(size) / 1e6
+
+
+# The progress term shared by the annealing and multi-power laws (not in the papers): their loss
+# drop scaled by (S1 / s1_ref)^-kappa, kappa ~ Normal(0, KAPPA_SD); kappa = 0 is the paper's law.
+# Normal(0, 0.2): at two sd the drop's amplitude changes by a factor ~1.5 over a run three times
+# longer. s1_ref (setting, 3.0) is about the forward area in the middle of the training decays.
+KAPPA_SD = 0.2
+S1_REF = 3.0
+
+
+def progress_param(doc: str) -> Param:
+    """The progress exponent kappa (one value for all groups)."""
+    return Param("kappa", False, 0.0, KAPPA_SD, 0.0, 0.0, 0.0, doc)
+
+
+def progress_design(s1: np.ndarray, settings: dict) -> np.ndarray:
+    """log(S1 / s1_ref) per point, the progress term's design column ``log_s1``."""
+    return np.log(np.maximum(s1, 1e-12) / settings.get("s1_ref", S1_REF))
+
+
+def progress_factor(xp, theta: dict, X: dict):
+    """(S1 / s1_ref)^-kappa, the factor on the loss drop."""
+    return xp.exp(-theta["kappa"] * X["log_s1"])

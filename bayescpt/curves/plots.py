@@ -1,0 +1,107 @@
+"""Pictures of predictions (matplotlib). The core library never imports this module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bayescpt.core.plotting import pyplot
+
+
+def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float = 0.9,
+                     observed: pd.DataFrame | None = None, ncols: int = 3):
+    """One panel per run (per run and validation set when there are several): observed loss,
+    posterior-mean curve, curve band and predictive band.
+
+    ``pred`` is the output of :func:`bayescpt.predict.predict_frame`; ``observed`` (optional) the
+    training rows to draw in another colour. Returns the matplotlib Figure (saved to ``path``).
+    """
+    plt = pyplot()
+    from matplotlib.ticker import FuncFormatter
+
+    pred = pred[pred["mean"].notna()]
+    several = "val_set" in pred.columns and pred["val_set"].nunique() > 1
+    key = (pred["run"] + " | " + pred["val_set"].astype(str)) if several else pred["run"]
+    runs = list(dict.fromkeys(key))
+    nrows = int(np.ceil(len(runs) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
+    for ax, run in zip(axes.flat, runs):
+        g = pred[key == run].sort_values("step")
+        x = g["step"].to_numpy()
+        ax.fill_between(x, g["lower"], g["upper"], color="C0", alpha=0.18,
+                        label=f"{prob:.0%} predictive interval")
+        ax.fill_between(x, g["curve_lower"], g["curve_upper"], color="C0", alpha=0.35,
+                        label=f"{prob:.0%} credible band (curve)")
+        ax.plot(x, g["mean"], color="C0", lw=1.2, label="posterior mean")
+        if "loss" in g and g["loss"].notna().any():
+            h = g[g["loss"].notna()]
+            inside = (h["loss"] >= h["lower"]) & (h["loss"] <= h["upper"])
+            ax.plot(h["step"], h["loss"], ".", ms=2.5, color="k",
+                    label=f"held-out loss ({inside.mean():.0%} inside)")
+        if observed is not None:
+            okey = (observed["run"] + " | " + observed["val_set"].astype(str)) if several \
+                else observed["run"]
+            o = observed[(okey == run) & observed["loss"].notna()]
+            if len(o):
+                ax.plot(o["step"], o["loss"], ".", ms=2.5, color="C3", label="training loss")
+        lo = np.nanpercentile(g["lower"], 1)
+        hi = np.nanpercentile(g["upper"], 90)
+        ax.set_ylim(lo - 0.02 * (hi - lo), hi + 0.1 * (hi - lo))
+        ax.set_title(run, fontsize=9)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("validation loss")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6.5, loc="upper right")
+    for ax in list(axes.flat)[len(runs):]:
+        ax.axis("off")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.97 if title else 1))
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_forest(table: pd.DataFrame, path=None, prob: float = 0.9):
+    """Forest plot: one panel per parameter (log axis for positive ones), one row per group, one
+    interval per fit. ``table`` is :func:`bayescpt.compare.parameter_table`."""
+    plt = pyplot()
+
+    params = list(dict.fromkeys(table["param"]))
+    fits = list(dict.fromkeys(table["fit"]))
+    ncols = min(4, len(params))
+    nrows = int(np.ceil(len(params) / ncols))
+    n_groups = table.groupby("param")["group"].nunique().max()
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 0.9 + 0.45 * n_groups *
+                                                    len(fits) * nrows), squeeze=False)
+    for ax, p in zip(axes.flat, params):
+        t = table[table["param"] == p]
+        groups = list(dict.fromkeys(t["group"]))
+        for j, f in enumerate(fits):
+            labelled = False
+            for i, g in enumerate(groups):
+                r = t[(t["fit"] == f) & (t["group"] == g)]
+                if not len(r):
+                    continue
+                r = r.iloc[0]
+                y = i + (j - (len(fits) - 1) / 2) * 0.8 / max(len(fits), 1)
+                ax.plot([r["lower"], r["upper"]], [y, y], color=f"C{j}", lw=2)
+                ax.plot(r["mean"], y, "o", color=f"C{j}", ms=4,
+                        label=None if labelled else f)
+                labelled = True
+        ax.set_yticks(range(len(groups)), groups, fontsize=8)
+        ax.invert_yaxis()
+        if (t["lower"] > 0).all() and t["upper"].max() / t["lower"].min() > 20:
+            ax.set_xscale("log")   # only for ranges over decades: short log axes label badly
+        ax.set_title(p, fontsize=10)
+        ax.grid(alpha=0.3, axis="x")
+    for ax in list(axes.flat)[len(params):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7, loc="best")
+    fig.suptitle(f"posterior means and central {prob:.0%} intervals per fit", fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig

@@ -1,0 +1,172 @@
+"""Posterior predictive loss curves for any schedule, with numpy over the stored draws.
+
+For a schedule of a *new* run in group g (validation set x model size), each posterior draw gives
+the run's parameters u = u_g + tau * w with a fresh deviation w ~ N(0, 1) (the curve level of the
+hierarchy), and the law's mean function on the schedule's design gives that draw's curve. An observed
+loss adds the residual noise (its stationary marginal: Normal or Student-t on log loss). A group the
+fit has not seen (a new model size for a known validation set) draws its own group deviation too.
+
+Outputs, per requested point: the mean and median of the curve over draws, the credible band of the
+curve (``curve_lower``, ``curve_upper``) and the predictive interval of an observed loss
+(``lower``, ``upper``), both central at probability ``prob``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bayescpt.core.tables import DataError
+from bayescpt.curves.data import curve_info, schedules_of
+from bayescpt.curves.fit import Fit
+from bayescpt.curves.other_sets import other_sets
+
+CHUNK_ELEMENTS = 4_000_000
+OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
+
+
+def _draws(fit: Fit, name: str) -> np.ndarray:
+    """Posterior draws of ``name`` flattened over (chain, draw): shape (S,) or (S, dim)."""
+    v = fit.idata.posterior[name]
+    v = v.stack(sample=("chain", "draw")).transpose("sample", ...)
+    return np.asarray(v.values)
+
+
+def parameter_draws(fit: Fit, val_set: str, model_size, rng: np.random.Generator,
+                    new_run: bool = True, antithetic: bool = True) -> dict:
+    """Per-draw parameters (natural scale) for a new run (schedule) of the given group.
+
+    Shape (S,), or (2S,) with ``antithetic``: every posterior draw is used twice, with a new
+    schedule (and group) deviation w and with -w, which removes most of the Monte Carlo noise
+    that the random deviations would add to the mean curve.
+    """
+    gi = fit.group_index(val_set, model_size)
+    pri = fit.config["priors"]
+    post = fit.idata.posterior
+    out = {}
+    if gi is None:
+        if val_set not in set(fit.groups["val_set"]):
+            raise DataError(f"validation set {val_set!r} is not in the fit "
+                            f"(known: {sorted(fit.groups['val_set'].unique())})")
+        if model_size is None or pd.isna(model_size):
+            raise DataError(f"validation set {val_set!r}: give model_size; the fit has several")
+        x = (np.log(float(model_size)) - fit.size_ref[0]) / fit.size_ref[1]
+
+    def dev(n):
+        z = rng.standard_normal(n)
+        return np.concatenate([z, -z]) if antithetic else z
+
+    def dup(a):
+        return np.concatenate([a, a]) if antithetic else a
+
+    for p in fit.law.params:
+        c = pri[p.name]
+        if gi is not None:
+            u = _draws(fit, f"{p.name}_u")[:, gi]
+        else:
+            u = _draws(fit, f"{p.name}_mu")
+            if f"{p.name}_slope" in post:
+                u = u + _draws(fit, f"{p.name}_slope") * x
+        S = u.shape[0]
+        u = dup(u)
+        if gi is None and f"{p.name}_sd" in post:
+            u = u + dup(_draws(fit, f"{p.name}_sd")) * dev(S)
+        if new_run and f"{p.name}_tau" in post:
+            u = u + dup(_draws(fit, f"{p.name}_tau")) * dev(S)
+        out[p.name] = np.exp(u) if c["positive"] else u
+    if gi is not None:
+        log_sigma = _draws(fit, "log_sigma")[:, gi]
+    else:
+        log_sigma = _draws(fit, "log_sigma_mu")
+        if "log_sigma_sd" in post:
+            S = log_sigma.shape[0]
+            log_sigma = dup(log_sigma) + dup(_draws(fit, "log_sigma_sd")) * dev(S)
+            out["_sigma"] = np.exp(log_sigma)
+            return out
+    out["_sigma"] = np.exp(dup(log_sigma))
+    return out
+
+
+def curve_draws(fit: Fit, theta: dict, X: dict) -> np.ndarray:
+    """The law's mean loss for every draw and point: shape (S, n), evaluated in chunks."""
+    n = len(next(iter(X.values())))
+    k = max((v.shape[1] for v in X.values() if v.ndim == 2), default=1)
+    S = theta["_sigma"].shape[0]
+    step = max(1, CHUNK_ELEMENTS // max(n * k, 1))
+    out = np.empty((S, n))
+    for a in range(0, S, step):
+        th = {name: v[a:a + step, None] for name, v in theta.items() if not name.startswith("_")}
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[a:a + step] = fit.law.mean(np, th, X)
+    return out
+
+
+def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) -> pd.DataFrame:
+    """Predictions for every row of ``df`` (validated table; loss may be empty) with step >= 1.
+
+    Returns ``df``'s columns (run, step, lr, val_set, model_size, loss where given) plus ``mean,
+    median, lower, upper, curve_lower, curve_upper``. Rows inside a run's initial warmup are left
+    empty when the fit excluded such losses (``settings.skip_warmup``, the default): the laws do
+    not describe them (the forward area is near zero there, and the power law blows up).
+    """
+    if not 0 < prob < 1:
+        raise ValueError(f"prob={prob}; expected a probability strictly between 0 and 1")
+    rng = np.random.default_rng(seed)
+    sched = schedules_of(df)
+    q = [(1 - prob) / 2, (1 + prob) / 2]
+    nu = fit.config["noise"].get("nu", 5.0)
+    student = fit.config["noise"]["family"] == "studentt"
+    has_size = "model_size" in df.columns
+    if not has_size and fit.groups["size"].nunique() > 1:
+        raise DataError("the schedule has no model_size column; the fit has several model sizes "
+                        f"({sorted(fit.groups['size'].unique())})")
+    others = other_sets(fit.meta)
+    pieces = []
+    for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
+        size = g["model_size"].iloc[0] if has_size else (
+            fit.groups["size"].iloc[0] if fit.groups["size"].nunique() == 1 else None)
+        info = curve_info(df, run, vs)
+        info["model_size"] = None if size is None else float(size)
+        if vs in others:
+            curves, y_rep = other_draws(fit, vs, others[vs], sched[run], g["step"].to_numpy(),
+                                         info, rng)
+        else:
+            theta = parameter_draws(fit, vs, size, rng)
+            if info["val_role"] is None and "val_role" in fit.groups.columns:
+                info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
+            X = fit.law.design(sched[run], g["step"].to_numpy(), fit.config["settings"], info)
+            curves = curve_draws(fit, theta, X)
+            noise = rng.standard_t(nu, size=curves.shape) if student else \
+                rng.standard_normal(curves.shape)
+            y_rep = curves * np.exp(theta["_sigma"][:, None] * noise)
+        res = g.copy()
+        res["mean"] = curves.mean(axis=0)
+        res["median"] = np.median(curves, axis=0)
+        res["lower"], res["upper"] = np.quantile(y_rep, q, axis=0)
+        res["curve_lower"], res["curve_upper"] = np.quantile(curves, q, axis=0)
+        if fit.config["settings"].get("skip_warmup", True):
+            res.loc[res["step"] < sched[run].warmup_steps, OUTPUT_COLUMNS] = np.nan
+        pieces.append(res)
+    if not pieces:
+        raise DataError("nothing to predict: no rows with step >= 1")
+    return pd.concat(pieces).sort_index()
+
+
+def other_draws(fit: Fit, vs: str, spec: dict, schedule, steps, info: dict,
+                 rng: np.random.Generator):
+    """Curve and observation draws of an ``other`` set: a * general + b * domain + c (+ noise)."""
+    parts = {}
+    for role in ("general", "domain"):
+        name = spec[f"{role}_set"]
+        theta = parameter_draws(fit, name, info["model_size"], rng)
+        X = fit.law.design(schedule, steps, fit.config["settings"],
+                           dict(info, val_set=name, val_role=role))
+        parts[role] = curve_draws(fit, theta, X)
+    post = fit.idata.posterior
+    coef = post["other_coef"].sel(other_set=vs).stack(sample=("chain", "draw"))
+    coef = coef.transpose("sample", "coef").values
+    sigma = post["other_sigma"].sel(other_set=vs).stack(sample=("chain", "draw")).values
+    reps = parts["general"].shape[0] // coef.shape[0]   # antithetic draws use each twice
+    coef, sigma = np.tile(coef, (reps, 1)), np.tile(sigma, reps)
+    curves = coef[:, :1] * parts["general"] + coef[:, 1:2] * parts["domain"] + coef[:, 2:3]
+    return curves, curves + sigma[:, None] * rng.standard_normal(curves.shape)

@@ -1,0 +1,176 @@
+"""Rebuild the reference fits in models/ from the bundled data (the command that made each file).
+
+    python models/build.py            # every reference fit (about 30 minutes on 2 cores)
+    python models/build.py cpt_simulated annealing_multipowerlaw   # some of them
+    python models/build.py --list
+
+Each fit is sampled with the law's default settings but twice the draws (4 chains x 2000 after
+the default tuning, seed 0: a reference should pass the diagnostics with margin), then thinned to
+``KEEP_DRAWS`` draws per chain (every 4th; 250, every 8th, for the fits of thousands of points)
+and its pointwise log-likelihood stored as float32, so the file stays small; the diagnostics that ``bayescpt diagnose`` prints are those of the stored
+(thinned) draws. The fit's attrs record the
+command (``made_by``) beside the law, package version and data hash. Existing files are replaced
+only with ``--force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from bayescpt.cpt.simulate import simulate_cpt
+from bayescpt.curves.data import read_curves
+from bayescpt.curves.fit import Fit
+from bayescpt.datasets.bundled import bundled_multipowerlaw, split
+from bayescpt.datasets.public import load_olmo_ladder
+from bayescpt.hparams.data import read_grid
+from bayescpt.hparams.model import HparamsFit
+from bayescpt.mixture.data import read_mixture
+from bayescpt.mixture.model import MixtureFit
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]   # the repository (this file is bayescpt/resources/models/build.py)
+sys.path.insert(0, str(ROOT))
+
+DRAWS = 2000              # per chain
+KEEP_DRAWS = 500          # per chain, after thinning (fewer make R-hat itself noisy)
+#: fits with thousands of points keep fewer draws: their pointwise log-likelihood (for LOO) is
+#: most of the file
+KEEP_FEWER = {"annealing_multipowerlaw": 250, "multipower_multipowerlaw": 250,
+              "annealing_olmo_c4": 250}
+#: ... and the grid fit (1,911 runs) keeps none: nothing shipped compares it by LOO
+NO_LOGLIK = {"hparams_steplaw"}
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def _thin(idata, keep=KEEP_DRAWS, loglik=True):
+    n = idata.posterior.sizes["draw"]
+    step = max(1, n // keep)
+    idata = idata.isel(draw=slice(None, None, step))
+    if "log_likelihood" in idata and not loglik:
+        del idata.log_likelihood
+    elif "log_likelihood" in idata:
+        idata = idata.map(lambda ds: ds.astype("float32"), groups="log_likelihood")
+    return idata, step
+
+
+def cpt_simulated_table():
+    """data/cpt_simulated.csv: simulated PT (WSD) -> CPT runs from the paper's Fig. 3 values."""
+
+    curves, _ = simulate_cpt(seed=1)
+    return curves
+
+
+def _curve_fit(table, law, **opts):
+
+    return Fit.run(table, law=law, seed=0, draws=DRAWS, warn=False, **opts)
+
+
+def annealing_multipowerlaw():
+
+    return _curve_fit(split(bundled_multipowerlaw())[0], "annealing")
+
+
+def multipower_multipowerlaw():
+
+    return _curve_fit(split(bundled_multipowerlaw())[0], "multipower")
+
+
+def cpt_simulated():
+
+    return _curve_fit(read_curves(ROOT / "data" / "cpt_simulated.csv"), "cpt")
+
+
+def annealing_olmo_c4():
+    """The OLMo-2 ladder, all five sizes, the 0.5x-2x Chinchilla runs, c4_en (not bundled)."""
+
+    root = SHARED / "olmo-ladder" / "peteish-moreeval"
+    runs = [f"{s}-{m}" for s in ("190M", "370M", "760M", "1B", "3B") for m in ("0.5xC", "1xC", "2xC")]
+    table = load_olmo_ladder(root, runs=runs)
+    return _curve_fit(table, "annealing")
+
+
+def hparams_steplaw():
+
+    return HparamsFit.run(read_grid(ROOT / "data" / "steplaw_grid.csv"), seed=0, draws=DRAWS,
+                           warn=False)
+
+
+def mixture_ct70m():
+    """The Data Mixing Laws CPT experiment (Pythia-70M, five Pile shares), exponential form."""
+
+    return MixtureFit.run(read_mixture(ROOT / "data" / "mixture_ct70m.csv"),
+                          config={"ratio_form": "exp"}, seed=0, draws=DRAWS, warn=False)
+
+
+BUILDERS = {f.__name__: f for f in (annealing_multipowerlaw, multipower_multipowerlaw,
+                                    cpt_simulated, annealing_olmo_c4, hparams_steplaw,
+                                    mixture_ct70m)}
+
+
+def _diag(d) -> dict:
+    return {"max_rhat": round(d.max_rhat, 4), "min_ess_bulk": round(d.min_ess_bulk),
+            "min_ess_tail": round(d.min_ess_tail), "divergences": d.divergences}
+
+
+def _record(name: str, entry: dict) -> None:
+    """models/MANIFEST.json: one entry per reference fit (replaced when it is rebuilt)."""
+    import json
+
+    path = HERE / "MANIFEST.json"
+    manifest = json.loads(path.read_text()) if path.exists() else {}
+    manifest[name] = entry
+    path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help=f"which fits (default all): {', '.join(BUILDERS)}")
+    ap.add_argument("--force", action="store_true", help="replace existing files")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args(argv)
+    if a.list:
+        print("\n".join(BUILDERS))
+        return 0
+    unknown = [n for n in a.names if n not in BUILDERS]
+    if unknown:
+        ap.error(f"unknown fit {unknown}; choose from {list(BUILDERS)}")
+    data = ROOT / "data" / "cpt_simulated.csv"
+    if not data.exists():
+        cpt_simulated_table().to_csv(data, index=False, float_format="%.7g")
+        print(f"wrote {data}")
+    for name in a.names or list(BUILDERS):
+        out = HERE / f"{name}.nc"
+        if out.exists() and not a.force:
+            print(f"{out} exists; skipped (--force to rebuild)")
+            continue
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = BUILDERS[name]()
+        full = fit.diagnostics()
+        fit.idata, step = _thin(fit.idata, KEEP_FEWER.get(name, KEEP_DRAWS),
+                                loglik=name not in NO_LOGLIK)
+        fit.meta["made_by"] = f"python models/build.py {name}"
+        fit.meta["thinned_every"] = step
+        fit.save(out, overwrite=a.force)
+        d = fit.diagnostics()
+        _record(name, {"made_by": fit.meta["made_by"], "law": fit.meta["law"],
+                       "data_hash": fit.meta["data_hash"],
+                       "bayescpt_version": fit.meta["bayescpt_version"],
+                       "sampled": f"4 chains x {DRAWS} draws, default tuning, seed 0",
+                       "stored_draws_per_chain": int(fit.idata.posterior.sizes["draw"]),
+                       "seconds": round(time.perf_counter() - t0, 1),
+                       "sampled_diagnostics": _diag(full), "stored_diagnostics": _diag(d),
+                       "bytes": out.stat().st_size})
+        print(f"{name}: {time.perf_counter() - t0:.0f} s; before thinning R-hat {full.max_rhat:.4f}"
+              f", ESS {full.min_ess_bulk:.0f}, {full.divergences} div.; stored R-hat "
+              f"{d.max_rhat:.4f}, ESS {d.min_ess_bulk:.0f}; {out.stat().st_size / 1e6:.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
