@@ -1,0 +1,341 @@
+"""Training logs -> the tidy loss-curve table (:mod:`bayescpt.curves.data`) that ``fit`` reads.
+
+Formats (``fmt``) and the tags taken by default (the first one present; ``loss_tag``/``lr_tag``
+choose another; an LR tag ending in ``*`` matches by prefix)::
+
+    tensorboard    event files (a run directory, or a folder of them)  loss: eval/loss, val_loss,
+                   val/loss, loss, train/loss   lr: train/learning_rate, learning_rate, lr, lr-*
+    hf-trainer     trainer_state.json (its log_history; a folder: the file in it or in its last
+                   checkpoint-N)                loss: eval_loss, loss   lr: learning_rate
+    wandb-csv      a W&B history export (step: train/global_step, else _step)
+                                                loss: eval/loss, val_loss, loss, train/loss
+                                                lr: train/learning_rate, learning_rate, lr
+    lightning-csv  a Lightning CSVLogger metrics.csv (a folder: its metrics.csv, else the ones
+                   of its version_N folders, a run resumed in order)
+                                                loss: val_loss, val/loss, loss, train_loss
+                                                lr: lr-* (LearningRateMonitor), lr, learning_rate
+
+Readers return the scalars in the order they were logged, as a long table ``tag, step, value``
+(restarts included). A step logged twice (a run resumed from a checkpoint logs some steps again)
+keeps its later value and warns once per file with :class:`LogWarning`. The learning rate between
+logged steps is linear in the step (the tidy table's convention) and constant after the last one;
+when the first LR is logged after step 1, a row at step 0 is added: ``lr = 0`` when the logged LR
+first rises (a warmup from zero), else the first logged LR. A log without an LR needs ``schedule``
+(a :class:`~bayescpt.core.schedules.Schedule`, e.g. from
+:func:`bayescpt.datasets.schedule_spec.parse_schedule_spec`); then its learning rate at every
+step is used (one row per knot of its piecewise-linear shape).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayescpt.core.schedules import Schedule
+from bayescpt.core.tables import DataError
+from bayescpt.curves.data import DEFAULT_VAL_SET, validate_curves
+
+FORMATS = ("tensorboard", "hf-trainer", "wandb-csv", "lightning-csv")
+LOSS_TAGS = {"tensorboard": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
+             "hf-trainer": ("eval_loss", "loss"),
+             "wandb-csv": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
+             "lightning-csv": ("val_loss", "val/loss", "loss", "train_loss")}
+LR_TAGS = {"tensorboard": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
+           "hf-trainer": ("learning_rate",),
+           "wandb-csv": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
+           "lightning-csv": ("lr-*", "lr", "learning_rate")}
+_WANDB_STEPS = ("train/global_step", "_step", "step", "Step")
+_NOT_TAGS = {"step", "epoch", "_step", "_runtime", "_timestamp", "train/global_step", "train/epoch",
+             "Step", "total_flos"}
+
+
+class LogWarning(UserWarning):
+    """A repaired oddity of a training log (e.g. steps logged twice after a restart)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers: one source -> long table (tag, step, value) in logging order
+# ---------------------------------------------------------------------------------------------
+
+def read_tensorboard(path) -> pd.DataFrame:
+    """Scalars of the TensorBoard event files directly in the directory ``path`` (or one file).
+
+    Uses tensorboard's own ``EventAccumulator`` (all events kept, no purge of restarted steps);
+    scalar summaries and 0-d tensor summaries are read. Rows are ordered by wall time.
+    """
+    try:
+        from tensorboard.backend.event_processing import event_accumulator as ea
+        from tensorboard.util import tensor_util
+    except ImportError:
+        raise DataError(f"{path}: reading TensorBoard logs needs the 'logs' extra "
+                        "(pip install 'bayescpt[logs]', i.e. tensorboard)") from None
+    acc = ea.EventAccumulator(str(path), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0},
+                              purge_orphaned_data=False)
+    acc.Reload()
+    rows = []
+    tags = acc.Tags()
+    for tag in tags.get("scalars", []):
+        rows += [(e.wall_time, tag, e.step, e.value) for e in acc.Scalars(tag)]
+    for tag in tags.get("tensors", []):
+        for e in acc.Tensors(tag):
+            arr = tensor_util.make_ndarray(e.tensor_proto)
+            if arr.size == 1 and np.issubdtype(arr.dtype, np.number):
+                rows.append((e.wall_time, tag, e.step, float(arr.reshape(-1)[0])))
+    df = pd.DataFrame(rows, columns=["wall_time", "tag", "step", "value"])
+    df = df.sort_values("wall_time", kind="stable")
+    return df[["tag", "step", "value"]].reset_index(drop=True)
+
+
+def read_hf_trainer(path) -> pd.DataFrame:
+    """The ``log_history`` of a Hugging Face ``trainer_state.json``: each numeric key of each entry
+    is a tag logged at the entry's ``step`` (the global optimizer step)."""
+    path = Path(path)
+    try:
+        state = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not valid JSON ({err})") from None
+    hist = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(hist, list):
+        raise DataError(f"{path}: no log_history list; expected a Hugging Face trainer_state.json")
+    rows = []
+    for entry in hist:
+        if "step" not in entry:
+            continue
+        rows += [(k, entry["step"], v) for k, v in entry.items()
+                 if k not in _NOT_TAGS and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return pd.DataFrame(rows, columns=["tag", "step", "value"])
+
+
+def read_wandb_csv(path) -> pd.DataFrame:
+    """A W&B history export (one row per ``wandb.log`` call, empty cells for metrics not logged
+    then). The step is ``train/global_step`` (the Hugging Face integration's optimizer step) when
+    present, else W&B's own ``_step``."""
+    path = Path(path)
+    df = _read_csv(path)
+    step_col = next((c for c in _WANDB_STEPS if c in df.columns and df[c].notna().any()), None)
+    if step_col is None:
+        raise DataError(f"{path}: no step column (expected one of {', '.join(_WANDB_STEPS)}); "
+                        f"columns: {', '.join(map(str, df.columns))}")
+    return _wide_to_long(df, step_col)
+
+
+def read_lightning_csv(path) -> pd.DataFrame:
+    """A Lightning ``CSVLogger`` ``metrics.csv``: a ``step`` column and one column per metric
+    (empty where that metric was not logged in the row)."""
+    path = Path(path)
+    df = _read_csv(path)
+    if "step" not in df.columns:
+        raise DataError(f"{path}: no 'step' column; columns: {', '.join(map(str, df.columns))}")
+    return _wide_to_long(df, "step")
+
+
+READERS = {"tensorboard": read_tensorboard, "hf-trainer": read_hf_trainer,
+           "wandb-csv": read_wandb_csv, "lightning-csv": read_lightning_csv}
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, low_memory=False)
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not a readable CSV ({str(err).splitlines()[0]})") from None
+
+
+def _wide_to_long(df: pd.DataFrame, step_col: str) -> pd.DataFrame:
+    df = df[df[step_col].notna()]
+    parts = []
+    for c in df.columns:
+        if c in _NOT_TAGS or c == step_col or str(c).startswith("Unnamed:"):
+            continue
+        v = pd.to_numeric(df[c], errors="coerce")
+        keep = v.notna()
+        if keep.any():
+            parts.append(pd.DataFrame({"tag": str(c), "step": df.loc[keep, step_col].to_numpy(),
+                                       "value": v[keep].to_numpy(), "order": np.flatnonzero(keep)}))
+    if not parts:
+        return pd.DataFrame(columns=["tag", "step", "value"])
+    out = pd.concat(parts).sort_values("order", kind="stable")
+    return out[["tag", "step", "value"]].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sources: paths and globs -> runs -> files
+# ---------------------------------------------------------------------------------------------
+
+def _natural(p: Path):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))]
+
+
+def _is_events(p: Path) -> bool:
+    return p.is_file() and "tfevents" in p.name
+
+
+def find_runs(src, fmt: str) -> list[tuple[str, list[Path]]]:
+    """The runs in ``src`` (a path, a glob, or a list of them): ``[(name, files)]``.
+
+    A run is named after its directory (for a file: the directory holding it); ``files`` are in
+    logging order (for TensorBoard: the run directories themselves). Names that clash get the
+    path relative to the sources' common folder.
+    """
+    if fmt not in FORMATS:
+        raise DataError(f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    srcs = [src] if isinstance(src, (str, Path)) else list(src)
+    paths = []
+    for s in srcs:
+        hits = sorted((Path(h) for h in glob.glob(str(s))), key=_natural)
+        if not hits:
+            raise DataError(f"{s}: no such file or directory")
+        paths += hits
+    runs = []
+    for p in paths:
+        runs += _runs_in(p, fmt)
+    if not runs:
+        raise DataError(f"{', '.join(map(str, srcs))}: no {fmt} log found")
+    names = [n for n, _ in runs]
+    if len(set(names)) < len(names):
+        dirs = [Path(f[0]) if Path(f[0]).is_dir() else Path(f[0]).parent for _, f in runs]
+        common = Path(*Path(dirs[0]).parts[:_common_len(dirs)])
+        names = [str(d.relative_to(common)) or d.name for d in dirs]
+    return [(n, files) for n, (_, files) in zip(names, runs)]
+
+
+def _common_len(dirs) -> int:
+    parts = [Path(d).resolve().parts for d in dirs]
+    n = 0
+    while all(len(p) > n and p[n] == parts[0][n] for p in parts):
+        n += 1
+    return n - 1 if n == min(len(p) for p in parts) else n
+
+
+def _runs_in(p: Path, fmt: str) -> list[tuple[str, list[Path]]]:
+    p = p.resolve()
+    if fmt == "tensorboard":
+        if p.is_file():
+            return [(p.parent.name, [p.parent])]
+        dirs = sorted({f.parent for f in p.rglob("*tfevents*") if _is_events(f)}, key=_natural)
+        return [(p.name if d == p else str(d.relative_to(p)), [d]) for d in dirs]
+    if p.is_file():
+        return [(p.parent.name, [p])]
+    if fmt == "hf-trainer":
+        if (p / "trainer_state.json").is_file():
+            return [(p.name, [p / "trainer_state.json"])]
+        ckpts = sorted(p.glob("checkpoint-*/trainer_state.json"), key=_natural)
+        return [(p.name, [ckpts[-1]])] if ckpts else []
+    if fmt == "lightning-csv":
+        if (p / "metrics.csv").is_file():
+            return [(p.name, [p / "metrics.csv"])]
+        files = sorted(p.glob("version_*/metrics.csv"), key=_natural)
+        return [(p.name, files)] if files else []
+    return [(f.stem, [f]) for f in sorted(p.glob("*.csv"), key=_natural)]
+
+
+# ---------------------------------------------------------------------------------------------
+# import_logs
+# ---------------------------------------------------------------------------------------------
+
+def scalars(long: pd.DataFrame, source: str) -> dict[str, pd.Series]:
+    """tag -> values indexed by step (sorted, unique); a step logged twice keeps its later value
+    and warns once naming ``source`` and the steps."""
+    out, twice = {}, set()
+    for tag, g in long.groupby("tag", sort=False):
+        steps = pd.to_numeric(g["step"], errors="coerce")
+        g = g[steps.notna()].assign(step=steps[steps.notna()].astype(np.int64))
+        dup = g["step"].duplicated(keep="last")
+        twice |= set(g.loc[dup, "step"].tolist())
+        s = g[~dup].set_index("step")["value"].astype(float).sort_index()
+        out[str(tag)] = s[np.isfinite(s.to_numpy())]
+    if twice:
+        st = sorted(twice)
+        shown = ", ".join(map(str, st[:8])) + (f", ... ({len(st)} steps)" if len(st) > 8 else "")
+        warnings.warn(f"{source}: step(s) {shown} logged more than once (a restart); kept the "
+                      "later values", LogWarning, stacklevel=3)
+    return out
+
+
+def _pick(tags: dict, wanted, defaults, what: str, source: str):
+    cands = [wanted] if wanted else list(defaults)
+    for c in cands:
+        hits = [t for t in tags if (t.startswith(c[:-1]) if c.endswith("*") else t == c)]
+        if hits:
+            return sorted(hits)[0]
+    if wanted is None and what == "lr":
+        return None
+    listed = ", ".join(sorted(tags)) or "none"
+    raise DataError(f"{source}: no {what} tag {' or '.join(cands)}; tags: {listed}")
+
+
+def _lr_rows(lr: pd.Series, steps: np.ndarray) -> pd.Series:
+    """The logged LR plus its linear interpolation at ``steps`` (and step 0 when missing)."""
+    lr = lr[lr.index >= 0]
+    if lr.index.min() > 1:
+        start = 0.0 if len(lr) > 1 and lr.iloc[1] > lr.iloc[0] else float(lr.iloc[0])
+        lr = pd.concat([pd.Series([start], index=[0]), lr])
+    extra = np.setdiff1d(steps, lr.index.to_numpy())
+    at = np.interp(extra, lr.index.to_numpy(), lr.to_numpy())
+    return pd.concat([lr, pd.Series(at, index=extra)]).sort_index()
+
+
+def _schedule_rows(schedule: Schedule, steps: np.ndarray, source: str) -> pd.Series:
+    T = schedule.total_steps
+    if len(steps) and steps.max() > T:
+        raise DataError(f"{source}: losses logged up to step {int(steps.max())}, after the end of "
+                        f"the --schedule ({T} steps)")
+    lr = schedule.lr
+    bend = np.flatnonzero(np.abs(np.diff(lr, 2)) > 1e-9 * max(schedule.peak, 1e-30)) + 1
+    knots = np.union1d(np.union1d([0, T], bend), steps.astype(np.int64))
+    return pd.Series(lr[knots], index=knots)
+
+
+def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None = None,
+                run: str | None = None, val_set: str = DEFAULT_VAL_SET,
+                val_role: str | None = None, phase: str | None = None,
+                model_size: float | None = None, schedule: Schedule | None = None,
+                log=None) -> pd.DataFrame:
+    """Read training logs into the tidy loss-curve table, validated as ``fit`` reads it.
+
+    ``src``: a run directory or file, a glob, or a list of them (one run per directory; with
+    ``run``, all of them are one run, resumed in order, later files winning). Columns: ``run,
+    step, lr, loss, val_set`` and, when given, ``val_role, phase, model_size`` (constant). Rows
+    where only the LR is logged have an empty loss. ``log(msg)`` receives one line per run saying
+    which tags were used. Problems raise :class:`DataError` naming the file.
+    """
+    runs = find_runs(src, fmt)
+    if run is not None:
+        runs = [(run, [f for _, files in runs for f in files])]
+    frames = []
+    for name, files in runs:
+        source = ", ".join(map(str, files))
+        long = pd.concat([READERS[fmt](f) for f in files], ignore_index=True)
+        tags = scalars(long, source)
+        ltag = _pick(tags, loss_tag, LOSS_TAGS[fmt], "loss", source)
+        loss = tags[ltag]
+        loss = loss[loss > 0]
+        if loss.empty:
+            raise DataError(f"{source}: tag {ltag!r} has no positive loss values")
+        steps = loss.index.to_numpy()
+        if schedule is not None:
+            lr, said = _schedule_rows(schedule, steps, source), f"lr from the schedule {schedule.name}"
+        else:
+            ltr = _pick(tags, lr_tag, LR_TAGS[fmt], "lr", source)
+            if ltr is None:
+                raise DataError(f"{source}: no learning-rate tag ({', '.join(LR_TAGS[fmt])}); "
+                                f"give --lr-tag or --schedule; tags: {', '.join(sorted(tags))}")
+            lr, said = _lr_rows(tags[ltr], steps), f"lr from {ltr!r}"
+        if log is not None:
+            log(f"{name}: {len(loss)} losses from {ltag!r}, {said} ({source})")
+        df = pd.DataFrame({"run": name, "step": lr.index.astype(np.int64), "lr": lr.to_numpy()})
+        df["loss"] = loss.reindex(df["step"]).to_numpy()
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True)
+    out["val_set"] = val_set
+    for col, v in (("val_role", val_role), ("phase", phase), ("model_size", model_size)):
+        if v is not None:
+            out[col] = v
+    return validate_curves(out, source=", ".join(n for n, _ in runs))
