@@ -53,7 +53,7 @@ LAW_NAMES = ["annealing", "multipower", "cpt"]
 
 # Command groups living next to their models: each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
-PLUGINS: tuple[str, ...] = ("cli.lab", "cli.mixture", "cli.hparams")
+PLUGINS: tuple[str, ...] = ("cli.lab", "cli.mixture", "cli.hparams", "cli.logs")
 
 
 def _say(msg: str) -> None:

@@ -67,7 +67,8 @@ def read_tensorboard(path) -> pd.DataFrame:
     """Scalars of the TensorBoard event files directly in the directory ``path`` (or one file).
 
     Uses tensorboard's own ``EventAccumulator`` (all events kept, no purge of restarted steps);
-    scalar summaries and 0-d tensor summaries are read. Rows are ordered by wall time.
+    scalar summaries and 0-d tensor summaries are read. Rows are ordered by wall time; float32
+    values are given as the shortest decimal that is the same float32.
     """
     try:
         from tensorboard.backend.event_processing import event_accumulator as ea
@@ -81,15 +82,23 @@ def read_tensorboard(path) -> pd.DataFrame:
     rows = []
     tags = acc.Tags()
     for tag in tags.get("scalars", []):
-        rows += [(e.wall_time, tag, e.step, e.value) for e in acc.Scalars(tag)]
+        rows += [(e.wall_time, tag, e.step, _f32(e.value)) for e in acc.Scalars(tag)]
     for tag in tags.get("tensors", []):
         for e in acc.Tensors(tag):
             arr = tensor_util.make_ndarray(e.tensor_proto)
             if arr.size == 1 and np.issubdtype(arr.dtype, np.number):
-                rows.append((e.wall_time, tag, e.step, float(arr.reshape(-1)[0])))
+                v = arr.reshape(-1)[0]
+                rows.append((e.wall_time, tag, e.step, _f32(v) if arr.dtype == np.float32
+                             else float(v)))
     df = pd.DataFrame(rows, columns=["wall_time", "tag", "step", "value"])
     df = df.sort_values("wall_time", kind="stable")
     return df[["tag", "step", "value"]].reset_index(drop=True)
+
+
+def _f32(v) -> float:
+    """A float32 summary value as the shortest decimal that reads back as it (3e-4, not
+    0.0003000000142)."""
+    return float(str(np.float32(v)))
 
 
 def read_hf_trainer(path) -> pd.DataFrame:
