@@ -267,3 +267,20 @@ def test_schedule_toml_and_errors(tmp_path):
                      ("cosine:total=100", "missing peak")):
         with pytest.raises(ValueError, match=msg):
             parse_schedule_spec(bad)
+
+
+def test_same_names_get_their_paths_and_nan_losses_dropped(tmp_path):
+    """Runs of one name in two folders keep apart; a NaN loss (an overflow) is dropped, said."""
+    write_tb(tmp_path / "x" / "run", range(0, 61, 10))
+    write_tb(tmp_path / "y" / "run", range(0, 61, 10), shift=0.1)
+    df = import_logs([tmp_path / "x" / "run", tmp_path / "y" / "run"], "tensorboard")
+    assert sorted(df["run"].unique()) == ["x/run", "y/run"]
+    out = tmp_path / "hf" / "exp-1"
+    out.mkdir(parents=True)
+    state = json.loads(trainer_state(200))
+    state["log_history"][5]["eval_loss"] = float("nan")             # the step-50 evaluation
+    (out / "trainer_state.json").write_text(json.dumps(state))
+    with pytest.warns(LogWarning, match=r"1 non-finite value\(s\) of 'eval_loss' dropped "
+                                        r"\(step\(s\) 50\)"):
+        df = import_logs(tmp_path / "hf", "hf-trainer")              # a folder of run folders
+    assert set(df["run"]) == {"exp-1"} and df["loss"].notna().sum() == 3

@@ -232,17 +232,26 @@ def _runs_in(p: Path, fmt: str) -> list[tuple[str, list[Path]]]:
         return [(p.name if d == p else str(d.relative_to(p)), [d]) for d in dirs]
     if p.is_file():
         return [(p.parent.name, [p])]
-    if fmt == "hf-trainer":
-        if (p / "trainer_state.json").is_file():
-            return [(p.name, [p / "trainer_state.json"])]
-        ckpts = sorted(p.glob("checkpoint-*/trainer_state.json"), key=_natural)
-        return [(p.name, [ckpts[-1]])] if ckpts else []
-    if fmt == "lightning-csv":
-        if (p / "metrics.csv").is_file():
-            return [(p.name, [p / "metrics.csv"])]
-        files = sorted(p.glob("version_*/metrics.csv"), key=_natural)
-        return [(p.name, files)] if files else []
+    if fmt in ("hf-trainer", "lightning-csv"):
+        here = _one_run(p, fmt)
+        if here:
+            return [(p.name, here)]
+        subs = [(d.name, _one_run(d, fmt)) for d in sorted(p.iterdir(), key=_natural) if d.is_dir()]
+        return [(n, f) for n, f in subs if f]
     return [(f.stem, [f]) for f in sorted(p.glob("*.csv"), key=_natural)]
+
+
+def _one_run(d: Path, fmt: str) -> list[Path]:
+    """The files of the run in folder ``d``: HF: its trainer_state.json or its last checkpoint's
+    (which holds the whole history); Lightning: its metrics.csv or its version_N/metrics.csv, a
+    run resumed in order."""
+    name = "trainer_state.json" if fmt == "hf-trainer" else "metrics.csv"
+    if (d / name).is_file():
+        return [d / name]
+    if fmt == "hf-trainer":
+        ckpts = sorted(d.glob("checkpoint-*/trainer_state.json"), key=_natural)
+        return ckpts[-1:]
+    return sorted(d.glob("version_*/metrics.csv"), key=_natural)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,7 +268,7 @@ def scalars(long: pd.DataFrame, source: str) -> dict[str, pd.Series]:
         dup = g["step"].duplicated(keep="last")
         twice |= set(g.loc[dup, "step"].tolist())
         s = g[~dup].set_index("step")["value"].astype(float).sort_index()
-        out[str(tag)] = s[np.isfinite(s.to_numpy())]
+        out[str(tag)] = s
     if twice:
         st = sorted(twice)
         shown = ", ".join(map(str, st[:8])) + (f", ... ({len(st)} steps)" if len(st) > 8 else "")
@@ -268,10 +277,23 @@ def scalars(long: pd.DataFrame, source: str) -> dict[str, pd.Series]:
     return out
 
 
+def _finite(s: pd.Series, tag: str, source: str) -> pd.Series:
+    bad = ~np.isfinite(s.to_numpy())
+    if bad.any():
+        steps = ", ".join(map(str, s.index[bad][:5])) + (" ..." if bad.sum() > 5 else "")
+        warnings.warn(f"{source}: {int(bad.sum())} non-finite value(s) of {tag!r} dropped "
+                      f"(step(s) {steps})", LogWarning, stacklevel=3)
+    return s[~bad]
+
+
 def _pick(tags: dict, wanted, defaults, what: str, source: str):
     cands = [wanted] if wanted else list(defaults)
     for c in cands:
-        hits = [t for t in tags if (t.startswith(c[:-1]) if c.endswith("*") else t == c)]
+        if c.endswith("*"):     # e.g. lr-* : LearningRateMonitor's lr-AdamW[/pg1], not momentum
+            hits = [t for t in tags if t.startswith(c[:-1]) and "momentum" not in t
+                    and "weight_decay" not in t]
+        else:
+            hits = [t for t in tags if t == c]
         if hits:
             return sorted(hits)[0]
     if wanted is None and what == "lr":
@@ -324,10 +346,9 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
         long = pd.concat([READERS[fmt](f) for f in files], ignore_index=True)
         tags = scalars(long, source)
         ltag = _pick(tags, loss_tag, LOSS_TAGS[fmt], "loss", source)
-        loss = tags[ltag]
-        loss = loss[loss > 0]
+        loss = _finite(tags[ltag], ltag, source)
         if loss.empty:
-            raise DataError(f"{source}: tag {ltag!r} has no positive loss values")
+            raise DataError(f"{source}: tag {ltag!r} has no finite values")
         steps = loss.index.to_numpy()
         if schedule is not None:
             lr, said = _schedule_rows(schedule, steps, source), f"lr from the schedule {schedule.name}"
@@ -336,7 +357,10 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
             if ltr is None:
                 raise DataError(f"{source}: no learning-rate tag ({', '.join(LR_TAGS[fmt])}); "
                                 f"give --lr-tag or --schedule; tags: {', '.join(sorted(tags))}")
-            lr, said = _lr_rows(tags[ltr], steps), f"lr from {ltr!r}"
+            lr_log = _finite(tags[ltr], ltr, source)
+            if lr_log.empty:
+                raise DataError(f"{source}: tag {ltr!r} has no finite values")
+            lr, said = _lr_rows(lr_log, steps), f"lr from {ltr!r}"
         if log is not None:
             log(f"{name}: {len(loss)} losses from {ltag!r}, {said} ({source})")
         df = pd.DataFrame({"run": name, "step": lr.index.astype(np.int64), "lr": lr.to_numpy()})
