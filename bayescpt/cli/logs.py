@@ -30,7 +30,8 @@ def add_commands(sub, sampler_args=None) -> dict:
                        "(run, step, lr, loss, val_set [, val_role, phase, model_size]).")
     p.add_argument("src", nargs="+", metavar="SRC",
                    help="a run directory or log file, or a (quoted) glob of several runs")
-    p.add_argument("--from", dest="fmt", required=True, choices=FORMATS)
+    p.add_argument("--from", dest="fmt", required=True, choices=FORMATS,
+                   help="the log's format (csv: a file written by bayescpt's EvalLogger)")
     p.add_argument("--out", required=True, type=Path, metavar="DATA.csv")
     p.add_argument("--loss-tag", help="the loss tag/column (default: the tool's usual name, "
                    "e.g. eval/loss, eval_loss, val_loss)")
@@ -38,7 +39,7 @@ def add_commands(sub, sampler_args=None) -> dict:
                    "name, e.g. train/learning_rate, learning_rate, lr-*)")
     p.add_argument("--run", help="the run name (default: the directory's name); with several "
                    "sources they become one run, resumed in order")
-    p.add_argument("--val-set", default=DEFAULT_VAL_SET, help="validation set of the losses")
+    p.add_argument("--val-set", default=DEFAULT_VAL_SET, help="validation set of the losses (--from csv: the file's)")
     p.add_argument("--val-role", choices=VAL_ROLES, help="role of that validation set (CPT law)")
     p.add_argument("--phase", choices=PHASES, help="pt or cpt, for every imported row")
     p.add_argument("--model-size", type=float, help="non-embedding parameters (e.g. 25e6)")

@@ -14,6 +14,8 @@ choose another; an LR tag ending in ``*`` matches by prefix)::
                    of its version_N folders, a run resumed in order)
                                                 loss: val_loss, val/loss, loss, train_loss
                                                 lr: lr-* (LearningRateMonitor), lr, learning_rate
+    csv            a tidy curve CSV with gaps, e.g. from :class:`~bayescpt.datasets.integrations.
+                   EvalLogger`                  loss: every val_set (tag loss@<val_set>)   lr: lr
 
 Readers return the scalars in the order they were logged, as a long table ``tag, step, value``
 (restarts included). A step logged twice (a run resumed from a checkpoint logs some steps again)
@@ -40,16 +42,18 @@ import pandas as pd
 from bayescpt.core.schedules import Schedule
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import DEFAULT_VAL_SET, validate_curves
+from bayescpt.datasets.integrations import read_eval_csv
 
-FORMATS = ("tensorboard", "hf-trainer", "wandb-csv", "lightning-csv")
+FORMATS = ("tensorboard", "hf-trainer", "wandb-csv", "lightning-csv", "csv")
 LOSS_TAGS = {"tensorboard": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
              "hf-trainer": ("eval_loss", "loss"),
              "wandb-csv": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
-             "lightning-csv": ("val_loss", "val/loss", "loss", "train_loss")}
+             "lightning-csv": ("val_loss", "val/loss", "loss", "train_loss"),
+             "csv": ("loss@*",)}
 LR_TAGS = {"tensorboard": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
            "hf-trainer": ("learning_rate",),
            "wandb-csv": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
-           "lightning-csv": ("lr-*", "lr", "learning_rate")}
+           "lightning-csv": ("lr-*", "lr", "learning_rate"), "csv": ("lr",)}
 _WANDB_STEPS = ("train/global_step", "_step", "step", "Step")
 _NOT_TAGS = {"step", "epoch", "_step", "_runtime", "_timestamp", "train/global_step", "train/epoch",
              "Step", "total_flos"}
@@ -59,9 +63,7 @@ class LogWarning(UserWarning):
     """A repaired oddity of a training log (e.g. steps logged twice after a restart)."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Readers: one source -> long table (tag, step, value) in logging order
-# ---------------------------------------------------------------------------------------------
+# --- Readers: one source -> long table (tag, step, value) in logging order ---
 
 def read_tensorboard(path) -> pd.DataFrame:
     """Scalars of the TensorBoard event files directly in the directory ``path`` (or one file).
@@ -145,7 +147,7 @@ def read_lightning_csv(path) -> pd.DataFrame:
 
 
 READERS = {"tensorboard": read_tensorboard, "hf-trainer": read_hf_trainer,
-           "wandb-csv": read_wandb_csv, "lightning-csv": read_lightning_csv}
+           "wandb-csv": read_wandb_csv, "lightning-csv": read_lightning_csv, "csv": read_eval_csv}
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -174,9 +176,7 @@ def _wide_to_long(df: pd.DataFrame, step_col: str) -> pd.DataFrame:
     return out[["tag", "step", "value"]].reset_index(drop=True)
 
 
-# ---------------------------------------------------------------------------------------------
-# Sources: paths and globs -> runs -> files
-# ---------------------------------------------------------------------------------------------
+# --- Sources: paths and globs -> runs -> files ---
 
 def _natural(p: Path):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))]
@@ -254,9 +254,7 @@ def _one_run(d: Path, fmt: str) -> list[Path]:
     return sorted(d.glob("version_*/metrics.csv"), key=_natural)
 
 
-# ---------------------------------------------------------------------------------------------
-# import_logs
-# ---------------------------------------------------------------------------------------------
+# --- import_logs ---
 
 def scalars(long: pd.DataFrame, source: str) -> dict[str, pd.Series]:
     """tag -> values indexed by step (sorted, unique); a step logged twice keeps its later value
@@ -333,23 +331,31 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
 
     ``src``: a run directory or file, a glob, or a list of them (one run per directory; with
     ``run``, all of them are one run, resumed in order, later files winning). Columns: ``run,
-    step, lr, loss, val_set`` and, when given, ``val_role, phase, model_size`` (constant). Rows
-    where only the LR is logged have an empty loss. ``log(msg)`` receives one line per run saying
-    which tags were used. Problems raise :class:`DataError` naming the file.
+    step, lr, loss, val_set`` and ``val_role, phase, model_size`` when given (or, for ``csv``,
+    in the file). Rows where only the LR is logged have an empty loss. ``log(msg)`` receives one
+    line per run naming the tags used. Problems raise :class:`DataError` naming the file.
     """
     runs = find_runs(src, fmt)
     if run is not None:
         runs = [(run, [f for _, files in runs for f in files])]
-    frames = []
+    frames, meta = [], {}
     for name, files in runs:
         source = ", ".join(map(str, files))
-        long = pd.concat([READERS[fmt](f) for f in files], ignore_index=True)
-        tags = scalars(long, source)
-        ltag = _pick(tags, loss_tag, LOSS_TAGS[fmt], "loss", source)
-        loss = _finite(tags[ltag], ltag, source)
-        if loss.empty:
-            raise DataError(f"{source}: tag {ltag!r} has no finite values")
-        steps = loss.index.to_numpy()
+        parts = [READERS[fmt](f) for f in files]
+        meta = {k: v for part in parts for k, v in part.attrs.items() if v}   # later files win
+        name = meta.get("run", name) if run is None else name
+        tags = scalars(pd.concat(parts, ignore_index=True), source)
+        if fmt == "csv" and loss_tag is None:        # every validation set of the file
+            pairs = [(t, t[5:]) for t in sorted(tags) if t.startswith("loss@")]
+            if not pairs:
+                raise DataError(f"{source}: no loss values")
+        else:
+            t = _pick(tags, loss_tag, LOSS_TAGS[fmt], "loss", source)
+            pairs = [(t, t[5:] if fmt == "csv" and t.startswith("loss@") else val_set)]
+        losses = {vs: _finite(tags[t], t, source) for t, vs in pairs}
+        if any(v.empty for v in losses.values()):
+            raise DataError(f"{source}: tag(s) {', '.join(t for t, _ in pairs)}: no finite values")
+        steps = np.unique(np.concatenate([v.index.to_numpy() for v in losses.values()]))
         if schedule is not None:
             lr, said = _schedule_rows(schedule, steps, source), f"lr from the schedule {schedule.name}"
         else:
@@ -362,13 +368,32 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
                 raise DataError(f"{source}: tag {ltr!r} has no finite values")
             lr, said = _lr_rows(lr_log, steps), f"lr from {ltr!r}"
         if log is not None:
-            log(f"{name}: {len(loss)} losses from {ltag!r}, {said} ({source})")
-        df = pd.DataFrame({"run": name, "step": lr.index.astype(np.int64), "lr": lr.to_numpy()})
-        df["loss"] = loss.reindex(df["step"]).to_numpy()
-        frames.append(df)
+            n = sum(len(v) for v in losses.values())
+            log(f"{name}: {n} losses from {', '.join(repr(t) for t, _ in pairs)}, {said} "
+                f"({source})")
+        for i, (vs, loss) in enumerate(losses.items()):    # LR-only rows once, in the first set
+            keep = lr.index.isin(loss.index) | (i == 0)
+            df = pd.DataFrame({"run": name, "step": lr.index[keep].astype(np.int64),
+                               "lr": lr.to_numpy()[keep], "val_set": vs})
+            df["loss"] = loss.reindex(df["step"]).to_numpy()
+            if val_role is None and meta.get("val_role"):
+                df["val_role"] = df["val_set"].map(meta["val_role"]).fillna("")
+            if phase is None and meta.get("phase"):
+                df["phase"] = _fill_phase(df["step"], meta["phase"])
+            if model_size is None and meta.get("model_size"):
+                df["model_size"] = meta["model_size"]
+            frames.append(df)
     out = pd.concat(frames, ignore_index=True)
-    out["val_set"] = val_set
     for col, v in (("val_role", val_role), ("phase", phase), ("model_size", model_size)):
         if v is not None:
             out[col] = v
-    return validate_curves(out, source=", ".join(n for n, _ in runs))
+    cols = ["run", "step", "lr", "loss", "val_set"] + [c for c in ("val_role", "phase",
+                                                                    "model_size") if c in out]
+    return validate_curves(out[cols], source=", ".join(n for n, _ in runs))
+
+
+def _fill_phase(steps: pd.Series, known: dict) -> np.ndarray:
+    """Each step's phase: that of the nearest logged step at or before it (else the first)."""
+    k = np.array(sorted(known))
+    i = np.clip(np.searchsorted(k, steps.to_numpy(), side="right") - 1, 0, len(k) - 1)
+    return np.array([known[x] for x in k[i]])
