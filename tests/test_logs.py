@@ -284,3 +284,19 @@ def test_same_names_get_their_paths_and_nan_losses_dropped(tmp_path):
                                         r"\(step\(s\) 50\)"):
         df = import_logs(tmp_path / "hf", "hf-trainer")              # a folder of run folders
     assert set(df["run"]) == {"exp-1"} and df["loss"].notna().sum() == 3
+
+
+def test_file_sources_are_named_after_the_run_not_the_file(tmp_path):
+    """W&B exports by file name; a checkpoint's trainer_state.json by the output folder."""
+    (tmp_path / "sweep").mkdir()
+    for name in ("lr1e-3", "lr3e-4"):
+        wandb_history(tmp_path / "sweep" / f"{name}.csv")
+    df = import_logs(str(tmp_path / "sweep" / "*.csv"), "wandb-csv")
+    assert sorted(df["run"].unique()) == ["lr1e-3", "lr3e-4"]
+    for out in ("a/exp", "b/exp"):
+        (tmp_path / out / "checkpoint-200").mkdir(parents=True)
+        (tmp_path / out / "checkpoint-200" / "trainer_state.json").write_text(trainer_state(200))
+    one = import_logs(tmp_path / "a/exp/checkpoint-200/trainer_state.json", "hf-trainer")
+    assert set(one["run"]) == {"exp"}
+    two = import_logs(str(tmp_path / "*/exp/checkpoint-200/trainer_state.json"), "hf-trainer")
+    assert sorted(two["run"].unique()) == ["a/exp", "b/exp"]

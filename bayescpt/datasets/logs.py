@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import re
 import warnings
 from pathlib import Path
@@ -182,16 +183,12 @@ def _natural(p: Path):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))]
 
 
-def _is_events(p: Path) -> bool:
-    return p.is_file() and "tfevents" in p.name
-
-
 def find_runs(src, fmt: str) -> list[tuple[str, list[Path]]]:
     """The runs in ``src`` (a path, a glob, or a list of them): ``[(name, files)]``.
 
-    A run is named after its directory (for a file: the directory holding it); ``files`` are in
-    logging order (for TensorBoard: the run directories themselves). Names that clash get the
-    path relative to the sources' common folder.
+    A run is named after its directory (a W&B or ``csv`` file: after the file; a file inside
+    ``checkpoint-N`` or ``version_N``: after the folder above); ``files`` are in logging order
+    (for TensorBoard: the run directories). Names that clash get their path from the common folder.
     """
     if fmt not in FORMATS:
         raise DataError(f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}")
@@ -209,18 +206,21 @@ def find_runs(src, fmt: str) -> list[tuple[str, list[Path]]]:
         raise DataError(f"{', '.join(map(str, srcs))}: no {fmt} log found")
     names = [n for n, _ in runs]
     if len(set(names)) < len(names):
-        dirs = [Path(f[0]) if Path(f[0]).is_dir() else Path(f[0]).parent for _, f in runs]
-        common = Path(*Path(dirs[0]).parts[:_common_len(dirs)])
-        names = [str(d.relative_to(common)) or d.name for d in dirs]
+        keys = [_run_path(f[0], fmt) for _, f in runs]
+        common = Path(os.path.commonpath(keys))
+        common = common.parent if common in keys else common
+        names = [str(k.relative_to(common)) for k in keys]
     return [(n, files) for n, (_, files) in zip(names, runs)]
 
 
-def _common_len(dirs) -> int:
-    parts = [Path(d).resolve().parts for d in dirs]
-    n = 0
-    while all(len(p) > n and p[n] == parts[0][n] for p in parts):
-        n += 1
-    return n - 1 if n == min(len(p) for p in parts) else n
+def _run_path(f: Path, fmt: str) -> Path:
+    """The path that names the run of file (or TensorBoard folder) ``f``."""
+    if fmt == "tensorboard" or f.is_dir():
+        return f
+    if fmt in ("wandb-csv", "csv"):
+        return f.with_suffix("")
+    up = f.parent
+    return up.parent if re.fullmatch(r"(checkpoint|version)[-_]\d+", up.name) else up
 
 
 def _runs_in(p: Path, fmt: str) -> list[tuple[str, list[Path]]]:
@@ -228,10 +228,10 @@ def _runs_in(p: Path, fmt: str) -> list[tuple[str, list[Path]]]:
     if fmt == "tensorboard":
         if p.is_file():
             return [(p.parent.name, [p.parent])]
-        dirs = sorted({f.parent for f in p.rglob("*tfevents*") if _is_events(f)}, key=_natural)
+        dirs = sorted({f.parent for f in p.rglob("*tfevents*") if f.is_file()}, key=_natural)
         return [(p.name if d == p else str(d.relative_to(p)), [d]) for d in dirs]
     if p.is_file():
-        return [(p.parent.name, [p])]
+        return [(_run_path(p, fmt).name, [p])]
     if fmt in ("hf-trainer", "lightning-csv"):
         here = _one_run(p, fmt)
         if here:
