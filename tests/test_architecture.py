@@ -1,5 +1,5 @@
 """The house rules, checked: the import contract (import-linter, configured in pyproject.toml),
-module size, and where imports may stand.
+module size, where imports may stand, and docstrings.
 
 * The contract passes on this checkout, and an upward import (core importing the CLI) breaks it
   with a message naming the layers contract.
@@ -9,6 +9,8 @@ module size, and where imports may stand.
   be imported inside functions, and they must be (never at module top), so that every module
   imports without the optional extras (the lab receives torch from
   ``bayescpt.lab.require_torch``).
+* Every module has a docstring of its own (not a placeholder), and nothing in the package points
+  to files outside the repository.
 """
 
 from __future__ import annotations
@@ -93,20 +95,20 @@ def test_no_module_longer_than_the_limit():
 def test_no_relative_imports():
     found = [_where(p, node) for p in _modules() for node, _, _ in _imports(p)
              if isinstance(node, ast.ImportFrom) and node.level]
-    assert found == []
+    assert found == [], "\n".join(found)
 
 
 def test_package_imports_stand_at_module_top():
     found = [_where(p, node) for p in _modules() for node, names, in_function in _imports(p)
              if in_function and any(n == "bayescpt" or n.startswith("bayescpt.") for n in names)]
-    assert found == []
+    assert found == [], "\n".join(found)
 
 
 def test_optional_heavy_dependencies_are_imported_only_inside_functions():
     found = [f"{_where(p, node)} {names}" for p in _modules()
              for node, names, in_function in _imports(p)
              if not in_function and {n.split(".")[0] for n in names} & HEAVY]
-    assert found == []
+    assert found == [], "\n".join(found)
 
 
 def test_every_module_imports_without_the_optional_extras():
@@ -133,3 +135,20 @@ def test_the_import_walk_tells_function_local_from_module_top(tmp_path, line, ex
     tree_hits = [f"m.py:{node.lineno}" for node, names, in_function in _imports(path)
                  if in_function and names[0].startswith("bayescpt")]
     assert tree_hits == expected
+
+
+OUTSIDE = ("LAWS.md", "STACK.md", "../shared", "shared/design", "shared/data")
+
+
+def test_every_module_and_package_has_a_real_docstring():
+    missing = [str(p.relative_to(ROOT)) for p in _modules()
+               if len((ast.get_docstring(ast.parse(p.read_text())) or "").strip(" .\n")) < 20]
+    assert missing == [], "\n".join(missing)
+
+
+def test_the_package_names_no_file_outside_the_repository():
+    files = [p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".md", ".toml")]
+    found = [f"{p.relative_to(ROOT)}:{i} {word}" for p in files
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             for word in OUTSIDE if word in line]
+    assert found == [], "\n".join(found)
