@@ -1,8 +1,9 @@
 """The house rules, checked: the import contract (import-linter, configured in pyproject.toml),
 module size, where imports may stand, and docstrings.
 
-* The contract passes on this checkout, and an upward import (core importing the CLI) breaks it
-  with a message naming the layers contract.
+* The contract passes on this checkout, and a forbidden import (core importing the CLI, a domain
+  importing torch, core importing numpyro, the CLI importing PyMC) breaks it with a message naming
+  the broken contract.
 * No module of the package is longer than ``MAX_LINES`` lines.
 * Imports inside the package are absolute and at module top: no relative imports, no
   package-internal import inside a function. Only the optional heavy dependencies ``HEAVY`` may
@@ -74,16 +75,30 @@ def test_import_contract_holds():
     assert "0 broken" in run.stdout
 
 
-def test_upward_import_breaks_the_layers_contract(tmp_path):
+@pytest.mark.parametrize("module, line, contract, edge", [
+    ("core/tables.py", "import bayescpt.cli.main",
+     "Layers: cli > datasets | lab > cpt > curves | hparams | mixture > core",
+     "bayescpt.core.tables -> bayescpt.cli.main"),
+    ("curves/scores.py", "import torch", "torch is imported only by bayescpt.lab",
+     "bayescpt.curves.scores -> torch"),
+    ("core/sampling.py", "import numpyro",
+     "The JAX stack stays out of core and the domains (one lazy JAX evaluation path)",
+     "bayescpt.core.sampling -> numpyro"),
+    ("cli/demo.py", "import pymc", "The CLI holds no statistics (no modelling or sampling library)",
+     "bayescpt.cli.demo -> pymc"),
+])
+def test_a_forbidden_import_breaks_its_contract(tmp_path, module, line, contract, edge):
+    """On a copy of the package with one forbidden import added, lint-imports fails and names
+    the contract and the import."""
     shutil.copytree(PACKAGE, tmp_path / "bayescpt",
                     ignore=shutil.ignore_patterns("__pycache__", "*.nc", "*.csv"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    core = tmp_path / "bayescpt" / "core" / "tables.py"
-    core.write_text(core.read_text() + "\nimport bayescpt.cli.main  # noqa: E402,F401\n")
+    path = tmp_path / "bayescpt" / module
+    path.write_text(path.read_text() + f"\n{line}  # noqa: E402,F401\n")
     run = _lint_imports(tmp_path)
     assert run.returncode != 0
-    assert "Layers: cli > datasets | lab > cpt > curves | hparams | mixture > core BROKEN" in run.stdout
-    assert "bayescpt.core.tables -> bayescpt.cli.main" in run.stdout
+    assert f"{contract} BROKEN" in " ".join(run.stdout.split())
+    assert edge in run.stdout
 
 
 def test_no_module_longer_than_the_limit():
