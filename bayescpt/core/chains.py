@@ -156,7 +156,8 @@ def drop_chains(idata, chains, reason: str = "dropped by request", lp_gaps=None,
          if c in lp_gaps else None} for c in chains]
     out = idata.sel(chain=keep, inplace=inplace)
     target = idata if inplace else out
-    target.posterior.attrs["dropped_chains"] = json.dumps(record)
+    # a fresh dict: xarray's selection shares the attrs dict with the original
+    target.posterior.attrs = {**target.posterior.attrs, "dropped_chains": json.dumps(record)}
     return target
 
 
