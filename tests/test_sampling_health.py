@@ -150,3 +150,13 @@ def test_nutpie_fit_files_are_read_too():
     assert {"lp_mean", "grad_evals", "depth_mean", "at_max"} <= set(stats.columns)
     assert np.isfinite(stats["lp_mean"]).all() and stats["seconds"].isna().all()
     assert find_stuck_chains(idata) == []
+
+
+def test_nutpie_takes_the_depth_cap():
+    s = resolve_settings(None, "nutpie", chains=2, draws=200, tune=200, seed=1, max_tree_depth=1)
+    with pm.Model() as model:
+        pm.Normal("x", 0, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stats = chain_stats(sample_model(model, s, cores=1))
+    assert (stats["depth_max"] == 1).all() and (stats["at_max"] > 0.3).all()
