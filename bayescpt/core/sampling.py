@@ -100,10 +100,7 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
             idata = pm.sample(nuts_sampler=s["sampler"], idata_kwargs={"log_likelihood": True},
                               nuts_sampler_kwargs={"chain_method": "vectorized",
                                                    **({"nuts_kwargs": cap} if cap else {})}, **kw)
-        drop_warmup(idata)
-        idata.sample_stats.attrs["max_tree_depth"] = int(depth or DEFAULT_MAX_DEPTH)
-        if s.get("drop_stuck_chains"):
-            drop_stuck_chains(idata, inplace=True)
+        finish_trace(idata, s)
         if "log_likelihood" not in idata:
             # PyMC cannot rebuild a model with custom initial values for this (NotImplementedError);
             # they have done their job once sampling is over.
@@ -111,6 +108,16 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
                 model.rvs_to_initial_values[rv] = None
             pm.compute_log_likelihood(idata, model=model, progressbar=False)
     return idata
+
+
+def finish_trace(idata, s: dict) -> None:
+    """After sampling with settings ``s``, in place: tuning draws removed, the depth cap used
+    recorded (``sample_stats.attrs['max_tree_depth']``), stuck chains dropped and recorded when
+    ``s['drop_stuck_chains']``. For callers that run a sampler themselves (compiled nutpie)."""
+    drop_warmup(idata)
+    idata.sample_stats.attrs["max_tree_depth"] = int(s.get("max_tree_depth") or DEFAULT_MAX_DEPTH)
+    if s.get("drop_stuck_chains"):
+        drop_stuck_chains(idata, inplace=True)
 
 
 def drop_warmup(idata) -> None:
