@@ -110,8 +110,10 @@ class Diagnostics:
         note = (f"\n(derived, not judged: {', '.join(self.derived)})"
                 if set(self.derived) & set(self.table.index.str.split("[").str[0]) else "")
         fmt = lambda v: f"{v:.4g}"  # noqa: E731
-        per_chain = ("\nper chain:\n" + self.per_chain.to_string(float_format=fmt)
-                     if self.per_chain is not None and len(self.per_chain.columns) else "")
+        shown = (None if self.per_chain is None  # a column the sampler did not record is left out
+                 else self.per_chain.dropna(axis=1, how="all"))
+        per_chain = ("\nper chain:\n" + shown.to_string(float_format=fmt)
+                     if shown is not None and len(shown.columns) else "")
         notes = "".join(f"\nnote: {n}" for n in self.notes())
         return head + "\n" + self.table[cols].to_string(float_format=fmt) + note + per_chain + \
             notes + "\n" + verdict
