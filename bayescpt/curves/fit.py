@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from bayescpt import __version__
-from bayescpt.core.config import merge_config
 from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, FitError
 from bayescpt.core.sampling import (
@@ -29,7 +28,7 @@ from bayescpt.core.sampling import (
     sample_model,
 )
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.hierarchy import Prepared, build_model, default_config, prepare
+from bayescpt.curves.hierarchy import Prepared, build_model, make_config, prepare
 from bayescpt.curves.laws import LAWS, get_law
 from bayescpt.curves.laws.base import Law
 from bayescpt.curves.other_sets import add_to_posterior, fit_other, split_other
@@ -63,11 +62,11 @@ class Fit(FitBase, laws=tuple(LAWS)):
             warn: bool = True) -> "Fit":
         """Fit ``law`` to the validated table ``df`` with NUTS.
 
-        ``config`` overrides the law's defaults (:func:`bayescpt.hierarchy.default_config`).
+        ``config`` overrides the law's defaults (:func:`bayescpt.curves.hierarchy.make_config`).
         Returns the Fit; diagnostics are computed, stored and warned about when they fail.
         """
         law_obj = get_law(law, **(law_options or {}))
-        cfg = merge_config(default_config(law_obj), config)
+        cfg = make_config(law_obj, config)
         s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
                              seed=seed, target_accept=target_accept)
         cfg["sampler"] = s
@@ -151,7 +150,7 @@ class CompiledFit:
 
         self.law = get_law(law, **(law_options or {}))
         self.law_options = law_options or {}
-        self.config = merge_config(default_config(self.law), config)
+        self.config = make_config(self.law, config)
         self.settings = dict(DEFAULT_SAMPLER_SETTINGS, **self.config.get("sampler", {}),
                              **sampler, sampler="nutpie")
         self.config["sampler"] = self.settings

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayescpt.core.config import merge_config
+from bayescpt.core.config import check_config
 from bayescpt.hparams.data import cells
 
 LAW = "hparams"
@@ -113,17 +113,11 @@ CELL_VARS = ["x_opt", "y_opt", "m"]
 
 
 def make_config(override: dict | None = None) -> dict:
-    """The default config updated by ``override`` (nested dicts merged key by key), checked."""
-    out = merge_config(DEFAULT_CONFIG, override)
-    unknown = sorted(set(out) - set(DEFAULT_CONFIG) - {"sampler"})
-    if unknown:
-        raise ValueError(f"config keys {unknown} unknown; expected {sorted(DEFAULT_CONFIG)}")
-    if out["noise"] not in NOISE_FORMS:
-        raise ValueError(f"config noise {out['noise']!r}; expected one of {NOISE_FORMS}")
-    if out["optimum_law"] not in OPTIMUM_LAWS:
-        raise ValueError(f"config optimum_law {out['optimum_law']!r}; expected one of "
-                         f"{OPTIMUM_LAWS}")
-    return out
+    """DEFAULT_CONFIG updated by ``override`` (nested dicts merged key by key), checked by
+    :func:`bayescpt.core.config.check_config`: known keys and types, ``noise`` one of
+    NOISE_FORMS, ``optimum_law`` one of OPTIMUM_LAWS."""
+    return check_config(override, DEFAULT_CONFIG, "hparams config",
+                        choices={"noise": NOISE_FORMS, "optimum_law": OPTIMUM_LAWS})
 
 
 # -- the three laws, written once over an array namespace (pytensor.tensor or numpy) ------------

@@ -18,17 +18,15 @@ import numpy as np
 import pandas as pd
 
 from bayescpt import __version__
-from bayescpt.core.config import merge_config
 from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase
 from bayescpt.core.sampling import resolve_settings, sample_model
 from bayescpt.mixture.data import mixture_hash
 from bayescpt.mixture.model import (
     LAW,
-    _check_config,
     build_model,
-    default_config,
     law_mean,
+    make_config,
     prepare,
 )
 
@@ -61,7 +59,7 @@ class MixtureFit(FitBase, laws=(LAW,)):
             seed: int | None = None, target_accept: float | None = None,
             progress: bool = False, warn: bool = True) -> "MixtureFit":
         """Fit the mixture law to a validated table (:func:`bayescpt.mixture.data.validate_mixture`)."""
-        cfg = _check_config(merge_config(default_config(), config))
+        cfg = make_config(config)
         s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
                              seed=seed, target_accept=target_accept)
         cfg["sampler"] = s

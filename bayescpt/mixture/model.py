@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from bayescpt.core.config import check_config
 from bayescpt.mixture.data import ROLES, baselines
 
 LAW = "mixture"
@@ -79,15 +80,15 @@ def default_config() -> dict:
     }
 
 
-def _check_config(cfg: dict) -> dict:
-    if cfg["ratio_form"] not in RATIO_FORMS:
-        raise ValueError(f"config ratio_form {cfg['ratio_form']!r}; expected one of {RATIO_FORMS}")
-    for role in ROLES:
-        k = cfg["token_terms"].get(role, 1)
-        if k not in (0, 1, 2):
-            raise ValueError(f"config token_terms.{role} = {k!r}; expected 0 (final budget only), "
-                             "1 or 2")
-    return cfg
+def make_config(override: dict | None = None) -> dict:
+    """:func:`default_config` updated by ``override`` (nested dicts merged key by key), checked
+    by :func:`bayescpt.core.config.check_config`: known keys and types, ``ratio_form`` one of
+    RATIO_FORMS, ``token_terms`` per role 0 (final budget only), 1 or 2."""
+    return check_config(override, default_config(), "mixture config",
+                        choices={"ratio_form": RATIO_FORMS,
+                                 **{f"token_terms.{r}": (0, 1, 2) for r in ROLES}},
+                        alternatives={"centered": (list, tuple), "priors.c_loc": (int, float),
+                                      "noise.per_group": (bool,)})
 
 
 # ----------------------------------------------------------------------------------------------
