@@ -138,7 +138,7 @@ class FitBase:
         subclass: that class, ``law`` (one name or several) defaulting to the ones it reads.
         Anything else raises a one-line :class:`FitError`."""
         if cls is FitBase:
-            return load_fit(path) if law is None else load_fit(path, law)
+            return load_fit(path, law)
         idata, attrs = load_idata(path, law if law is not None else cls.laws)
         try:
             fit = cls._from_attrs(idata, attrs)
