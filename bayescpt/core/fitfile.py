@@ -124,7 +124,7 @@ class FitBase:
 
     @property
     def fit_seconds(self) -> float | None:
-        """Seconds spent sampling (files written before the name was unified: ``sampling_seconds``)."""
+        """Seconds NUTS spent sampling (compiling excluded); None where the file does not say."""
         value = self.meta.get("fit_seconds", self.meta.get("sampling_seconds"))
         return None if value is None else float(value)
 
