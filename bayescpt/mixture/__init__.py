@@ -4,6 +4,8 @@
 ``model``   the hierarchical loss-vs-(ratio, tokens) laws of Gu et al. 2024 and Ye et al. 2024
 ``fit``     MixtureFit: the law sampled, saved, reloaded; loss draws at any (ratio, tokens)
 ``decide``  feasibility, CMR, P(feasible), CMR at risk, CMR vs budget, per posterior draw
-``cli``     ``bayescpt mixture fit`` / ``bayescpt mixture cmr``
 ``plots``   P(feasible) vs ratio, loss vs ratio with bands, CMR vs budget
+
+The commands ``bayescpt mixture fit`` / ``bayescpt mixture cmr`` live in
+:mod:`bayescpt.cli.mixture`.
 """
