@@ -47,7 +47,7 @@ def fitted_frame(fit, df: pd.DataFrame) -> pd.DataFrame:
     """Median fitted curve at every loss row of the fitted runs, each run with its own posterior
     schedule deviations (``{p}_w``), not fresh ones as for a new run."""
     from bayescpt.curves.data import curve_info, schedules_of
-    from bayescpt.curves.predict import _draws, curve_draws
+    from bayescpt.curves.predict import curve_draws
 
     post = fit.idata.posterior
     sched = schedules_of(df)
@@ -60,9 +60,9 @@ def fitted_frame(fit, df: pd.DataFrame) -> pd.DataFrame:
         info = curve_info(df, run, vs)
         theta = {}
         for p in fit.law.params:
-            u = _draws(fit, f"{p.name}_u")[:, int(c["group"])]
+            u = fit.flat(f"{p.name}_u")[:, int(c["group"])]
             if f"{p.name}_w" in post:
-                u = u + _draws(fit, f"{p.name}_w")[:, int(c["sched_idx"])]
+                u = u + fit.flat(f"{p.name}_w")[:, int(c["sched_idx"])]
             theta[p.name] = np.exp(u) if fit.config["priors"][p.name]["positive"] else u
         theta["_sigma"] = np.ones_like(u)
         g = g[g["step"] >= sched[run].warmup_steps]
@@ -122,7 +122,7 @@ def main(argv=None):
            "every": a.every, "points_fitted": int(len(fit.idata.observed_data["y"])),
            "sampler": {k: fit.config["sampler"].get(k) for k in ("chains", "draws", "tune")},
            "anchor_s1": fit.config["settings"].get("anchor_s1"),
-           "seconds": round(fit.meta["sampling_seconds"], 1), "max_rhat": round(d.max_rhat, 4),
+           "seconds": round(fit.fit_seconds, 1), "max_rhat": round(d.max_rhat, 4),
            "min_ess_bulk": round(d.min_ess_bulk, 1), "divergences": d.divergences,
            "diagnostics_ok": d.ok, "problems": d.problems()}
     print(json.dumps(out), flush=True)

@@ -52,7 +52,7 @@ def fit(df, draws, tune, seed=0):
 def diag_dict(f):
     d = f.diagnostics()
     return {"max_rhat": round(d.max_rhat, 4), "min_ess_bulk": round(d.min_ess_bulk, 1),
-            "divergences": d.divergences, "ok": d.ok, "seconds": round(f.meta["sampling_seconds"], 1)}
+            "divergences": d.divergences, "ok": d.ok, "seconds": round(f.fit_seconds, 1)}
 
 
 def main(argv=None):

@@ -46,7 +46,7 @@ def held_out(seed: int) -> dict:
     pred = pred[pred["loss"].notna() & (pred["phase"] == "cpt")].copy()
     pred["rel"] = (pred["median"] / pred["loss"] - 1).abs()
     pred["inside"] = (pred["loss"] >= pred["lower"]) & (pred["loss"] <= pred["upper"])
-    out = {"seconds": round(fit.meta["sampling_seconds"], 1), "max_rhat": round(d.max_rhat, 4),
+    out = {"seconds": round(fit.fit_seconds, 1), "max_rhat": round(d.max_rhat, 4),
            "min_ess_bulk": round(d.min_ess_bulk, 1), "divergences": d.divergences,
            "diagnostics_ok": d.ok, "problems": d.problems()}
     post = fit.idata.posterior
@@ -80,7 +80,7 @@ def recovery(n_sets: int, draws: int, tune: int) -> dict:
         fit = compiled.fit(curves, seed=i)
         d = fit.diagnostics()
         diags.append({"max_rhat": d.max_rhat, "min_ess_bulk": d.min_ess_bulk,
-                      "divergences": d.divergences, "seconds": fit.meta["sampling_seconds"]})
+                      "divergences": d.divergences, "seconds": fit.fit_seconds})
         post = fit.idata.posterior
         truth = table.set_index("val_set")
         for p in PARAMS:
@@ -88,7 +88,7 @@ def recovery(n_sets: int, draws: int, tune: int) -> dict:
                 lo, hi = np.quantile(post[p].sel(group=vs).values.ravel(), [0.05, 0.95])
                 hits[p].append(bool(lo <= truth.loc[vs, p] <= hi))
         print(f"  set {i + 1}/{n_sets}: R-hat {d.max_rhat:.3f}, ESS {d.min_ess_bulk:.0f}, "
-              f"div {d.divergences}, {fit.meta['sampling_seconds']:.1f} s", flush=True)
+              f"div {d.divergences}, {fit.fit_seconds:.1f} s", flush=True)
     n = 2 * n_sets
     lo, hi = stats.binom.ppf([0.05, 0.95], n, 0.9) / n
     rates = {p: round(float(np.mean(h)), 3) for p, h in hits.items()}

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data" / "steplaw"
 
 from bayescpt.hparams.data import cells, load_steplaw
-from bayescpt.hparams.model import HparamsFit
+from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.predict import (
     c_pre_draws,
     grid_best_draws,
@@ -104,7 +104,7 @@ def full_fit(df, boot_summary, seed, config=None):
     bs_rises = np.mean([np.all(np.diff(s["batch_opt_median_vs_cpt_tokens"]) > 0) for s in stage2])
     return fit, {
         "settings": {k: fit.config["sampler"][k] for k in ("sampler", "chains", "draws", "tune")},
-        "fit_seconds_sampling": fit.meta["fit_seconds"], "fit_seconds_wall": round(wall, 1),
+        "fit_seconds_sampling": fit.fit_seconds, "fit_seconds_wall": round(wall, 1),
         "max_rhat": diag.max_rhat, "min_ess_bulk": diag.min_ess_bulk,
         "min_ess_tail": diag.min_ess_tail, "divergences": diag.divergences,
         "diagnostics_ok": diag.ok, "problems": diag.problems(),

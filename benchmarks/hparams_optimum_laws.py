@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data" / "steplaw"
 
 from bayescpt.hparams.data import load_steplaw
-from bayescpt.hparams.model import EXPONENTS, HparamsFit
+from bayescpt.hparams.fit import HparamsFit
+from bayescpt.hparams.model import EXPONENTS
 from bayescpt.hparams.predict import c_pre_draws, optimum_draws
 
 PROB = 0.9
@@ -103,7 +104,7 @@ def run_law(df, law, seed, cache, draws=None, chains=None):
     p = fit.draws(names)
     out = {"settings": {k: fit.config["sampler"][k] for k in ("sampler", "chains", "draws",
                                                                "tune")},
-           "fit_seconds_sampling": fit.meta.get("fit_seconds"), "fit_seconds_wall": wall,
+           "fit_seconds_sampling": fit.fit_seconds, "fit_seconds_wall": wall,
            "max_rhat": diag.max_rhat, "min_ess_bulk": diag.min_ess_bulk,
            "min_ess_tail": diag.min_ess_tail, "divergences": diag.divergences,
            "diagnostics_ok": diag.ok, "problems": diag.problems(),

@@ -48,7 +48,7 @@ from bayescpt.mixture.decide import (
     fit_cmr_law,
     fit_cmr_law_draws,
 )
-from bayescpt.mixture.model import MixtureFit, predict_rows
+from bayescpt.mixture.fit import MixtureFit, predict_rows
 
 SHARED = ROOT.parent / "shared" / "data"
 OUT = ROOT / "benchmarks" / "mixture_eval.json"

@@ -30,7 +30,7 @@ import pandas as pd
 
 from bayescpt.cli.hparams import law_text
 from bayescpt.hparams.data import read_grid
-from bayescpt.hparams.model import HparamsFit
+from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.plots import plot_fit
 from bayescpt.hparams.predict import predict_optimum
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from bayescpt.mixture.data import describe, read_mixture
 from bayescpt.mixture.decide import cmr_report, cmr_vs_tokens, feasibility
-from bayescpt.mixture.model import MixtureFit
+from bayescpt.mixture.fit import MixtureFit
 from bayescpt.mixture.plots import plot_cmr, plot_loss_vs_ratio
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))

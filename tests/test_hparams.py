@@ -95,7 +95,7 @@ def sim(tmp_path_factory):
 
 
 def test_recovers_the_known_laws_and_cell_optima(sim):
-    from bayescpt.hparams.model import HparamsFit
+    from bayescpt.hparams.fit import HparamsFit
 
     _, data, out, df, tc, t = sim
     assert (df["loss"] > 5).sum() >= 3  # diverged runs were fitted, not dropped
@@ -114,7 +114,7 @@ def test_recovers_the_known_laws_and_cell_optima(sim):
 
 
 def test_stage2_recovers_c_pre_and_warns_when_unidentified(sim):
-    from bayescpt.hparams.model import HparamsFit
+    from bayescpt.hparams.fit import HparamsFit
     from bayescpt.hparams.predict import predict_optimum
 
     _, _, out, _, _, t = sim
@@ -180,7 +180,8 @@ def _point_fit(sigma, tau=0.0, sd_ln_h=0.0, draws=400):
     """A 'fit' whose posterior is one point (the simulator's default truth), for exact checks."""
     import arviz as az
 
-    from bayescpt.hparams.model import HparamsFit, Refs, make_config
+    from bayescpt.hparams.fit import HparamsFit
+    from bayescpt.hparams.model import Refs, make_config
     from bayescpt.hparams.simulate import DEFAULT_TRUTH as t
 
     refs = Refs(float(np.log(t["N0"])), float(np.log(t["D0"])))
@@ -225,7 +226,7 @@ def test_grid_best_interval_covers_simulated_grid_searches(sim):
     symmetric excess-proportional noise lets a far run drop below the optimum's loss in ~20 % of
     grids (then 66 % coverage), which real grids do not do (Step Law: 1 of ~1,500 runs with
     excess > 0.01 nats; see grid_best_draws). With it off: 86.5 % at seed 2 (200 grids)."""
-    from bayescpt.hparams.model import HparamsFit
+    from bayescpt.hparams.fit import HparamsFit
     from bayescpt.hparams.predict import grid_best_draws, grid_best_summary, grid_points
     from bayescpt.hparams.simulate import simulate_grid
 
@@ -272,7 +273,7 @@ def test_cli_predict_grid_best_block_and_bad_grid(sim, capsys):
                "--grid-lrs", "1e-5,2e-5,4e-5", "--grid-batches", bss])
     assert rc == 0 and "grid edge" in capsys.readouterr().err
     # a checkpoint below the law's asymptote: no finite optimum in most draws, grid best open
-    from bayescpt.hparams.model import HparamsFit
+    from bayescpt.hparams.fit import HparamsFit
     from bayescpt.hparams.predict import predict_optimum
 
     t = sim[5]
@@ -309,7 +310,7 @@ def sim_loss(tmp_path_factory):
 
 
 def test_loss_law_recovers_known_exponents_and_cell_optima(sim_loss, capsys):
-    from bayescpt.hparams.model import HparamsFit
+    from bayescpt.hparams.fit import HparamsFit
 
     _, _, out, _, tc, t = sim_loss
     fit = HparamsFit.load(out)
@@ -330,7 +331,7 @@ def test_loss_law_recovers_known_exponents_and_cell_optima(sim_loss, capsys):
 
 
 def test_loss_law_stage2_at_loss_of_total_compute(sim_loss, tmp_path):
-    from bayescpt.hparams.model import HparamsFit
+    from bayescpt.hparams.fit import HparamsFit
     from bayescpt.hparams.predict import predict_optimum
 
     tmp, _, out, _, tc, t = sim_loss
@@ -372,7 +373,8 @@ def test_loss_law_optimum_draws_are_the_law_at_L_of_C():
     compute (C_pre unidentified) the loss level is the asymptote L0."""
     import arviz as az
 
-    from bayescpt.hparams.model import HparamsFit, Refs, make_config
+    from bayescpt.hparams.fit import HparamsFit
+    from bayescpt.hparams.model import Refs, make_config
     from bayescpt.hparams.predict import optimum_draws
 
     L0, A, g, L_ref = 1.8, 0.5, 0.3, 2.4

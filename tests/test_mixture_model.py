@@ -75,7 +75,7 @@ def sim_fit(tmp_path_factory):
 def test_recovers_known_cmr(sim_fit, eps):
     """The true CMR of the simulating law lies in the 90 % interval, which is informative."""
     from bayescpt.mixture.decide import cmr_report
-    from bayescpt.mixture.model import MixtureFit
+    from bayescpt.mixture.fit import MixtureFit
 
     fit = MixtureFit.load(sim_fit[2])
     truth = simulate.true_cmr(simulate.DEFAULT_TRUTH, 10000, 10000, 0.2, 0.8, eps)
@@ -126,7 +126,7 @@ def test_cmr_cli_json_and_plot(sim_fit):
 def test_wrong_law_file_is_refused(sim_fit, tmp_path, capsys):
     from bayescpt.cli.main import main
     from bayescpt.core.fitfile import FitError
-    from bayescpt.mixture.model import MixtureFit
+    from bayescpt.mixture.fit import MixtureFit
 
     fit = MixtureFit.load(sim_fit[2])
     fit.idata.posterior.attrs["law"] = "annealing"

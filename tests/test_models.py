@@ -138,7 +138,7 @@ def test_mixture_check_follows_the_critical_ratio():
     """More replay (a smaller domain share) is never less feasible, and the replay ratios the
     check passes are those whose domain share is at most the CMR at that risk."""
     from bayescpt.mixture.decide import feasibility
-    from bayescpt.mixture.model import MixtureFit
+    from bayescpt.mixture.fit import MixtureFit
     from bayescpt.cpt.plan import mixture_check, plan_grid
 
     mix = MixtureFit.load(MODELS / "mixture_ct70m.nc")

@@ -10,7 +10,7 @@ from pathlib import Path
 from bayescpt.cli.main import _load_config, _verdict, sample_and_save
 from bayescpt.core.tables import DataError
 from bayescpt.hparams.data import describe_grid, grid_hash, load_steplaw, read_grid
-from bayescpt.hparams.model import HparamsFit
+from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.plots import plot_fit, plot_optimum
 from bayescpt.hparams.predict import predict_optimum
 

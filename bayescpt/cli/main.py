@@ -16,7 +16,7 @@ from pathlib import Path
 from bayescpt import __version__
 from bayescpt.cli.demo import run_demo
 from bayescpt.core.chains import drop_stuck_chains
-from bayescpt.core.fitfile import saved_law
+from bayescpt.core.fitfile import load_fit
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.core.tables import DataError
 from bayescpt.cpt.outlook import outlook
@@ -44,9 +44,9 @@ from bayescpt.curves.laws import get_law
 from bayescpt.curves.laws.cpt_options import cpt_law_options
 from bayescpt.curves.plots import plot_forest, plot_predictions
 from bayescpt.curves.predict import predict_frame
-from bayescpt.hparams.model import HparamsFit
+from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.predict import predict_optimum
-from bayescpt.mixture.model import MixtureFit
+from bayescpt.mixture.fit import MixtureFit
 
 EXIT_STRICT = 1
 EXIT_INPUT = 2
@@ -514,16 +514,9 @@ def cmd_compare(a) -> int:
 
 
 def load_any_fit(path):
-    """Any bayescpt fit file (loss-curve law, hparams or mixture), by the law its attrs name."""
-
-    law = saved_law(path)
-    if law == "hparams":
-
-        return HparamsFit.load(path)
-    if law == "mixture":
-
-        return MixtureFit.load(path)
-    return Fit.load(path)
+    """Any bayescpt fit file (loss-curve law, hparams or mixture), by the law its attrs name
+    (the fit classes imported above register themselves)."""
+    return load_fit(path)
 
 
 def cmd_diagnose(a) -> int:

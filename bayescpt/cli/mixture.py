@@ -21,7 +21,8 @@ from bayescpt.mixture.decide import (
     fit_cmr_law,
     fit_cmr_law_draws,
 )
-from bayescpt.mixture.model import MixtureFit, default_config
+from bayescpt.mixture.fit import MixtureFit
+from bayescpt.mixture.model import default_config
 from bayescpt.mixture.plots import plot_cmr
 
 

@@ -1,43 +1,36 @@
-"""The hierarchical PyMC model shared by every loss-curve law.
+"""Model configs: plain JSON-able dicts of priors and structure, one validated scheme for all.
 
-Levels (``u`` is a parameter on its natural scale, or its log when the parameter is positive)::
+Every fitted family (loss-curve laws, hparams, mixture) has a dict of defaults; a user's override
+(``--config file.json`` or ``config=``) is checked against it and merged into it by
+:func:`check_config`, and the merged config is saved with the fit as JSON. Rules for a key of the
+override, by the default's value:
 
-    population  mu_p ~ Normal(loc_p, scale_p)
-    group g     u_pg ~ Normal(mu_p + slope_p * x_g, sd_p)      g = validation set x model size,
-                                                                x_g = standardised log N
-    schedule s  u_pc = u_p,g(c) + w_ps,   w_ps ~ Normal(0, tau_p)   shared by every model size
-                                                                that ran schedule s
-    point i     log y_i ~ StudentT(nu, log L(theta_c(i), design_i), sigma_g(i))
+* dict: a dict whose keys are the default's (checked recursively), unless the key is *open*
+  (its dict may hold other keys too, unchecked);
+* list: a list or tuple of the same length, element by element;
+* bool: a bool; number (int or float): an int or float, not a bool; str: a str;
+* None: anything.
 
-Why this shape (each choice measured on the multi-power-law held-out protocol, LAWS.md section 7):
-
-* The **schedule level** is what makes predictions for an *unseen schedule* honest. The law's error
-  on a new schedule is systematic, not noise; without this level, 90 % intervals covered 43-54 %
-  of held-out points. A prediction for a new schedule draws a fresh deviation w ~ N(0, tau).
-  Deviations are shared across sizes because the law's error is a property of the schedule (the
-  same schedules are hard at every size).
-* **tau** gets a boundary-avoiding LogNormal prior centred at ``run_sd`` (0.04 on the log scale
-  for the two amplitudes, A and C for the annealing law; A only for the multi-power law,
-  whose B deviation let the training schedules disagree on the decay's shape): three
-  training schedules cannot pin it down, and the prior encodes how much the law moves between
-  schedules, of the size implied by the seed papers' 0.15-0.36 % errors on unseen schedules.
-  With a vague prior the posterior tau was 0.008-0.024 and coverage 60-72 %. The centre was
-  checked on the same held-out protocol that reports the coverage (it is the only one with
-  unseen schedules here), so that protocol is not an independent test of it. A deviation of the
-  exponent alpha too cost accuracy without improving calibration.
-* **Group spreads** sd_p (and that of log sigma) get boundary-avoiding LogNormal priors too: with
-  three sizes the data cannot tell sd = 0 from a small sd, and prior mass near 0 made a funnel
-  (hundreds of divergences). The group level is centred: each group has hundreds of points, where
-  the non-centred form diverged badly (R-hat up to 2.7), as STACK.md warns.
-* **Student-t** noise on log loss (nu = 3): a Normal likelihood let the first, badly fitted points
-  after warmup drag the fit (mean error 0.26-0.35 % vs 0.18-0.26 % for the robust point fit);
-  Student-t matches the robust Huber point fit. An AR(1) residual model and a Gaussian-process
-  discrepancy in log S1 were tried and dropped: both fitted worse and sampled badly.
+``alternatives`` name the other types a key may take (e.g. a scalar where the default is a dict
+per role); ``choices`` the values a key may take (checked on the merged config). The top-level
+key ``sampler`` is always allowed and is checked against the NUTS settings of
+:mod:`bayescpt.core.sampling`. Any violation is one :class:`ConfigError` line naming the key, the
+value and what was expected.
 """
 
 from __future__ import annotations
 
 import copy
+import numbers
+
+from bayescpt.core.sampling import DEFAULT_SAMPLER_SETTINGS
+
+#: what a config's "sampler" entry may hold (the package defaults, plus the sampler's name)
+SAMPLER_SCHEMA = dict(DEFAULT_SAMPLER_SETTINGS, sampler="auto")
+
+
+class ConfigError(ValueError):
+    """A config override that does not fit the defaults (unknown key, wrong type or value)."""
 
 
 def merge_config(base: dict, override: dict | None) -> dict:
@@ -49,3 +42,82 @@ def merge_config(base: dict, override: dict | None) -> dict:
         else:
             out[k] = copy.deepcopy(v)
     return out
+
+
+def check_config(override: dict | None, defaults: dict, where: str, *, choices: dict | None = None,
+                 alternatives: dict | None = None, open_keys=()) -> dict:
+    """``defaults`` updated by ``override`` after checking it (see the module docstring).
+
+    ``where`` names the config in messages (e.g. ``"mixture config"``); ``choices``,
+    ``alternatives`` and ``open_keys`` are keyed by dotted paths (``"noise.per_group"``).
+    Returns a new dict; raises :class:`ConfigError`.
+    """
+    override = override or {}
+    if not isinstance(override, dict):
+        raise ConfigError(f"{where}: expected a dict of settings, got {type(override).__name__}")
+    schema = dict(defaults)
+    if isinstance(override.get("sampler"), dict):
+        schema["sampler"] = dict(SAMPLER_SCHEMA, **defaults.get("sampler", {}))
+    _check(override, schema, "", where, alternatives or {}, set(open_keys))
+    out = merge_config(defaults, override)
+    for path, allowed in (choices or {}).items():
+        value = _get(out, path)
+        if value not in allowed:
+            raise ConfigError(f"{where}: {path} = {value!r}; expected one of "
+                              f"{', '.join(repr(a) for a in allowed)}")
+    return out
+
+
+def _get(cfg: dict, path: str):
+    for part in path.split("."):
+        cfg = cfg[part]
+    return cfg
+
+
+def _kind(default) -> str:
+    if default is None:
+        return "anything"
+    if isinstance(default, bool):
+        return "a bool"
+    if isinstance(default, numbers.Number):
+        return "a number"
+    if isinstance(default, str):
+        return "a string"
+    if isinstance(default, (list, tuple)):
+        return f"a list of {len(default)}"
+    if isinstance(default, dict):
+        return f"a dict with keys from {sorted(default)}"
+    return type(default).__name__
+
+
+def _fits(value, default) -> bool:
+    if default is None:
+        return True
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, numbers.Number):
+        return isinstance(value, numbers.Number) and not isinstance(value, bool)
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple)) and len(value) == len(default)
+    return isinstance(value, type(default))
+
+
+def _check(value, default, path, where, alternatives, open_keys):
+    if path and isinstance(value, alternatives.get(path, ())):
+        if not isinstance(default, dict) or not isinstance(value, dict):
+            return
+    if not _fits(value, default):
+        raise ConfigError(f"{where}: {path or 'config'} = {value!r}; expected "
+                          f"{_kind(default)}")
+    if isinstance(default, dict):
+        for k, v in value.items():
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in default:
+                if path in open_keys:
+                    continue
+                raise ConfigError(f"{where}: unknown key {sub!r} (= {v!r}); expected one of "
+                                  f"{sorted(default)}")
+            _check(v, default[k], sub, where, alternatives, open_keys)
+    elif isinstance(default, (list, tuple)):
+        for i, (v, d) in enumerate(zip(value, default)):
+            _check(v, d, f"{path}[{i}]", where, alternatives, open_keys)

@@ -1,17 +1,24 @@
 """Fit files: one NetCDF InferenceData whose posterior attrs say what it is and how to rebuild it.
 
 Shared by every kind of fit (loss-curve laws, hyperparameters, mixtures). ``attrs`` always hold
-``format``, ``law`` (the model's name), ``bayescpt_version`` and ``data_hash``; each kind adds its
-own (JSON strings for nested values). Writing never replaces a file unless asked; reading checks
-the format, the version line and, when given, the expected law, with a one-line error.
+``format``, ``law`` (the model's name), ``bayescpt_version``, ``data_hash`` and ``config`` (JSON);
+each kind adds its own (JSON strings for nested values). Writing never replaces a file unless
+asked; reading checks the format, the version line and, when given, the expected law, with a
+one-line error. :class:`FitBase` is the protocol the three fit classes share; :func:`load_fit`
+reads any fit file as the class registered for its law.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from bayescpt import __version__
+from bayescpt.core.diagnostics import Diagnostics, summarize
 
 FORMAT = "bayescpt-fit/1"
 
@@ -73,3 +80,142 @@ def saved_law(path) -> str | None:
             return ds.attrs.get("law")
     except Exception:  # noqa: BLE001 - any reader error: let load_idata report it
         return None
+
+
+class FitBase:
+    """What every fit (loss-curve law, hparams, mixture) has in common, written once.
+
+    A subclass holds at least ``idata`` (ArviZ InferenceData), ``config`` (the model's config, a
+    JSON-able dict) and ``meta`` (the common attrs: format, law, bayescpt_version, data_hash,
+    fit_seconds, ...). It declares the law names it reads with ``class X(FitBase, laws=(...))``,
+    which registers it for :func:`load_fit`, and implements two hooks:
+
+    * ``_own_attrs()``: its own attrs (JSON strings), added to ``meta`` when saving;
+    * ``_from_attrs(idata, attrs)`` (classmethod): the fit rebuilt from a file's attrs (a
+      KeyError or ValueError there becomes a one-line :class:`FitError`).
+
+    Flat draws: a posterior variable of shape (chain, draw, *rest) as (chain * draw, *rest),
+    chain-major (draw s = chain * n_draws + draw), the order of ``stack(("chain", "draw"))``.
+    """
+
+    laws: tuple = ()
+    #: keys of ``_own_attrs`` (left out of ``meta`` when a file is read)
+    own_keys: tuple = ()
+    #: whether :meth:`group_index` answers None for a group the fit has not seen (else it raises)
+    new_groups: bool = True
+    _registry: dict = {}
+
+    def __init_subclass__(cls, laws=(), **kw):
+        super().__init_subclass__(**kw)
+        if laws:
+            cls.laws = tuple(laws)
+            for law in cls.laws:
+                FitBase._registry[law] = cls
+
+    # -- attrs, save, load ---------------------------------------------------------------------
+    def _own_attrs(self) -> dict:
+        return {}
+
+    @property
+    def attrs(self) -> dict:
+        """Everything the file's posterior attrs hold: ``meta``, ``config`` (JSON) and the
+        subclass's own keys."""
+        return dict(self.meta, config=json.dumps(self.config), **self._own_attrs())
+
+    @property
+    def fit_seconds(self) -> float | None:
+        """Seconds NUTS spent sampling (compiling excluded); None where the file does not say."""
+        value = self.meta.get("fit_seconds", self.meta.get("sampling_seconds"))
+        return None if value is None else float(value)
+
+    def save(self, path, overwrite: bool = False) -> Path:
+        """Write the fit as NetCDF; refuses to replace an existing file unless ``overwrite``."""
+        return save_idata(self.idata, self.attrs, path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path, law=None):
+        """Read a fit file. On FitBase: the registered class for the law the file names; on a
+        subclass: that class, ``law`` (one name or several) defaulting to the ones it reads.
+        Anything else raises a one-line :class:`FitError`."""
+        if cls is FitBase:
+            return load_fit(path, law)
+        idata, attrs = load_idata(path, law if law is not None else cls.laws)
+        try:
+            fit = cls._from_attrs(idata, attrs)
+        except (KeyError, ValueError, TypeError) as err:
+            raise FitError(f"{path}: damaged {attrs.get('law')} fit ({type(err).__name__}: "
+                           f"{err})") from None
+        return fit
+
+    @classmethod
+    def load_any(cls, path):
+        """The fit in ``path`` as the class registered for its law (see :func:`load_fit`)."""
+        return load_fit(path)
+
+    @classmethod
+    def _meta_of(cls, attrs: dict) -> dict:
+        """The common attrs of a file: all but ``config`` and the subclass's own keys; the
+        sampling time under its one name ``fit_seconds`` (older files: ``sampling_seconds``)."""
+        meta = {k: v for k, v in attrs.items() if k not in ("config",) + tuple(cls.own_keys)}
+        if "sampling_seconds" in meta:
+            meta.setdefault("fit_seconds", meta["sampling_seconds"])
+            del meta["sampling_seconds"]
+        return meta
+
+    # -- posterior -----------------------------------------------------------------------------
+    def param_vars(self) -> list[str]:
+        """The posterior variables the diagnostics judge (not the standardised helpers)."""
+        return [v for v in self.idata.posterior.data_vars if not v.endswith(("_z", "__"))]
+
+    def derived_names(self) -> tuple:
+        """Variables summarised but not judged (deterministic transforms)."""
+        return ()
+
+    def diagnostics(self) -> Diagnostics:
+        """R-hat, ESS, divergences of :meth:`param_vars` (see :mod:`bayescpt.core.diagnostics`)."""
+        return summarize(self.idata, self.param_vars(), self.derived_names())
+
+    def flat(self, name: str) -> np.ndarray:
+        """Draws of posterior variable ``name`` flattened over (chain, draw): shape (S, *rest),
+        a copy (callers may change it without touching the posterior)."""
+        x = self.idata.posterior[name].values
+        return np.array(x.reshape(-1, *x.shape[2:]))
+
+    def draws(self, names) -> dict:
+        """Flat draws (:meth:`flat`) of each of ``names``: name -> array (S, ...)."""
+        return {v: self.flat(v) for v in ([names] if isinstance(names, str) else names)}
+
+    # -- groups --------------------------------------------------------------------------------
+    def group_index(self, model_size=None, val_set=None) -> int | None:
+        """Row of ``groups`` for (model size, validation set); a size of None/NaN matches a group
+        fitted without sizes. A group the fit has not seen gives None, or a ValueError naming
+        the fitted groups where the fit cannot predict new groups (``new_groups`` False)."""
+        g = getattr(self, "groups", None)
+        if g is None:
+            raise TypeError(f"a {type(self).__name__} has no groups")
+        col = "size" if "size" in g.columns else "model_size"
+        size = -1.0 if model_size is None or pd.isna(model_size) else float(model_size)
+        hit = g.index[(g["val_set"] == val_set) & (g[col].fillna(-1.0) == size)]
+        if len(hit):
+            return int(hit[0])
+        if self.new_groups:
+            return None
+        have = [f"{v} @ {s:g}" for v, s in zip(g["val_set"], g[col])]
+        raise ValueError(f"no fitted group for val_set {val_set!r}, model_size {size:g}; the fit "
+                         f"has {have}")
+
+
+def load_fit(path, law=None):
+    """Read any bayescpt fit file as the class registered for the law it names.
+
+    A class registers when its module is imported (the CLI imports every family). ``law``
+    (optional) is the law name, or names, the caller accepts. Raises a one-line :class:`FitError`.
+    """
+    name = saved_law(path)
+    cls = FitBase._registry.get(name)
+    if cls is None:
+        load_idata(path, law)      # says why the file is not a fit, if it is not one
+        known = ", ".join(repr(k) for k in sorted(FitBase._registry)) or "none imported"
+        raise FitError(f"{path}: a fit of the {name!r} law, which no imported fit class reads "
+                       f"(known: {known})")
+    return cls.load(path, law)

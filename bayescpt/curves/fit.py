@@ -13,15 +13,14 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
+from io import StringIO
 
 import numpy as np
 import pandas as pd
 
 from bayescpt import __version__
-from bayescpt.core.config import merge_config
-from bayescpt.core.diagnostics import Diagnostics, summarize, warn_if_bad
-from bayescpt.core.fitfile import FORMAT, FitError, load_idata, save_idata
+from bayescpt.core.diagnostics import warn_if_bad
+from bayescpt.core.fitfile import FORMAT, FitBase, FitError
 from bayescpt.core.sampling import (
     DEFAULT_SAMPLER_SETTINGS,
     finish_trace,
@@ -29,7 +28,7 @@ from bayescpt.core.sampling import (
     sample_model,
 )
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.hierarchy import Prepared, build_model, default_config, prepare
+from bayescpt.curves.hierarchy import Prepared, build_model, make_config, prepare
 from bayescpt.curves.laws import LAWS, get_law
 from bayescpt.curves.laws.base import Law
 from bayescpt.curves.other_sets import add_to_posterior, fit_other, split_other
@@ -37,8 +36,14 @@ from bayescpt.curves.other_sets import add_to_posterior, fit_other, split_other
 __all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
 
 @dataclass
-class Fit:
-    """A sampled law: ``idata`` plus the law, config and index tables rebuilt from its attrs."""
+class Fit(FitBase, laws=tuple(LAWS)):
+    """A sampled law: ``idata`` plus the law, config and index tables rebuilt from its attrs.
+
+    ``groups`` (val_set, size, label, x): one row per validation set x model size;
+    ``curves``: one row per (run, val_set); ``size_ref``: (mean, sd) of ln model size.
+    """
+
+    own_keys = ("law_options", "groups", "curves", "size_ref")
 
     idata: object
     law: Law
@@ -57,11 +62,11 @@ class Fit:
             warn: bool = True) -> "Fit":
         """Fit ``law`` to the validated table ``df`` with NUTS.
 
-        ``config`` overrides the law's defaults (:func:`bayescpt.hierarchy.default_config`).
+        ``config`` overrides the law's defaults (:func:`bayescpt.curves.hierarchy.make_config`).
         Returns the Fit; diagnostics are computed, stored and warned about when they fail.
         """
         law_obj = get_law(law, **(law_options or {}))
-        cfg = merge_config(default_config(law_obj), config)
+        cfg = make_config(law_obj, config)
         s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
                              seed=seed, target_accept=target_accept)
         cfg["sampler"] = s
@@ -102,38 +107,21 @@ class Fit:
             keep.append(name)
         return keep
 
-    def diagnostics(self) -> Diagnostics:
-        return summarize(self.idata, self.param_vars(), getattr(self.law, "derived_names", ()))
-
-    def group_index(self, val_set: str, model_size) -> int | None:
-        """Index of the fitted group (validation set x model size), or None if it is new."""
-        g = self.groups
-        size = -1.0 if model_size is None or pd.isna(model_size) else float(model_size)
-        hit = g.index[(g["val_set"] == val_set) & (g["size"].fillna(-1.0) == size)]
-        return int(hit[0]) if len(hit) else None
+    def derived_names(self) -> tuple:
+        return tuple(getattr(self.law, "derived_names", ()))
 
     # -------------------------------------------------------------------------------------------
-    def _attrs(self) -> dict:
-        attrs = dict(self.meta)
-        attrs["law_options"] = json.dumps(self.meta.get("law_options") or {})
-        attrs["config"] = json.dumps(self.config)
-        attrs["groups"] = self.groups.to_json(orient="split")
-        attrs["curves"] = self.curves.to_json(orient="split")
-        attrs["size_ref"] = json.dumps(list(self.size_ref))
-        return attrs
+    def _own_attrs(self) -> dict:
+        return {"law_options": json.dumps(self.meta.get("law_options") or {}),
+                "groups": self.groups.to_json(orient="split"),
+                "curves": self.curves.to_json(orient="split"),
+                "size_ref": json.dumps(list(self.size_ref))}
 
     def _write_attrs(self):
-        self.idata.posterior.attrs.update(self._attrs())
-
-    def save(self, path, overwrite: bool = False) -> Path:
-        """Write the fit as NetCDF. Refuses to replace an existing file unless ``overwrite``."""
-        return save_idata(self.idata, self._attrs(), path, overwrite=overwrite)
+        self.idata.posterior.attrs.update(self.attrs)
 
     @classmethod
-    def load(cls, path, law: str | None = None) -> "Fit":
-        """Read a fit saved by :meth:`save`; ``law`` (optional) is the law the caller expects."""
-
-        idata, attrs = load_idata(path, law if law is not None else tuple(LAWS))
+    def _from_attrs(cls, idata, attrs: dict) -> "Fit":
         law_opts = json.loads(attrs["law_options"]) if isinstance(attrs["law_options"], str) \
             else attrs["law_options"]
         if attrs["law"] == "multipower" and "progress" not in (law_opts or {}) \
@@ -141,9 +129,9 @@ class Fit:
             law_opts = {**(law_opts or {}), "progress": False}   # written before it was default
         law_obj = get_law(attrs["law"], **(law_opts or {}))
         config = json.loads(attrs["config"])
-        groups = pd.read_json(_io(attrs["groups"]), orient="split")
-        curves = pd.read_json(_io(attrs["curves"]), orient="split")
-        meta = {k: v for k, v in attrs.items() if k not in ("config", "groups", "curves", "size_ref")}
+        groups = pd.read_json(StringIO(attrs["groups"]), orient="split")
+        curves = pd.read_json(StringIO(attrs["curves"]), orient="split")
+        meta = cls._meta_of(attrs)
         meta["law_options"] = law_opts or {}
         return cls(idata, law_obj, config, groups, curves, tuple(json.loads(attrs["size_ref"])),
                    meta)
@@ -162,7 +150,7 @@ class CompiledFit:
 
         self.law = get_law(law, **(law_options or {}))
         self.law_options = law_options or {}
-        self.config = merge_config(default_config(self.law), config)
+        self.config = make_config(self.law, config)
         self.settings = dict(DEFAULT_SAMPLER_SETTINGS, **self.config.get("sampler", {}),
                              **sampler, sampler="nutpie")
         self.config["sampler"] = self.settings
@@ -208,9 +196,4 @@ def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: floa
     """What a fit file records about where it came from."""
     return {"format": FORMAT, "law": law.name, "law_options": law_options or {},
             "bayescpt_version": __version__, "data_hash": data_hash(df),
-            "n_points": int(len(prep.points)), "sampling_seconds": round(seconds, 3)}
-
-
-def _io(text):
-    from io import StringIO
-    return StringIO(text)
+            "n_points": int(len(prep.points)), "fit_seconds": round(seconds, 3)}

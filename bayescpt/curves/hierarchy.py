@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from bayescpt.core.config import check_config
 from bayescpt.curves.data import curve_info, schedule_ids, schedules_of
 from bayescpt.curves.laws.base import Law
 
@@ -62,6 +63,14 @@ def default_config(law: Law) -> dict:
         "centered": {"group": True, "schedule": True},
         "settings": dict(law.default_settings, skip_warmup=True),
     }
+
+
+def make_config(law: Law, override: dict | None = None) -> dict:
+    """:func:`default_config` of ``law`` updated by ``override`` (nested dicts merged key by key),
+    checked by :func:`bayescpt.core.config.check_config`: known keys and types (``settings`` may
+    hold further law settings), ``noise.family`` 'studentt' or 'normal'."""
+    return check_config(override, default_config(law), f"{law.name} law config",
+                        choices={"noise.family": ("studentt", "normal")}, open_keys=("settings",))
 
 
 @dataclass
@@ -157,7 +166,7 @@ def build_model(law: Law, prep: Prepared, config: dict):
 
     pri, noise = config["priors"], config["noise"]
     centered = config.get("centered", {"group": True, "schedule": True})
-    G, Cn = len(prep.groups), len(prep.curves)
+    G = len(prep.groups)
     sched_labels = (prep.curves.drop_duplicates("sched_idx").sort_values("sched_idx")
                     .apply(lambda r: f"{r['schedule']}:{r['val_set']}", axis=1).tolist())
     coords = {"group": prep.groups["label"].tolist(), "schedule": sched_labels,

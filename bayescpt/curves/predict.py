@@ -25,13 +25,6 @@ CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
 
 
-def _draws(fit: Fit, name: str) -> np.ndarray:
-    """Posterior draws of ``name`` flattened over (chain, draw): shape (S,) or (S, dim)."""
-    v = fit.idata.posterior[name]
-    v = v.stack(sample=("chain", "draw")).transpose("sample", ...)
-    return np.asarray(v.values)
-
-
 def parameter_draws(fit: Fit, val_set: str, model_size, rng: np.random.Generator,
                     new_run: bool = True, antithetic: bool = True) -> dict:
     """Per-draw parameters (natural scale) for a new run (schedule) of the given group.
@@ -40,7 +33,7 @@ def parameter_draws(fit: Fit, val_set: str, model_size, rng: np.random.Generator
     schedule (and group) deviation w and with -w, which removes most of the Monte Carlo noise
     that the random deviations would add to the mean curve.
     """
-    gi = fit.group_index(val_set, model_size)
+    gi = fit.group_index(model_size, val_set)
     pri = fit.config["priors"]
     post = fit.idata.posterior
     out = {}
@@ -62,25 +55,25 @@ def parameter_draws(fit: Fit, val_set: str, model_size, rng: np.random.Generator
     for p in fit.law.params:
         c = pri[p.name]
         if gi is not None:
-            u = _draws(fit, f"{p.name}_u")[:, gi]
+            u = fit.flat(f"{p.name}_u")[:, gi]
         else:
-            u = _draws(fit, f"{p.name}_mu")
+            u = fit.flat(f"{p.name}_mu")
             if f"{p.name}_slope" in post:
-                u = u + _draws(fit, f"{p.name}_slope") * x
+                u = u + fit.flat(f"{p.name}_slope") * x
         S = u.shape[0]
         u = dup(u)
         if gi is None and f"{p.name}_sd" in post:
-            u = u + dup(_draws(fit, f"{p.name}_sd")) * dev(S)
+            u = u + dup(fit.flat(f"{p.name}_sd")) * dev(S)
         if new_run and f"{p.name}_tau" in post:
-            u = u + dup(_draws(fit, f"{p.name}_tau")) * dev(S)
+            u = u + dup(fit.flat(f"{p.name}_tau")) * dev(S)
         out[p.name] = np.exp(u) if c["positive"] else u
     if gi is not None:
-        log_sigma = _draws(fit, "log_sigma")[:, gi]
+        log_sigma = fit.flat("log_sigma")[:, gi]
     else:
-        log_sigma = _draws(fit, "log_sigma_mu")
+        log_sigma = fit.flat("log_sigma_mu")
         if "log_sigma_sd" in post:
             S = log_sigma.shape[0]
-            log_sigma = dup(log_sigma) + dup(_draws(fit, "log_sigma_sd")) * dev(S)
+            log_sigma = dup(log_sigma) + dup(fit.flat("log_sigma_sd")) * dev(S)
             out["_sigma"] = np.exp(log_sigma)
             return out
     out["_sigma"] = np.exp(dup(log_sigma))

@@ -58,21 +58,13 @@ Why this shape (checked on the Step Law grid, see benchmarks/hparams_loco.py):
 
 from __future__ import annotations
 
-import json
-import time
-import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from bayescpt import __version__
-from bayescpt.core.config import merge_config
-from bayescpt.core.diagnostics import Diagnostics, summarize, warn_if_bad
-from bayescpt.core.fitfile import FORMAT, FitError, load_idata, save_idata
-from bayescpt.core.sampling import resolve_settings, sample_model
-from bayescpt.hparams.data import cells, grid_hash
+from bayescpt.core.config import check_config
+from bayescpt.hparams.data import cells
 
 LAW = "hparams"
 OPTIMUM_LAWS = ("size_tokens", "compute", "loss")
@@ -121,17 +113,11 @@ CELL_VARS = ["x_opt", "y_opt", "m"]
 
 
 def make_config(override: dict | None = None) -> dict:
-    """The default config updated by ``override`` (nested dicts merged key by key), checked."""
-    out = merge_config(DEFAULT_CONFIG, override)
-    unknown = sorted(set(out) - set(DEFAULT_CONFIG) - {"sampler"})
-    if unknown:
-        raise ValueError(f"config keys {unknown} unknown; expected {sorted(DEFAULT_CONFIG)}")
-    if out["noise"] not in NOISE_FORMS:
-        raise ValueError(f"config noise {out['noise']!r}; expected one of {NOISE_FORMS}")
-    if out["optimum_law"] not in OPTIMUM_LAWS:
-        raise ValueError(f"config optimum_law {out['optimum_law']!r}; expected one of "
-                         f"{OPTIMUM_LAWS}")
-    return out
+    """DEFAULT_CONFIG updated by ``override`` (nested dicts merged key by key), checked by
+    :func:`bayescpt.core.config.check_config`: known keys and types, ``noise`` one of
+    NOISE_FORMS, ``optimum_law`` one of OPTIMUM_LAWS."""
+    return check_config(override, DEFAULT_CONFIG, "hparams config",
+                        choices={"noise": NOISE_FORMS, "optimum_law": OPTIMUM_LAWS})
 
 
 # -- the three laws, written once over an array namespace (pytensor.tensor or numpy) ------------
@@ -346,74 +332,3 @@ def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
                     sigma=noise_sd(pt, sigma, sigma_slope, mu - m[idx], cfg["noise"]),
                     observed=df["loss"].to_numpy(), dims="run")
     return model, ct, refs
-
-
-@dataclass
-class HparamsFit:
-    """A sampled stage-1 model: InferenceData, its config, cell table and centring refs."""
-
-    idata: object
-    config: dict
-    cells: pd.DataFrame
-    refs: Refs
-    meta: dict = field(default_factory=dict)
-
-    @classmethod
-    def run(cls, df: pd.DataFrame, config: dict | None = None, sampler: str = "auto",
-            chains: int | None = None, draws: int | None = None, tune: int | None = None,
-            seed: int | None = None, target_accept: float | None = None,
-            progress: bool = False, warn: bool = True) -> "HparamsFit":
-        """Fit the grid ``df`` (validated, see :mod:`.data`) with NUTS; diagnostics warned."""
-        cfg = make_config(config)
-        s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
-                             seed=seed, target_accept=target_accept)
-        cfg["sampler"] = s
-        model, ct, refs = build_model(df, cfg)
-        t0 = time.perf_counter()
-        idata = sample_model(model, s, progress=progress)
-        meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
-                "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 2)}
-        fit = cls(idata, cfg, ct, refs, meta)
-        if warn:
-            warn_if_bad(fit.diagnostics())
-        return fit
-
-    def diagnostics(self) -> Diagnostics:
-        law = self.config["optimum_law"]
-        names = [v for v in LAW_VARS + SHAPE_VARS + CELL_VARS if v in self.idata.posterior]
-        names = [v for v in names if v not in EXPONENTS["size_tokens"]] + EXPONENTS[law]
-        return summarize(self.idata, names)
-
-    def attrs(self) -> dict:
-        return dict(self.meta, config=json.dumps(self.config),
-                    cells=self.cells.to_json(orient="records"),
-                    refs=json.dumps({"ln_n": self.refs.ln_n, "ln_d": self.refs.ln_d,
-                                     "ln_l": self.refs.ln_l}))
-
-    def save(self, path, overwrite: bool = False) -> Path:
-        return save_idata(self.idata, self.attrs(), path, overwrite=overwrite)
-
-    @classmethod
-    def load(cls, path) -> "HparamsFit":
-        idata, attrs = load_idata(path, law=LAW)
-        try:
-            cfg = json.loads(attrs["config"])
-            ct = pd.read_json(__import__("io").StringIO(attrs["cells"]), orient="records")
-            refs = Refs(**json.loads(attrs["refs"]))
-        except (KeyError, ValueError) as err:
-            raise FitError(f"{path}: damaged hparams fit ({type(err).__name__}: {err})") from None
-        meta = {k: v for k, v in attrs.items() if k not in ("config", "cells", "refs")}
-        return cls(idata, cfg, ct, refs, meta)
-
-    def draws(self, names) -> dict:
-        """Posterior draws of ``names`` flattened over (chain, draw): name -> array (S, ...)."""
-        post = self.idata.posterior
-        return {v: post[v].stack(s=("chain", "draw")).transpose("s", ...).to_numpy()
-                for v in names}
-
-
-def quick_fit(df, **kw) -> HparamsFit:
-    """A fit with warnings silenced (diagnostics still computed by the caller)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return HparamsFit.run(df, warn=False, **kw)

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.core.plotting import pyplot
-from bayescpt.hparams.model import HparamsFit, bowl, law_location
+from bayescpt.hparams.fit import HparamsFit
+from bayescpt.hparams.model import bowl, law_location
 
 
 def _cell_index(fit: HparamsFit, df: pd.DataFrame) -> np.ndarray:

@@ -35,7 +35,8 @@ import math
 
 import numpy as np
 
-from bayescpt.hparams.model import HparamsFit, best_loss, bowl, law_location
+from bayescpt.hparams.fit import HparamsFit
+from bayescpt.hparams.model import best_loss, bowl, law_location
 
 #: a C_pre interval wider than this factor (upper / lower) is flagged as poorly identified
 WIDE_FACTOR = 100.0

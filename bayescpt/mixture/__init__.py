@@ -2,6 +2,7 @@
 
 ``data``    the tidy mixture table (run, model_size, ratio, tokens, val_set, val_role, loss) + loaders
 ``model``   the hierarchical loss-vs-(ratio, tokens) laws of Gu et al. 2024 and Ye et al. 2024
+``fit``     MixtureFit: the law sampled, saved, reloaded; loss draws at any (ratio, tokens)
 ``decide``  feasibility, CMR, P(feasible), CMR at risk, CMR vs budget, per posterior draw
 ``plots``   P(feasible) vs ratio, loss vs ratio with bands, CMR vs budget
 

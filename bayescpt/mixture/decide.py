@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayescpt.mixture.model import MixtureFit
+from bayescpt.mixture.fit import MixtureFit
 
 DEFAULT_GRID = 201
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from bayescpt.core.plotting import pyplot
 from bayescpt.mixture.decide import pick_group
-from bayescpt.mixture.model import MixtureFit
+from bayescpt.mixture.fit import MixtureFit
 
 
 def _observed(fit: MixtureFit, gi: int, tokens: float):

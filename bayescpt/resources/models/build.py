@@ -31,9 +31,9 @@ from bayescpt.curves.fit import Fit
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.datasets.public import load_olmo_ladder
 from bayescpt.hparams.data import read_grid
-from bayescpt.hparams.model import HparamsFit
+from bayescpt.hparams.fit import HparamsFit
 from bayescpt.mixture.data import read_mixture
-from bayescpt.mixture.model import MixtureFit
+from bayescpt.mixture.fit import MixtureFit
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]   # the repository (this file is bayescpt/resources/models/build.py)

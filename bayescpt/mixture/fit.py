@@ -1,0 +1,202 @@
+"""The mixture fit: the laws of :mod:`bayescpt.mixture.model` sampled with NUTS, saved and
+reloaded as a :class:`~bayescpt.core.fitfile.FitBase` fit file (law ``"mixture"``), and its
+posterior draws of the expected and observed loss at any (ratio R, CPT tokens T).
+
+Per posterior draw s: the run's expected loss is ``L_g(R, t) * exp(delta_s)`` with t = T / T_ref(g)
+and delta the run's deviation (log scale; a fitted run's own, a fresh ``run_sd * z`` for a new
+one); an observed loss multiplies that by ``exp(sigma_g * e)``, e ~ StudentT(nu).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from io import StringIO
+
+import numpy as np
+import pandas as pd
+
+from bayescpt import __version__
+from bayescpt.core.diagnostics import warn_if_bad
+from bayescpt.core.fitfile import FORMAT, FitBase
+from bayescpt.core.sampling import resolve_settings, sample_model
+from bayescpt.mixture.data import mixture_hash
+from bayescpt.mixture.model import (
+    LAW,
+    build_model,
+    law_mean,
+    make_config,
+    prepare,
+)
+
+__all__ = ["MixtureFit", "predict_rows"]
+
+
+@dataclass
+class MixtureFit(FitBase, laws=(LAW,)):
+    """A sampled mixture law: InferenceData + config + group table + reference ratios.
+
+    ``groups``: one row per (model_size, val_set) with its role and reference budget ``t_ref``;
+    ``r_lo``, ``r_hi``: the smallest and largest fitted ratio; ``points``: the fitted rows.
+    A group index for a (model size, validation set) the fit has not seen is an error.
+    """
+
+    idata: object
+    config: dict
+    groups: pd.DataFrame
+    r_lo: float
+    r_hi: float
+    meta: dict = field(default_factory=dict)
+    points: pd.DataFrame | None = None   # the fitted rows (for plots)
+
+    own_keys = ("groups", "ratio_ref", "points")
+    new_groups = False
+
+    @classmethod
+    def run(cls, df: pd.DataFrame, config: dict | None = None, sampler: str = "auto",
+            chains: int | None = None, draws: int | None = None, tune: int | None = None,
+            seed: int | None = None, target_accept: float | None = None,
+            progress: bool = False, warn: bool = True) -> "MixtureFit":
+        """Fit the mixture law to a validated table (:func:`bayescpt.mixture.data.validate_mixture`)."""
+        cfg = make_config(config)
+        s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
+                             seed=seed, target_accept=target_accept)
+        cfg["sampler"] = s
+        prep = prepare(df, cfg)
+        model = build_model(prep, cfg)
+        t0 = time.perf_counter()
+        idata = sample_model(model, s, progress=progress)
+        meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
+                "data_hash": mixture_hash(df), "n_points": int(len(prep.points)),
+                "fit_seconds": round(time.perf_counter() - t0, 3)}
+        fit = cls(idata, cfg, prep.groups, prep.r_lo, prep.r_hi, meta,
+                  prep.points[["run", "model_size", "ratio", "tokens", "val_set", "loss",
+                              "curve"]])
+        if warn:
+            warn_if_bad(fit.diagnostics())
+        return fit
+
+    # -- bookkeeping ------------------------------------------------------------------------------
+    def _own_attrs(self) -> dict:
+        return {"groups": self.groups.to_json(orient="split"),
+                "ratio_ref": json.dumps([self.r_lo, self.r_hi]),
+                "points": "" if self.points is None else self.points.to_json(orient="split")}
+
+    @classmethod
+    def _from_attrs(cls, idata, attrs: dict) -> "MixtureFit":
+        groups = pd.read_json(StringIO(attrs["groups"]), orient="split")
+        r_lo, r_hi = json.loads(attrs["ratio_ref"])
+        pts = attrs.get("points") or None
+        pts = pd.read_json(StringIO(pts), orient="split") if pts else None
+        return cls(idata, json.loads(attrs["config"]), groups, r_lo, r_hi, cls._meta_of(attrs),
+                   pts)
+
+    def run_sd(self, gi: int) -> np.ndarray | None:
+        """Draws (S,) of the run-deviation scale of group ``gi``'s role, None without one."""
+        post = self.idata.posterior
+        role = self.groups.loc[gi, "val_role"]
+        if "run_sd" not in post or self.config["token_terms"].get(role, 1) == 0:
+            return None
+        x = post["run_sd"].sel(role=self.groups.loc[gi, "val_role"]).values
+        return x.reshape(-1)
+
+    # -- posterior draws --------------------------------------------------------------------------
+    def theta(self, gi: int) -> dict:
+        """Posterior draws (shape (S, 1)) of group ``gi``'s law parameters for :func:`law_mean`."""
+        post = self.idata.posterior
+        col = lambda name: self.flat(name)[:, gi][:, None]  # noqa: E731
+        terms = self.config["token_terms"].get(self.groups.loc[gi, "val_role"], 1)
+        th = {"m": col("m"), "d": col("d"), "c": col("c")}
+        if "q" in post and terms > 0:
+            th["q"] = col("q")
+        th["A"], th["p"] = [], []
+        if terms >= 1:
+            th["A"].append(col("A1"))
+            th["p"].append(np.exp(col("logp1")))
+        if terms >= 2:
+            th["A"].append(col("A2"))
+            th["p"].append(np.exp(col("logp1")) + col("p_gap"))
+        return th
+
+    def mean_draws(self, gi: int, ratio, tokens) -> np.ndarray:
+        """Expected loss draws, shape (S, n), at arrays ``ratio`` and ``tokens`` (> 0, the data's
+        token unit) broadcast together."""
+        ratio, tokens = np.broadcast_arrays(np.asarray(ratio, float), np.asarray(tokens, float))
+        if np.any(tokens <= 0):
+            raise ValueError("tokens must be > 0 (tokens = 0 is the pre-CPT baseline, observed)")
+        t = tokens.ravel()[None, :] / float(self.groups.loc[gi, "t_ref"])
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return law_mean(np, ratio.ravel()[None, :], t, self.theta(gi),
+                            self.config["ratio_form"], self.r_lo, self.r_hi)
+
+    def run_deviation(self, gi: int, run: str | None = None, seed: int = 0) -> np.ndarray:
+        """Draws (S,) of a run's deviation (log scale): the fitted one for a fitted ``run``, a
+        fresh one (tau * z) for a new run, zeros where the model has none."""
+        tau = self.run_sd(gi)
+        S = self.flat("m").shape[0]
+        if tau is None:
+            return np.zeros(S)
+        if run is not None and self.points is not None:
+            g = self.groups.loc[gi]
+            hit = self.points[(self.points["run"] == run) & (self.points["val_set"] == g["val_set"])
+                              & (self.points["model_size"] == g["model_size"])]
+            if len(hit):
+                k = int(hit["curve"].iloc[0])
+                if "run_dev" in self.idata.posterior:
+                    return self.flat("run_dev")[:, k]
+                return tau * self.flat("run_dev_z")[:, k]
+        return tau * np.random.default_rng(seed).standard_normal(S)
+
+    def run_draws(self, gi: int, ratio, tokens, seed: int = 0, run: str | None = None
+                  ) -> np.ndarray:
+        """Expected loss (S, n) of one run: the law times the run's deviation (a fitted run's own,
+        else a fresh one per draw shared by all (ratio, tokens) -- one and the same new run)."""
+        mu = self.mean_draws(gi, ratio, tokens)
+        return mu * np.exp(self.run_deviation(gi, run, seed))[:, None]
+
+    def predictive_draws(self, gi: int, ratio, tokens, seed: int = 0, run: str | None = None
+                         ) -> np.ndarray:
+        """Posterior predictive losses: :meth:`run_draws` times StudentT noise on the log scale,
+        independent per point."""
+        mu = self.run_draws(gi, ratio, tokens, seed=seed, run=run)
+        rng = np.random.default_rng(seed + 1)
+        sigma = self.flat("sigma")[:, gi][:, None]
+        return mu * np.exp(sigma * rng.standard_t(self.config["noise"]["nu"], size=mu.shape))
+
+    def coefficients(self, gi: int) -> dict:
+        """The papers' final-budget coefficients per draw: alpha, s (or t), beta of
+        L(R) = alpha R^s + beta ("power") or beta + alpha exp(s R) ("exp")."""
+        th = self.theta(gi)
+        c = th["c"][:, 0]
+        h = (lambda r: r ** c) if self.config["ratio_form"] == "power" else \
+            (lambda r: np.exp(c * r))
+        alpha = th["d"][:, 0] / (h(self.r_lo) - h(self.r_hi))
+        return {"alpha": alpha, "s": c, "beta": th["m"][:, 0] - alpha * h(self.r_hi)}
+
+
+def predict_rows(fit: MixtureFit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0
+                 ) -> pd.DataFrame:
+    """Posterior mean, credible band and predictive interval for each row of ``df`` (columns run,
+    model_size, val_set, ratio, tokens > 0; loss kept when present). A fitted run (same run name,
+    val_set and size) keeps its fitted deviation -- held-out checkpoints of a fitted run; any
+    other run gets a fresh one -- a new mixture."""
+    out = df.copy()
+    lo_q, hi_q = (1 - prob) / 2, 1 - (1 - prob) / 2
+    cols = {k: np.full(len(df), np.nan) for k in ("mean", "median", "lower", "upper",
+                                                   "curve_lower", "curve_upper")}
+    for (size, vs, run), idx in df.groupby(["model_size", "val_set", "run"]).groups.items():
+        gi = fit.group_index(size, vs)
+        pos = df.index.get_indexer(idx)
+        rows = df.loc[idx]
+        mu = fit.run_draws(gi, rows["ratio"].to_numpy(), rows["tokens"].to_numpy(), seed=seed,
+                           run=run)
+        yp = fit.predictive_draws(gi, rows["ratio"].to_numpy(), rows["tokens"].to_numpy(),
+                                  seed=seed, run=run)
+        cols["mean"][pos] = mu.mean(0)
+        cols["median"][pos] = np.median(mu, 0)
+        cols["curve_lower"][pos], cols["curve_upper"][pos] = np.quantile(mu, [lo_q, hi_q], 0)
+        cols["lower"][pos], cols["upper"][pos] = np.quantile(yp, [lo_q, hi_q], 0)
+    for k, v in cols.items():
+        out[k] = v
+    return out
