@@ -16,15 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bayescpt.cli.common import say
 from bayescpt.core.plotting import plot_diagnostics
-from bayescpt.cpt.plan import (
-    decide,
-    evaluate,
-    plan_grid,
-    pt_schedule_from_table,
-    write_plans,
-)
+from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
+from bayescpt.cpt.run import run_plan
 from bayescpt.curves.compare import loo_table, parameter_table, shared_parameters
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.fit import Fit
@@ -40,6 +36,24 @@ from bayescpt.datasets.bundled import (
     bundled_multipowerlaw,
     split,
 )
+
+
+def add_demo(sub) -> None:
+    q = sub.add_parser("demo", help="the quick start: fit bundled curves, diagnose, predict "
+                       "unseen schedules, write CSV + plot")
+    q.add_argument("--out", type=Path, default=Path("out"), help="output folder (default out/)")
+    q.add_argument("--law", default="annealing", choices=["annealing", "multipower"])
+    q.add_argument("--force", action="store_true", help="replace existing outputs")
+    q.add_argument("--sampler", default="auto", help="as for fit (default: nutpie if installed)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def cmd_demo(a) -> int:
+
+    run_demo(a.out, law=a.law, sampler=a.sampler, seed=a.seed, force=a.force,
+             log=(lambda m: None) if a.quiet else say)
+    return 0
 
 
 def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int = 0,
@@ -114,15 +128,15 @@ def _plan(csv: Path, png: Path, seed: int, log):
         return None
     fit = Fit.load(CPT_REFERENCE, law="cpt")
     pt = pt_schedule_from_table(read_curves(CPT_DATA, need_loss=False), "pt@10000/cosine")
-    plans = plan_grid(PLAN["transfers"], PLAN["shapes"], PLAN["peak_lrs"], PLAN["steps"])
-    draws = evaluate(fit, pt, plans, seed=seed)
-    table = decide(draws, PLAN["tolerance"], PLAN["risk"])
+    res = run_plan(fit, pt, tolerance=PLAN["tolerance"], risk=PLAN["risk"],
+                   transfers=PLAN["transfers"], shapes=PLAN["shapes"], peak_lrs=PLAN["peak_lrs"],
+                   steps=PLAN["steps"], seed=seed)
+    table, draws = res.table, res.draws
     log(f"[5/5] planning CPT on {CPT_REFERENCE.name} (simulated PT -> CPT runs, paper Fig. 3 "
-        f"values): {len(plans)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s")
+        f"values): {len(table)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s")
     write_plans(table, csv)
-    chosen = table[table["chosen"]]
-    if len(chosen):
-        c = chosen.iloc[0]
+    c = res.chosen
+    if c is not None:
         log(f"      chosen: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps from"
             f" PT step {int(c['transfer'])}: domain loss {c['domain_mean']:.4f} "
             f"[{c['domain_lower']:.4f}, {c['domain_upper']:.4f}], P(general rise <= "

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
-from bayescpt.cli.main import _load_config, _verdict, sample_and_save
+from bayescpt.cli.common import load_config, refuse_overwrite, sample_and_save, say, verdict
 from bayescpt.core.tables import DataError
 from bayescpt.hparams.data import describe_grid, grid_hash, load_steplaw, read_grid
 from bayescpt.hparams.model import HparamsFit
 from bayescpt.hparams.plots import plot_fit, plot_optimum
 from bayescpt.hparams.predict import predict_optimum
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def _refuse_overwrite(path, force: bool) -> None:
-    if path is not None and Path(path).exists() and not force:
-        raise FileExistsError(f"{path} exists; choose another --out or pass --force to replace it")
 
 
 def read_any_grid(path):
@@ -128,23 +118,23 @@ def run(a) -> int:
 
 def cmd_fit(a) -> int:
 
-    _refuse_overwrite(a.out, a.force)
-    _refuse_overwrite(a.plot, a.force)
+    refuse_overwrite(a.out, a.force)
+    refuse_overwrite(a.plot, a.force)
     df = read_any_grid(a.data)
-    cfg = _load_config(a.config) or {}
+    cfg = load_config(a.config) or {}
     if a.optimum_law:
         cfg["optimum_law"] = a.optimum_law
     if not a.quiet:
-        _say(f"data: {a.data} {describe_grid(df)}")
-        _say("fitting the hyperparameter law (compiling, then sampling; a few minutes on 2 cores)")
+        say(f"data: {a.data} {describe_grid(df)}")
+        say("fitting the hyperparameter law (compiling, then sampling; a few minutes on 2 cores)")
     fit, diag = sample_and_save(a, lambda **kw: HparamsFit.run(df, config=cfg, **kw))
     print(law_text(fit))
     if a.plot:
 
         plot_fit(fit, df, a.plot)
         if not a.quiet:
-            _say(f"wrote {a.plot}")
-    return _verdict(diag, a.strict)
+            say(f"wrote {a.plot}")
+    return verdict(diag, a.strict)
 
 
 def law_text(fit) -> str:
@@ -182,8 +172,8 @@ def law_text(fit) -> str:
 
 def cmd_predict(a) -> int:
 
-    _refuse_overwrite(a.out, a.force)
-    _refuse_overwrite(a.plot, a.force)
+    refuse_overwrite(a.out, a.force)
+    refuse_overwrite(a.plot, a.force)
     fit = HparamsFit.load(a.fit)
     if (a.grid_lrs is None) != (a.grid_batches is None):
         raise ValueError("--grid-lrs and --grid-batches go together (the grid's learning rates "
@@ -195,16 +185,16 @@ def cmd_predict(a) -> int:
     if a.plot is not None:
 
         plot_optimum(res, a.plot)
-        _say(f"wrote {a.plot}")
+        say(f"wrote {a.plot}")
     res.pop("_draws", None)
     for w in res["warnings"]:
-        _say(f"warning: {w}")
+        say(f"warning: {w}")
     text = json.dumps(res, indent=2)
     if a.out:
         tmp = a.out.with_name(a.out.name + ".tmp")
         tmp.write_text(text + "\n")
         tmp.replace(a.out)
-        _say(f"wrote {a.out}")
+        say(f"wrote {a.out}")
     print(text if not a.out else _short(res))
     return 0
 
@@ -234,12 +224,12 @@ def _short(res: dict) -> str:
 
 def cmd_plot(a) -> int:
 
-    _refuse_overwrite(a.out, a.force)
+    refuse_overwrite(a.out, a.force)
     fit = HparamsFit.load(a.fit)
     df = read_any_grid(a.data)
 
     if fit.meta.get("data_hash") != grid_hash(df):
-        _say(f"warning: {a.data} is not the grid {a.fit} was fitted on (data hash differs)")
+        say(f"warning: {a.data} is not the grid {a.fit} was fitted on (data hash differs)")
     plot_fit(fit, df, a.out)
-    _say(f"wrote {a.out}")
+    say(f"wrote {a.out}")
     return 0

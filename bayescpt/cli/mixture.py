@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bayescpt.cli.main import (
-    _load_config,
-    _refuse_overwrite,
-    _say,
-    _verdict,
+from bayescpt.cli.common import (
+    load_config,
+    refuse_overwrite,
     sample_and_save,
+    say,
+    verdict,
 )
 from bayescpt.core.config import merge_config
 from bayescpt.mixture.data import describe, read_mixture
@@ -95,25 +95,25 @@ def cmd_config(a) -> int:
 
 def cmd_fit(a) -> int:
 
-    _refuse_overwrite(a.out, a.force)
+    refuse_overwrite(a.out, a.force)
     df = read_mixture(a.data)
-    cfg = _load_config(a.config) or {}
+    cfg = load_config(a.config) or {}
     if a.ratio_form:
         cfg = merge_config(cfg, {"ratio_form": a.ratio_form})
     if a.final_only:
         cfg = merge_config(cfg, {"token_terms": {"general": 0, "domain": 0}})
     if not a.quiet:
-        _say(f"data: {a.data} {describe(df)}")
-        _say("fitting the mixture law (compiling, then sampling)")
+        say(f"data: {a.data} {describe(df)}")
+        say("fitting the mixture law (compiling, then sampling)")
     _, diag = sample_and_save(a, lambda **kw: MixtureFit.run(df, config=cfg, **kw))
-    return _verdict(diag, a.strict)
+    return verdict(diag, a.strict)
 
 
 def cmd_cmr(a) -> int:
 
     for path in (a.out, a.plot):
         if path is not None:
-            _refuse_overwrite(path, a.force)
+            refuse_overwrite(path, a.force)
     if not 0 < a.risk < 1:
         raise ValueError(f"--risk {a.risk:g}; expected a probability in (0, 1)")
     if not 0 < a.prob < 1:
@@ -147,15 +147,15 @@ def cmd_cmr(a) -> int:
     text = json.dumps(out, indent=2)
     if a.out:
         a.out.write_text(text + "\n")
-        _say(f"wrote {a.out}")
+        say(f"wrote {a.out}")
     else:
         print(text)
     for r in results:
         c = r["cmr"]
-        _say(f"model size {r['model_size'] / 1e6:g}M: CMR median {c['median']:.3f} "
+        say(f"model size {r['model_size'] / 1e6:g}M: CMR median {c['median']:.3f} "
              f"[{c['lower']:.3f}, {c['upper']:.3f}] ({a.prob:.0%}), CMR at risk {a.risk:g}: "
              f"{r['cmr_at_risk']:.3f}" + "".join(f"\n  note: {n}" for n in r["notes"]))
     if a.plot:
         plot_cmr(fit, results, a.plot, prob=a.prob, risk=a.risk)
-        _say(f"wrote {a.plot}")
+        say(f"wrote {a.plot}")
     return 0

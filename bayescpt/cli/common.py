@@ -1,0 +1,121 @@
+"""What every command group of the command line shares: messages, refusals to overwrite, the
+sampler options, config files, the diagnostics verdict, saving fits and figures.
+
+Exit codes: 0 success, 1 diagnostics failed under --strict (:data:`EXIT_STRICT`), 2 bad input or
+usage (:data:`EXIT_INPUT`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+EXIT_STRICT = 1
+EXIT_INPUT = 2
+
+
+def say(msg: str) -> None:
+    """A progress or status line, on stderr (stdout holds the results)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def refuse_overwrite(path, force: bool) -> None:
+    """Raise FileExistsError when ``path`` exists and ``force`` is off (None: nothing to check)."""
+    if path is not None and Path(path).exists() and not force:
+        raise FileExistsError(f"{path} exists; choose another --out or pass --force to replace it")
+
+
+def save_figure(fig, path, force: bool, dpi: int = 110) -> Path:
+    """Write a matplotlib figure to ``path`` (format from its suffix) and close it.
+
+    Atomic: the image is written under a temporary name in the same folder, then moved over
+    ``path`` with ``os.replace``, so a reader never sees half a file. Refuses to replace an
+    existing file unless ``force``. Returns the path."""
+    path = Path(path)
+    refuse_overwrite(path, force)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        fig.savefig(tmp, dpi=dpi)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    return path
+
+
+def sampler_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sampler", default="auto",
+                   help="nutpie (default when installed), pymc, numpyro or blackjax (JAX: GPU path)")
+    p.add_argument("--chains", type=int, help="number of chains (default 4)")
+    p.add_argument("--draws", type=int, help="draws per chain after tuning (default 1000)")
+    p.add_argument("--tune", type=int, help="tuning steps per chain (default 1000)")
+    p.add_argument("--seed", type=int, help="random seed (default 0); same seed, same numbers")
+    p.add_argument("--config", type=Path,
+                   help="JSON file overriding priors/structure (see `bayescpt config --law L`)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when R-hat > 1.01, bulk ESS < 400 or any divergence")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _list(cast, what):
+    def parse(text):
+        try:
+            return [cast(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated {what}") from None
+    return parse
+
+
+int_list = _list(int, "integers")
+float_list = _list(float, "numbers")
+str_list = _list(str.strip, "names")
+
+
+def load_config(path):
+    """A JSON config file as a dict (None: None); a clear ValueError when missing or invalid."""
+    if path is None:
+        return None
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such config file") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+
+
+def sample_and_save(a, run):
+    """The fit commands' common part: ``run(**sampler options)`` -> fit, saved to ``a.out``, its
+    time and diagnostics reported (the sampler's own warnings are replaced by that report).
+    Returns (fit, diagnostics)."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = run(sampler=a.sampler, chains=a.chains, draws=a.draws, tune=a.tune, seed=a.seed,
+                  progress=not a.quiet and sys.stderr.isatty(), warn=False)
+    fit.save(a.out, overwrite=a.force)
+    diag = fit.diagnostics()
+    if not a.quiet:
+        say(f"done in {time.perf_counter() - t0:.1f} s; saved {a.out}")
+    print(diag.to_text())
+    return fit, diag
+
+
+def verdict(diag, strict: bool) -> int:
+    """The exit code of a fit or diagnose command: problems are warned about; under ``strict``
+    they fail it (:data:`EXIT_STRICT`)."""
+    if diag.ok:
+        return 0
+    for msg in diag.problems():
+        say(f"warning: {msg}")
+    if strict:
+        say("bayescpt: diagnostics failed (--strict)")
+        return EXIT_STRICT
+    return 0
