@@ -24,7 +24,6 @@ import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 
 from bayescpt.curves.laws.cpt_options import cpt_law_options

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bayescpt.cli.common import float_list, int_list, refuse_overwrite, say, str_list
+from bayescpt.cli.common import (
+    float_list,
+    int_list,
+    refuse_overwrite,
+    save_figure,
+    say,
+    str_list,
+)
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
@@ -131,7 +138,8 @@ def cmd_plan(a) -> int:
         say(res.infeasible)
     if a.plot is not None:
 
-        plot_plans(table, a.plot, a.tolerance, a.risk, a.prob)
+        save_figure(plot_plans(table, tolerance=a.tolerance, risk=a.risk, prob=a.prob), a.plot,
+                    a.force)
         say(f"wrote {a.plot}")
     return 0
 

@@ -15,6 +15,7 @@ from bayescpt.cli.common import (
     refuse_overwrite,
     sample_and_save,
     sampler_args,
+    save_figure,
     say,
     str_list,
     verdict,
@@ -192,9 +193,10 @@ def cmd_predict(a) -> int:
         say(f"wrote the outlook of {out['run'].nunique()} plan(s) to {a.outlook}")
     if a.plot is not None:
 
-        plot_predictions(pred, a.plot, prob=a.prob,
-                         title=f"{fit.law.name} law ({a.fit.name}): posterior mean, "
-                               f"{a.prob:.0%} credible band and predictive interval")
+        save_figure(plot_predictions(pred, prob=a.prob,
+                                     title=f"{fit.law.name} law ({a.fit.name}): posterior mean, "
+                                           f"{a.prob:.0%} credible band and predictive interval"),
+                    a.plot, a.force)
         say(f"wrote {a.plot}")
     return 0
 
@@ -240,7 +242,7 @@ def cmd_compare(a) -> int:
     if a.plot is not None:
 
         table = parameter_table(fits, labels, a.prob)
-        plot_forest(table[table["param"].isin(params)], a.plot, a.prob)
+        save_figure(plot_forest(table[table["param"].isin(params)], prob=a.prob), a.plot, a.force)
         say(f"wrote {a.plot}")
     return 0
 
@@ -269,9 +271,9 @@ def cmd_diagnose(a) -> int:
     print(diag.to_text())
     if a.plot is not None:
 
-        plot_diagnostics(fit.idata, diag, a.plot, title=f"{a.fit.name}: {fit.meta['law']} law, "
-                         f"{diag.chains} chains x {diag.draws} draws, {diag.divergences} "
-                         "divergences")
+        save_figure(plot_diagnostics(fit.idata, diag, title=f"{a.fit.name}: {fit.meta['law']} "
+                                     f"law, {diag.chains} chains x {diag.draws} draws, "
+                                     f"{diag.divergences} divergences"), a.plot, a.force)
         say(f"wrote {a.plot}")
     return verdict(diag, a.strict)
 

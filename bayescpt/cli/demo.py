@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bayescpt.cli.common import say
+from bayescpt.cli.common import save_figure, say
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
@@ -81,23 +81,23 @@ def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int
         f"divergences {diag.divergences} -> {'OK' if diag.ok else 'PROBLEMS'}")
     for msg in diag.problems():
         log(f"      warning: {msg}")
-    plot_diagnostics(fit.idata, diag, targets["diagnostics_png"],
-                     title=f"{law} law on the multipowerlaw runs: sampler diagnostics")
+    save_figure(plot_diagnostics(fit.idata, diag, title=f"{law} law on the multipowerlaw runs: "
+                                 "sampler diagnostics"), targets["diagnostics_png"], force)
     log(f"[3/5] predicting {test['run'].nunique()} unseen schedules with 90 % intervals ...")
     pred = predict_frame(fit, test, prob=0.9, seed=seed)
     pred.to_csv(targets["predictions"], index=False, float_format="%.6g")
     table = score(pred)
     log(percent_text(table))
-    plot_predictions(pred, targets["predictions_png"], prob=0.9,
-                     title=f"{law} law: unseen schedules, posterior mean and 90 % intervals")
+    save_figure(plot_predictions(pred, prob=0.9, title=f"{law} law: unseen schedules, posterior "
+                                 "mean and 90 % intervals"), targets["predictions_png"], force)
     result = {"fit": fit, "predictions": pred, "score": table, "diagnostics": diag}
-    result["loo"] = _compare(fit, law, other, targets["compare_png"], log)
-    result["plans"] = _plan(targets["plans"], targets["plans_png"], seed, log)
+    result["loo"] = _compare(fit, law, other, targets["compare_png"], force, log)
+    result["plans"] = _plan(targets["plans"], targets["plans_png"], seed, force, log)
     log("wrote " + ", ".join(str(t) for t in targets.values() if t.exists()))
     return result
 
 
-def _compare(fit, law: str, other: str, path: Path, log):
+def _compare(fit, law: str, other: str, path: Path, force: bool, log):
     """Step 4: this fit beside the other law's reference fit of the same runs."""
 
     ref_path = MODELS / f"{other}_multipowerlaw.nc"
@@ -116,11 +116,11 @@ def _compare(fit, law: str, other: str, path: Path, log):
             float_format=lambda v: f"{v:.1f}"))
     params = shared_parameters([fit, ref])
     table = parameter_table([fit, ref], labels)
-    plot_forest(table[table["param"].isin(params)], path)
+    save_figure(plot_forest(table[table["param"].isin(params)]), path, force)
     return loo
 
 
-def _plan(csv: Path, png: Path, seed: int, log):
+def _plan(csv: Path, png: Path, seed: int, force: bool, log):
     """Step 5: a chance-constrained CPT plan on the reference CPT-law fit."""
 
     if not CPT_REFERENCE.exists():
@@ -143,5 +143,5 @@ def _plan(csv: Path, png: Path, seed: int, log):
             f"{PLAN['tolerance']:g}) = {c['p_within_tolerance']:.3f}")
     else:
         log("      no plan keeps the general rise within tolerance at this risk")
-    plot_plans(table, png, PLAN["tolerance"], PLAN["risk"])
+    save_figure(plot_plans(table, tolerance=PLAN["tolerance"], risk=PLAN["risk"]), png, force)
     return table

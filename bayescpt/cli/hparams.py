@@ -6,7 +6,14 @@ import json
 import math
 from pathlib import Path
 
-from bayescpt.cli.common import load_config, refuse_overwrite, sample_and_save, say, verdict
+from bayescpt.cli.common import (
+    load_config,
+    refuse_overwrite,
+    sample_and_save,
+    save_figure,
+    say,
+    verdict,
+)
 from bayescpt.core.tables import DataError
 from bayescpt.hparams.data import describe_grid, grid_hash, load_steplaw, read_grid
 from bayescpt.hparams.model import HparamsFit
@@ -131,7 +138,7 @@ def cmd_fit(a) -> int:
     print(law_text(fit))
     if a.plot:
 
-        plot_fit(fit, df, a.plot)
+        save_figure(plot_fit(fit, df), a.plot, a.force, dpi=100)
         if not a.quiet:
             say(f"wrote {a.plot}")
     return verdict(diag, a.strict)
@@ -184,7 +191,7 @@ def cmd_predict(a) -> int:
                           keep_draws=a.plot is not None)
     if a.plot is not None:
 
-        plot_optimum(res, a.plot)
+        save_figure(plot_optimum(res), a.plot, a.force)
         say(f"wrote {a.plot}")
     res.pop("_draws", None)
     for w in res["warnings"]:
@@ -230,6 +237,6 @@ def cmd_plot(a) -> int:
 
     if fit.meta.get("data_hash") != grid_hash(df):
         say(f"warning: {a.data} is not the grid {a.fit} was fitted on (data hash differs)")
-    plot_fit(fit, df, a.out)
+    save_figure(plot_fit(fit, df), a.out, a.force, dpi=100)
     say(f"wrote {a.out}")
     return 0

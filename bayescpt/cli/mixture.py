@@ -9,6 +9,7 @@ from bayescpt.cli.common import (
     load_config,
     refuse_overwrite,
     sample_and_save,
+    save_figure,
     say,
     verdict,
 )
@@ -156,6 +157,6 @@ def cmd_cmr(a) -> int:
              f"[{c['lower']:.3f}, {c['upper']:.3f}] ({a.prob:.0%}), CMR at risk {a.risk:g}: "
              f"{r['cmr_at_risk']:.3f}" + "".join(f"\n  note: {n}" for n in r["notes"]))
     if a.plot:
-        plot_cmr(fit, results, a.plot, prob=a.prob, risk=a.risk)
+        save_figure(plot_cmr(fit, results, prob=a.prob, risk=a.risk), a.plot, a.force)
         say(f"wrote {a.plot}")
     return 0
