@@ -15,13 +15,7 @@ from bayescpt.cli.common import (
 )
 from bayescpt.core.config import merge_config
 from bayescpt.mixture.data import describe, read_mixture
-from bayescpt.mixture.decide import (
-    cmr_paths,
-    cmr_report,
-    cmr_vs_tokens,
-    fit_cmr_law,
-    fit_cmr_law_draws,
-)
+from bayescpt.mixture.decide import cmr_results
 from bayescpt.mixture.model import MixtureFit, default_config
 from bayescpt.mixture.plots import plot_cmr
 
@@ -120,26 +114,8 @@ def cmd_cmr(a) -> int:
     if not 0 < a.prob < 1:
         raise ValueError(f"--prob {a.prob:g}; expected a probability in (0, 1)")
     fit = MixtureFit.load(a.fit)
-    sizes = sorted(fit.groups["model_size"].unique()) if a.model_size is None else [a.model_size]
-    results = []
-    for size in sizes:
-        r = cmr_report(fit, size, a.tokens, a.tolerance, a.relative, a.risk, a.prob,
-                       a.general, a.domain)
-        if a.budgets:
-            table = cmr_vs_tokens(fit, size, a.budgets, a.tolerance, a.relative, a.risk, a.prob,
-                                  a.general, a.domain)
-            r["cmr_vs_tokens"] = table.to_dict(orient="records")
-            r["cmr_law_median"] = fit_cmr_law(table)
-            paths = cmr_paths(fit, size, a.budgets, a.tolerance, a.relative, a.general, a.domain)
-            r["cmr_law"] = law = fit_cmr_law_draws(a.budgets, paths, a.prob)
-            if law is None:
-                r["notes"].append("R_CMR(T) = a4 T^s4 + b3 could not be fitted per draw (needs "
-                                  "four or more budgets with 0 < CMR < 1)")
-            elif not law["identified"]:
-                r["notes"].append("a4 and b3 of R_CMR(T) are not identified by these budgets "
-                                  "(their intervals are over ten times their size); rely on the "
-                                  "per-budget intervals in cmr_vs_tokens")
-        results.append(r)
+    results = cmr_results(fit, a.tokens, a.tolerance, a.relative, a.risk, a.prob, a.general,
+                          a.domain, model_size=a.model_size, budgets=a.budgets)
     out = {"fit": str(a.fit), "tolerance": a.tolerance, "relative": a.relative,
            "tokens": a.tokens, "risk": a.risk, "prob": a.prob,
            "fitted_ratio_range": [fit.r_lo, fit.r_hi], "results": results}
