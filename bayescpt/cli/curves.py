@@ -43,7 +43,6 @@ from bayescpt.mixture.model import MixtureFit
 LAW_NAMES = ["annealing", "multipower", "cpt"]
 
 
-
 def add_fit(sub) -> None:
     f = sub.add_parser("fit", help="fit a law to loss curves with NUTS",
                        description="Fit a hierarchical law to a tidy loss-curve CSV "
@@ -141,7 +140,7 @@ def cmd_fit(a) -> int:
         say(f"data: {a.data} {describe(df)}")
         opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
         say(f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
-             "sampling; this takes a minute or more)")
+            "sampling; this takes a minute or more)")
     _, diag = sample_and_save(a, lambda **kw: Fit.run(
         df, law=a.law, law_options=law_options, config=load_config(a.config), **kw))
     return verdict(diag, a.strict)

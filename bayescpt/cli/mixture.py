@@ -130,8 +130,8 @@ def cmd_cmr(a) -> int:
     for r in results:
         c = r["cmr"]
         say(f"model size {r['model_size'] / 1e6:g}M: CMR median {c['median']:.3f} "
-             f"[{c['lower']:.3f}, {c['upper']:.3f}] ({a.prob:.0%}), CMR at risk {a.risk:g}: "
-             f"{r['cmr_at_risk']:.3f}" + "".join(f"\n  note: {n}" for n in r["notes"]))
+            f"[{c['lower']:.3f}, {c['upper']:.3f}] ({a.prob:.0%}), CMR at risk {a.risk:g}: "
+            f"{r['cmr_at_risk']:.3f}" + "".join(f"\n  note: {n}" for n in r["notes"]))
     if a.plot:
         save_figure(plot_cmr(fit, results, prob=a.prob, risk=a.risk), a.plot, a.force)
         say(f"wrote {a.plot}")
