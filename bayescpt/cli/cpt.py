@@ -109,7 +109,7 @@ def cmd_plan(a) -> int:
         n_params=a.n_params, init_loss=a.init_loss, cpt_tokens=a.cpt_tokens,
         mixture_fit=None if a.mixture is None else MixtureFit.load(a.mixture),
         mixture_tokens=a.mixture_tokens, mixture_model_size=a.mixture_model_size,
-        mixture_label=None if a.mixture is None else a.mixture.name)
+        mixture_label=getattr(a.mixture, "name", "the mixture fit"))
     table = res.table
     write_plans(table, a.out)
     say(f"evaluated {len(table)} plans x {res.draws.domain.shape[0]} draws x {a.points} steps "
