@@ -35,9 +35,9 @@ def _forest():
 
 def _pred():
     step = np.arange(0, 1000, 100)
-    return pd.DataFrame({"run": "r", "step": step, "mean": 3 - step / 1e3, "lower": 2.9 - step / 1e3,
-                         "upper": 3.1 - step / 1e3, "curve_lower": 2.95 - step / 1e3,
-                         "curve_upper": 3.05 - step / 1e3, "loss": 3 - step / 1e3})
+    y = 3 - step / 1e3
+    return pd.DataFrame({"run": "r", "step": step, "mean": y, "lower": y - 0.1, "upper": y + 0.1,
+                         "curve_lower": y - 0.05, "curve_upper": y + 0.05, "loss": y})
 
 
 def test_plots_draw_on_what_they_are_given_and_write_nothing(tmp_path, monkeypatch):
@@ -73,6 +73,10 @@ def test_save_figure_is_atomic_and_refuses_to_overwrite(tmp_path):
     pdf = tmp_path / "plans.pdf"                          # the format follows the suffix
     save_figure(plot_plans(_plans()), pdf, force=False)
     assert pdf.read_bytes()[:4] == b"%PDF"
+    bare = tmp_path / "plans"                             # no suffix: matplotlib's default, PNG
+    save_figure(plot_plans(_plans()), bare, force=False)
+    assert bare.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plans", "plans.pdf", "plans.png"]
     plt.close("all")
 
 

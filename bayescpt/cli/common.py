@@ -31,21 +31,24 @@ def refuse_overwrite(path, force: bool) -> None:
 
 
 def save_figure(fig, path, force: bool, dpi: int = 110) -> Path:
-    """Write a matplotlib figure to ``path`` (format from its suffix) and close it.
+    """Write a matplotlib figure to ``path`` and close it; the format follows the suffix
+    (matplotlib's default format, PNG, when there is none).
 
     Atomic: the image is written under a temporary name in the same folder, then moved over
     ``path`` with ``os.replace``, so a reader never sees half a file. Refuses to replace an
     existing file unless ``force``. Returns the path."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
     path = Path(path)
     refuse_overwrite(path, force)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fmt = path.suffix[1:].lower() or matplotlib.rcParams["savefig.format"]
     try:
-        fig.savefig(tmp, dpi=dpi)
+        fig.savefig(tmp, dpi=dpi, format=fmt)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-        import matplotlib.pyplot as plt
-
         plt.close(fig)
     return path
 
