@@ -284,7 +284,7 @@ def main(argv=None):
               f", B_opt in {full['stage2_share_cells_batch_rises_with_cpt_tokens']:.0%}")
         from bayescpt.hparams.plots import plot_fit
 
-        plot_fit(fit, df, a.plot)
+        plot_fit(fit, df).savefig(a.plot, dpi=100)
         a.out.write_text(json.dumps(result, indent=1))
     if not a.skip_loco:
         n = len(cells(df))

@@ -154,7 +154,7 @@ def main(argv=None):
         if law == "loss" and a.plot:
             from bayescpt.hparams.plots import plot_fit
 
-            plot_fit(fit, df, a.plot)
+            plot_fit(fit, df).savefig(a.plot, dpi=100)
         a.out.write_text(json.dumps(result, indent=1))
         del fit
     if len(idatas) > 1:

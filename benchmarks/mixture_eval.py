@@ -187,7 +187,7 @@ def part_ct(args):
                 from bayescpt.mixture.plots import plot_cmr
                 rep = cmr_report(fit, 70e6, 10000, 0.0)
                 rep["cmr_vs_tokens"] = tab.to_dict("records")
-                plot_cmr(fit, [rep], ROOT / "benchmarks" / "mixture_ct70m_cmr.png")
+                plot_cmr(fit, [rep]).savefig(ROOT / "benchmarks" / "mixture_ct70m_cmr.png", dpi=110)
         out[label] = res
     return out
 
@@ -220,7 +220,7 @@ def part_sim(args):
             rep = cmr_report(fit, 70e6, 10000, 0.02)
             rep["cmr_vs_tokens"] = cmr_vs_tokens(fit, 70e6, range(2000, 10001, 1000),
                                                  0.02).to_dict("records")
-            plot_cmr(fit, [rep], ROOT / "benchmarks" / "mixture_sim_cmr.png")
+            plot_cmr(fit, [rep]).savefig(ROOT / "benchmarks" / "mixture_sim_cmr.png", dpi=110)
         out["seeds"].append(row)
     # two sizes in one hierarchical fit (shapes pooled across sizes), each with its own CMR
     big = {"general": dict(truth["general"], m=2.70, d=-0.10, c=1.6, loss0=2.64),

@@ -28,11 +28,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from bayescpt.cli.hparams import law_text
 from bayescpt.hparams.data import read_grid
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.plots import plot_fit
-from bayescpt.hparams.predict import predict_optimum
+from bayescpt.hparams.predict import law_text, predict_optimum
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 warnings.filterwarnings("ignore")

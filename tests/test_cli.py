@@ -153,7 +153,8 @@ def test_help_everywhere(capsys):
 
 
 def test_drop_progress_is_a_multipower_and_annealing_option(small_fit_file, tmp_path, capsys):
-    from bayescpt.cli.main import _law_options, build_parser
+    from bayescpt.cli.curves import _law_options
+    from bayescpt.cli.main import build_parser
 
     data, _ = small_fit_file
     rc = main(["fit", str(data), "--law", "cpt", "--drop-progress",

@@ -325,7 +325,7 @@ def test_loss_law_recovers_known_exponents_and_cell_optima(sim_loss, capsys):
     assert np.all(np.abs(np.median(p["x_opt"], 0) - np.log(tc["lr_opt"])) < 0.2)
     assert np.all(np.abs(np.median(p["y_opt"], 0) - np.log(tc["batch_size_opt"])) < 0.2)
     # the fit command printed the law in L
-    from bayescpt.cli.hparams import law_text
+    from bayescpt.hparams.predict import law_text
 
     assert "L^(" in law_text(fit) and "N^(" not in law_text(fit)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayescpt.cli.main import load_any_fit, main
+from bayescpt.cli.curves import load_any_fit
+from bayescpt.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"

@@ -13,7 +13,8 @@ import pytest
 
 import bayescpt
 from bayescpt import __version__
-from bayescpt.cli.main import build_parser, sample_and_save
+from bayescpt.cli.common import sample_and_save
+from bayescpt.cli.main import build_parser
 from bayescpt.core.chains import chain_stats, drop_chains, drop_stuck_chains, find_stuck_chains
 from bayescpt.core.diagnostics import SamplingWarning, summarize, warn_if_bad
 from bayescpt.core.fitfile import FORMAT, load_idata, save_idata

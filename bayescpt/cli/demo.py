@@ -16,15 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bayescpt.cli.common import save_figure, say
 from bayescpt.core.plotting import plot_diagnostics
-from bayescpt.cpt.plan import (
-    decide,
-    evaluate,
-    plan_grid,
-    pt_schedule_from_table,
-    write_plans,
-)
+from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
+from bayescpt.cpt.run import run_plan
 from bayescpt.curves.compare import loo_table, parameter_table, shared_parameters
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.fit import Fit
@@ -40,6 +36,24 @@ from bayescpt.datasets.bundled import (
     bundled_multipowerlaw,
     split,
 )
+
+
+def add_demo(sub) -> None:
+    q = sub.add_parser("demo", help="the quick start: fit bundled curves, diagnose, predict "
+                       "unseen schedules, write CSV + plot")
+    q.add_argument("--out", type=Path, default=Path("out"), help="output folder (default out/)")
+    q.add_argument("--law", default="annealing", choices=["annealing", "multipower"])
+    q.add_argument("--force", action="store_true", help="replace existing outputs")
+    q.add_argument("--sampler", default="auto", help="as for fit (default: nutpie if installed)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def cmd_demo(a) -> int:
+
+    run_demo(a.out, law=a.law, sampler=a.sampler, seed=a.seed, force=a.force,
+             log=(lambda m: None) if a.quiet else say)
+    return 0
 
 
 def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int = 0,
@@ -67,23 +81,23 @@ def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int
         f"divergences {diag.divergences} -> {'OK' if diag.ok else 'PROBLEMS'}")
     for msg in diag.problems():
         log(f"      warning: {msg}")
-    plot_diagnostics(fit.idata, diag, targets["diagnostics_png"],
-                     title=f"{law} law on the multipowerlaw runs: sampler diagnostics")
+    save_figure(plot_diagnostics(fit.idata, diag, title=f"{law} law on the multipowerlaw runs: "
+                                 "sampler diagnostics"), targets["diagnostics_png"], force)
     log(f"[3/5] predicting {test['run'].nunique()} unseen schedules with 90 % intervals ...")
     pred = predict_frame(fit, test, prob=0.9, seed=seed)
     pred.to_csv(targets["predictions"], index=False, float_format="%.6g")
     table = score(pred)
     log(percent_text(table))
-    plot_predictions(pred, targets["predictions_png"], prob=0.9,
-                     title=f"{law} law: unseen schedules, posterior mean and 90 % intervals")
+    save_figure(plot_predictions(pred, prob=0.9, title=f"{law} law: unseen schedules, posterior "
+                                 "mean and 90 % intervals"), targets["predictions_png"], force)
     result = {"fit": fit, "predictions": pred, "score": table, "diagnostics": diag}
-    result["loo"] = _compare(fit, law, other, targets["compare_png"], log)
-    result["plans"] = _plan(targets["plans"], targets["plans_png"], seed, log)
+    result["loo"] = _compare(fit, law, other, targets["compare_png"], force, log)
+    result["plans"] = _plan(targets["plans"], targets["plans_png"], seed, force, log)
     log("wrote " + ", ".join(str(t) for t in targets.values() if t.exists()))
     return result
 
 
-def _compare(fit, law: str, other: str, path: Path, log):
+def _compare(fit, law: str, other: str, path: Path, force: bool, log):
     """Step 4: this fit beside the other law's reference fit of the same runs."""
 
     ref_path = MODELS / f"{other}_multipowerlaw.nc"
@@ -102,11 +116,11 @@ def _compare(fit, law: str, other: str, path: Path, log):
             float_format=lambda v: f"{v:.1f}"))
     params = shared_parameters([fit, ref])
     table = parameter_table([fit, ref], labels)
-    plot_forest(table[table["param"].isin(params)], path)
+    save_figure(plot_forest(table[table["param"].isin(params)]), path, force)
     return loo
 
 
-def _plan(csv: Path, png: Path, seed: int, log):
+def _plan(csv: Path, png: Path, seed: int, force: bool, log):
     """Step 5: a chance-constrained CPT plan on the reference CPT-law fit."""
 
     if not CPT_REFERENCE.exists():
@@ -114,20 +128,20 @@ def _plan(csv: Path, png: Path, seed: int, log):
         return None
     fit = Fit.load(CPT_REFERENCE, law="cpt")
     pt = pt_schedule_from_table(read_curves(CPT_DATA, need_loss=False), "pt@10000/cosine")
-    plans = plan_grid(PLAN["transfers"], PLAN["shapes"], PLAN["peak_lrs"], PLAN["steps"])
-    draws = evaluate(fit, pt, plans, seed=seed)
-    table = decide(draws, PLAN["tolerance"], PLAN["risk"])
+    res = run_plan(fit, pt, tolerance=PLAN["tolerance"], risk=PLAN["risk"],
+                   transfers=PLAN["transfers"], shapes=PLAN["shapes"], peak_lrs=PLAN["peak_lrs"],
+                   steps=PLAN["steps"], seed=seed)
+    table, draws = res.table, res.draws
     log(f"[5/5] planning CPT on {CPT_REFERENCE.name} (simulated PT -> CPT runs, paper Fig. 3 "
-        f"values): {len(plans)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s")
+        f"values): {len(table)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s")
     write_plans(table, csv)
-    chosen = table[table["chosen"]]
-    if len(chosen):
-        c = chosen.iloc[0]
+    c = res.chosen
+    if c is not None:
         log(f"      chosen: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps from"
             f" PT step {int(c['transfer'])}: domain loss {c['domain_mean']:.4f} "
             f"[{c['domain_lower']:.4f}, {c['domain_upper']:.4f}], P(general rise <= "
             f"{PLAN['tolerance']:g}) = {c['p_within_tolerance']:.3f}")
     else:
         log("      no plan keeps the general rise within tolerance at this risk")
-    plot_plans(table, png, PLAN["tolerance"], PLAN["risk"])
+    save_figure(plot_plans(table, tolerance=PLAN["tolerance"], risk=PLAN["risk"]), png, force)
     return table

@@ -4,24 +4,21 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
-from bayescpt.cli.main import _load_config, _verdict, sample_and_save
+from bayescpt.cli.common import (
+    load_config,
+    refuse_overwrite,
+    sample_and_save,
+    save_figure,
+    say,
+    verdict,
+)
 from bayescpt.core.tables import DataError
 from bayescpt.hparams.data import describe_grid, grid_hash, load_steplaw, read_grid
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.plots import plot_fit, plot_optimum
-from bayescpt.hparams.predict import predict_optimum
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def _refuse_overwrite(path, force: bool) -> None:
-    if path is not None and Path(path).exists() and not force:
-        raise FileExistsError(f"{path} exists; choose another --out or pass --force to replace it")
+from bayescpt.hparams.predict import law_text, predict_optimum
 
 
 def read_any_grid(path):
@@ -128,62 +125,29 @@ def run(a) -> int:
 
 def cmd_fit(a) -> int:
 
-    _refuse_overwrite(a.out, a.force)
-    _refuse_overwrite(a.plot, a.force)
+    refuse_overwrite(a.out, a.force)
+    refuse_overwrite(a.plot, a.force)
     df = read_any_grid(a.data)
-    cfg = _load_config(a.config) or {}
+    cfg = load_config(a.config) or {}
     if a.optimum_law:
         cfg["optimum_law"] = a.optimum_law
     if not a.quiet:
-        _say(f"data: {a.data} {describe_grid(df)}")
-        _say("fitting the hyperparameter law (compiling, then sampling; a few minutes on 2 cores)")
+        say(f"data: {a.data} {describe_grid(df)}")
+        say("fitting the hyperparameter law (compiling, then sampling; a few minutes on 2 cores)")
     fit, diag = sample_and_save(a, lambda **kw: HparamsFit.run(df, config=cfg, **kw))
     print(law_text(fit))
     if a.plot:
 
-        plot_fit(fit, df, a.plot)
+        save_figure(plot_fit(fit, df), a.plot, a.force, dpi=100)
         if not a.quiet:
-            _say(f"wrote {a.plot}")
-    return _verdict(diag, a.strict)
-
-
-def law_text(fit) -> str:
-    """The fitted laws in the usual units (posterior means, 90 % intervals)."""
-    import numpy as np
-
-    r = fit.refs
-
-    def iv(v):
-        lo, hi = np.quantile(v, [0.05, 0.95])
-        return f"{v.mean():.3f} [{lo:.3f}, {hi:.3f}]"
-
-    if fit.config["optimum_law"] == "loss":
-        post = fit.draws(["a_lr", "bL_lr", "a_bs", "bL_bs", "L0", "A", "g"])
-        # ln lr = a + bL (ln L - ln L_ref): coefficient at L = 1 nat
-        c_lr = post["a_lr"] - post["bL_lr"] * r.ln_l
-        c_bs = post["a_bs"] - post["bL_bs"] * r.ln_l
-        return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} L^({iv(post['bL_lr'])})\n"
-                f"B_opt  = {math.exp(np.mean(c_bs)):.3g} L^({iv(post['bL_bs'])})  (tokens; L = "
-                "best loss in nats, at L(C) for a prediction)\n"
-                f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
-                f"A {iv(post['A'])}, g {iv(post['g'])}")
-    post = fit.draws(["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "L0", "A", "g"])
-
-    # ln lr = a + bN (ln N - ln N_ref) + bD (ln D - ln D_ref): intercept at N = D = 1
-    c_lr = post["a_lr"] - post["bN_lr"] * r.ln_n - post["bD_lr"] * r.ln_d
-    c_bs = post["a_bs"] - post["bN_bs"] * r.ln_n - post["bD_bs"] * r.ln_d
-    return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} N^({iv(post['bN_lr'])}) "
-            f"D^({iv(post['bD_lr'])})\n"
-            f"B_opt  = {math.exp(np.mean(c_bs)):.3g} N^({iv(post['bN_bs'])}) "
-            f"D^({iv(post['bD_bs'])})  (tokens)\n"
-            f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
-            f"A {iv(post['A'])}, g {iv(post['g'])}")
+            say(f"wrote {a.plot}")
+    return verdict(diag, a.strict)
 
 
 def cmd_predict(a) -> int:
 
-    _refuse_overwrite(a.out, a.force)
-    _refuse_overwrite(a.plot, a.force)
+    refuse_overwrite(a.out, a.force)
+    refuse_overwrite(a.plot, a.force)
     fit = HparamsFit.load(a.fit)
     if (a.grid_lrs is None) != (a.grid_batches is None):
         raise ValueError("--grid-lrs and --grid-batches go together (the grid's learning rates "
@@ -194,17 +158,17 @@ def cmd_predict(a) -> int:
                           keep_draws=a.plot is not None)
     if a.plot is not None:
 
-        plot_optimum(res, a.plot)
-        _say(f"wrote {a.plot}")
+        save_figure(plot_optimum(res), a.plot, a.force)
+        say(f"wrote {a.plot}")
     res.pop("_draws", None)
     for w in res["warnings"]:
-        _say(f"warning: {w}")
+        say(f"warning: {w}")
     text = json.dumps(res, indent=2)
     if a.out:
         tmp = a.out.with_name(a.out.name + ".tmp")
         tmp.write_text(text + "\n")
         tmp.replace(a.out)
-        _say(f"wrote {a.out}")
+        say(f"wrote {a.out}")
     print(text if not a.out else _short(res))
     return 0
 
@@ -234,12 +198,12 @@ def _short(res: dict) -> str:
 
 def cmd_plot(a) -> int:
 
-    _refuse_overwrite(a.out, a.force)
+    refuse_overwrite(a.out, a.force)
     fit = HparamsFit.load(a.fit)
     df = read_any_grid(a.data)
 
     if fit.meta.get("data_hash") != grid_hash(df):
-        _say(f"warning: {a.data} is not the grid {a.fit} was fitted on (data hash differs)")
-    plot_fit(fit, df, a.out)
-    _say(f"wrote {a.out}")
+        say(f"warning: {a.data} is not the grid {a.fit} was fitted on (data hash differs)")
+    save_figure(plot_fit(fit, df), a.out, a.force, dpi=100)
+    say(f"wrote {a.out}")
     return 0

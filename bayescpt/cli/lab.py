@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bayescpt.cli.main import _say
+import pandas as pd
+
+from bayescpt.cli.common import save_figure, say
 from bayescpt.lab.config import load_config
+from bayescpt.lab.phenomena import per_run
 from bayescpt.lab.plots import plot_all
 from bayescpt.lab.runner import run_lab
 
@@ -42,10 +45,10 @@ def _dispatch(a: argparse.Namespace) -> int:
     if a.lab_command == "run":
 
         cfg = load_config(a.config)
-        say = (lambda m: None) if a.quiet else _say
-        say(f"lab: {cfg.name}: {len(cfg.runs)} CPT runs over {len(cfg.sizes_in_use())} sizes")
-        m = run_lab(cfg, a.out, force=a.force, log=say)
-        say(f"wrote {a.out / 'curves.csv'} ({m['rows']} rows, {m['runs']} runs) in "
+        log = (lambda m: None) if a.quiet else say
+        log(f"lab: {cfg.name}: {len(cfg.runs)} CPT runs over {len(cfg.sizes_in_use())} sizes")
+        m = run_lab(cfg, a.out, force=a.force, log=log)
+        log(f"wrote {a.out / 'curves.csv'} ({m['rows']} rows, {m['runs']} runs) in "
             f"{m['timings_s']['total']:.0f} s; sha256 {m['curves_sha256'][:16]}")
         return 0
 
@@ -53,6 +56,12 @@ def _dispatch(a: argparse.Namespace) -> int:
     for path, what in ((a.curves, "curves"), (runs, "runs table (--runs)")):
         if not Path(path).exists():
             raise ValueError(f"{path}: no such file; expected the lab's {what}")
-    for path in plot_all(a.curves, runs, a.out):
-        _say(f"wrote {path}")
+    curves, runs = pd.read_csv(a.curves), pd.read_csv(runs)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = out / "phenomena.csv"
+    per_run(curves, runs).to_csv(table, index=False, float_format="%.4f")
+    say(f"wrote {table}")
+    for name, fig in plot_all(curves, runs).items():   # replaced on every call, as before
+        say(f"wrote {save_figure(fig, out / f'{name}.png', force=True)}")
     return 0

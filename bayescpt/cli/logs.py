@@ -8,19 +8,13 @@ existing one is replaced only with ``--force``.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import tempfile
 import warnings
 from pathlib import Path
 
+from bayescpt.cli.common import refuse_overwrite, say, write_csv
 from bayescpt.curves.data import DEFAULT_VAL_SET, PHASES, VAL_ROLES
 from bayescpt.datasets.logs import FORMATS, import_logs
 from bayescpt.datasets.schedule_spec import parse_schedule_spec
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def add_commands(sub, sampler_args=None) -> dict:
@@ -51,32 +45,17 @@ def add_commands(sub, sampler_args=None) -> dict:
 
 
 def cmd_import(a: argparse.Namespace) -> int:
-    if a.out.exists() and not a.force:
-        raise FileExistsError(f"{a.out} exists; choose another --out or pass --force to replace it")
+    refuse_overwrite(a.out, a.force)
     schedule = parse_schedule_spec(a.schedule) if a.schedule else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         df = import_logs(a.src if len(a.src) > 1 else a.src[0], a.fmt, loss_tag=a.loss_tag,
                          lr_tag=a.lr_tag, run=a.run, val_set=a.val_set, val_role=a.val_role,
-                         phase=a.phase, model_size=a.model_size, schedule=schedule, log=_say)
+                         phase=a.phase, model_size=a.model_size, schedule=schedule, log=say)
     for w in caught:
         if issubclass(w.category, UserWarning):
-            _say(f"warning: {w.message}")
-    write_atomic(df, a.out)
-    _say(f"wrote {len(df)} rows ({df['run'].nunique()} run(s), {int(df['loss'].notna().sum())} "
+            say(f"warning: {w.message}")
+    write_csv(df, a.out, force=a.force)
+    say(f"wrote {len(df)} rows ({df['run'].nunique()} run(s), {int(df['loss'].notna().sum())} "
          f"losses) to {a.out}")
     return 0
-
-
-def write_atomic(df, out: Path) -> None:
-    """Write ``df`` as CSV to ``out`` via a temporary file in the same folder and a rename, so
-    a reader never sees a half-written file."""
-    out = Path(out)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            df.to_csv(fh, index=False, float_format="%.10g")
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -5,22 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bayescpt.cli.main import (
-    _load_config,
-    _refuse_overwrite,
-    _say,
-    _verdict,
+from bayescpt.cli.common import (
+    load_config,
+    refuse_overwrite,
     sample_and_save,
+    save_figure,
+    say,
+    verdict,
 )
 from bayescpt.core.config import merge_config
 from bayescpt.mixture.data import describe, read_mixture
-from bayescpt.mixture.decide import (
-    cmr_paths,
-    cmr_report,
-    cmr_vs_tokens,
-    fit_cmr_law,
-    fit_cmr_law_draws,
-)
+from bayescpt.mixture.decide import cmr_results
 from bayescpt.mixture.fit import MixtureFit
 from bayescpt.mixture.model import default_config
 from bayescpt.mixture.plots import plot_cmr
@@ -96,50 +91,32 @@ def cmd_config(a) -> int:
 
 def cmd_fit(a) -> int:
 
-    _refuse_overwrite(a.out, a.force)
+    refuse_overwrite(a.out, a.force)
     df = read_mixture(a.data)
-    cfg = _load_config(a.config) or {}
+    cfg = load_config(a.config) or {}
     if a.ratio_form:
         cfg = merge_config(cfg, {"ratio_form": a.ratio_form})
     if a.final_only:
         cfg = merge_config(cfg, {"token_terms": {"general": 0, "domain": 0}})
     if not a.quiet:
-        _say(f"data: {a.data} {describe(df)}")
-        _say("fitting the mixture law (compiling, then sampling)")
+        say(f"data: {a.data} {describe(df)}")
+        say("fitting the mixture law (compiling, then sampling)")
     _, diag = sample_and_save(a, lambda **kw: MixtureFit.run(df, config=cfg, **kw))
-    return _verdict(diag, a.strict)
+    return verdict(diag, a.strict)
 
 
 def cmd_cmr(a) -> int:
 
     for path in (a.out, a.plot):
         if path is not None:
-            _refuse_overwrite(path, a.force)
+            refuse_overwrite(path, a.force)
     if not 0 < a.risk < 1:
         raise ValueError(f"--risk {a.risk:g}; expected a probability in (0, 1)")
     if not 0 < a.prob < 1:
         raise ValueError(f"--prob {a.prob:g}; expected a probability in (0, 1)")
     fit = MixtureFit.load(a.fit)
-    sizes = sorted(fit.groups["model_size"].unique()) if a.model_size is None else [a.model_size]
-    results = []
-    for size in sizes:
-        r = cmr_report(fit, size, a.tokens, a.tolerance, a.relative, a.risk, a.prob,
-                       a.general, a.domain)
-        if a.budgets:
-            table = cmr_vs_tokens(fit, size, a.budgets, a.tolerance, a.relative, a.risk, a.prob,
-                                  a.general, a.domain)
-            r["cmr_vs_tokens"] = table.to_dict(orient="records")
-            r["cmr_law_median"] = fit_cmr_law(table)
-            paths = cmr_paths(fit, size, a.budgets, a.tolerance, a.relative, a.general, a.domain)
-            r["cmr_law"] = law = fit_cmr_law_draws(a.budgets, paths, a.prob)
-            if law is None:
-                r["notes"].append("R_CMR(T) = a4 T^s4 + b3 could not be fitted per draw (needs "
-                                  "four or more budgets with 0 < CMR < 1)")
-            elif not law["identified"]:
-                r["notes"].append("a4 and b3 of R_CMR(T) are not identified by these budgets "
-                                  "(their intervals are over ten times their size); rely on the "
-                                  "per-budget intervals in cmr_vs_tokens")
-        results.append(r)
+    results = cmr_results(fit, a.tokens, a.tolerance, a.relative, a.risk, a.prob, a.general,
+                          a.domain, model_size=a.model_size, budgets=a.budgets)
     out = {"fit": str(a.fit), "tolerance": a.tolerance, "relative": a.relative,
            "tokens": a.tokens, "risk": a.risk, "prob": a.prob,
            "fitted_ratio_range": [fit.r_lo, fit.r_hi], "results": results}
@@ -148,15 +125,15 @@ def cmd_cmr(a) -> int:
     text = json.dumps(out, indent=2)
     if a.out:
         a.out.write_text(text + "\n")
-        _say(f"wrote {a.out}")
+        say(f"wrote {a.out}")
     else:
         print(text)
     for r in results:
         c = r["cmr"]
-        _say(f"model size {r['model_size'] / 1e6:g}M: CMR median {c['median']:.3f} "
-             f"[{c['lower']:.3f}, {c['upper']:.3f}] ({a.prob:.0%}), CMR at risk {a.risk:g}: "
-             f"{r['cmr_at_risk']:.3f}" + "".join(f"\n  note: {n}" for n in r["notes"]))
+        say(f"model size {r['model_size'] / 1e6:g}M: CMR median {c['median']:.3f} "
+            f"[{c['lower']:.3f}, {c['upper']:.3f}] ({a.prob:.0%}), CMR at risk {a.risk:g}: "
+            f"{r['cmr_at_risk']:.3f}" + "".join(f"\n  note: {n}" for n in r["notes"]))
     if a.plot:
-        plot_cmr(fit, results, a.plot, prob=a.prob, risk=a.risk)
-        _say(f"wrote {a.plot}")
+        save_figure(plot_cmr(fit, results, prob=a.prob, risk=a.risk), a.plot, a.force)
+        say(f"wrote {a.plot}")
     return 0

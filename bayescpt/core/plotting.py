@@ -34,7 +34,7 @@ def _labelled_draws(post, var_names) -> dict:
                                                                                       "draw"})}
 
 
-def plot_diagnostics(idata, diag, path=None, n_rank: int = 4, title: str = ""):
+def plot_diagnostics(idata, diag, *, n_rank: int = 4, title: str = "", fig=None):
     """Sampler health on one page: rank plots, energy, and the most correlated pair.
 
     * left: per-chain rank histograms (ArviZ ``plot_rank``) of the ``n_rank`` parameters with the
@@ -43,7 +43,8 @@ def plot_diagnostics(idata, diag, path=None, n_rank: int = 4, title: str = ""):
     * top right: the energy plot (marginal vs transition energy; BFMI per chain);
     * bottom right: the pair of sampled parameters with the strongest posterior correlation,
       divergent draws in red: ridges like the exponents' show up here.
-    Returns the Figure (saved to ``path``).
+    ``fig``: a matplotlib Figure to draw into (default: a new one, 12 in wide). Returns the
+    Figure; nothing is written (the caller saves it).
     """
     import arviz as az
 
@@ -53,7 +54,8 @@ def plot_diagnostics(idata, diag, path=None, n_rank: int = 4, title: str = ""):
     draws = _labelled_draws(idata.posterior, bases)
     score = table["r_hat"].rank(ascending=False) + table["ess_bulk"].rank()
     worst = list(score.sort_values().index[:n_rank])
-    fig = plt.figure(figsize=(12, 2.2 * max(n_rank, 3)))
+    if fig is None:
+        fig = plt.figure(figsize=(12, 2.2 * max(n_rank, 3)))
     grid = fig.add_gridspec(max(n_rank, 3), 2, width_ratios=(1.2, 1))
     for i, name in enumerate(worst):
         ax = fig.add_subplot(grid[i, 0])
@@ -92,7 +94,4 @@ def plot_diagnostics(idata, diag, path=None, n_rank: int = 4, title: str = ""):
     fig.suptitle(title or f"sampler diagnostics ({diag.chains} chains x {diag.draws} draws, "
                  f"{diag.divergences} divergences)")
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
     return fig

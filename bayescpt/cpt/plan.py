@@ -330,13 +330,16 @@ def pt_schedule_from_table(df: pd.DataFrame, run: str | None = None) -> S.Schedu
 
 
 def hparams_check(plans: pd.DataFrame, hp_fit, n_params: float, cpt_tokens: float,
-                  init_loss: float, prob: float = 0.9) -> tuple[pd.DataFrame, dict]:
+                  init_loss: float, prob: float = 0.9,
+                  optimum: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """Place each plan's peak LR against the optimal LR of an hparams fit (``bayescpt hparams``)
     for this checkpoint: ``lr_over_opt`` = peak LR / posterior-median LR_opt, and
     ``lr_in_opt_interval`` (inside its ``prob`` interval). Returns (plans + columns, the
-    prediction dict). The hparams fit must describe the same model family and optimiser."""
+    prediction dict). The hparams fit must describe the same model family and optimiser.
+    ``optimum``: that prediction when already made (``predict_optimum`` with these arguments)."""
 
-    res = predict_optimum(hp_fit, n_params, init_loss=init_loss, cpt_tokens=cpt_tokens, prob=prob)
+    res = optimum if optimum is not None else predict_optimum(
+        hp_fit, n_params, init_loss=init_loss, cpt_tokens=cpt_tokens, prob=prob)
     lr = res["lr_opt"]
     out = plans.copy()
     out["lr_over_opt"] = out["peak_lr"] / lr["median"]

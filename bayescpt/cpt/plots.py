@@ -9,14 +9,18 @@ import pandas as pd
 from bayescpt.core.plotting import pyplot
 
 
-def plot_plans(table: pd.DataFrame, path=None, tolerance: float | None = None,
-               risk: float | None = None, prob: float = 0.9):
+def plot_plans(table: pd.DataFrame, *, tolerance: float | None = None,
+               risk: float | None = None, prob: float = 0.9, ax=None):
     """CPT plans: expected final domain loss (with its interval) against P(general rise <=
     tolerance); the chance constraint as a shaded region, the Pareto front joined, the chosen plan
-    marked. ``table`` is the output of :func:`bayescpt.plan.decide`."""
+    marked. ``table`` is the output of :func:`bayescpt.plan.decide`; ``ax`` the Axes to draw on
+    (default: a new 7.5 x 5 in figure). Returns the Figure; nothing is written."""
     plt = pyplot()
 
-    fig, ax = plt.subplots(figsize=(7.5, 5))
+    own = ax is None
+    if own:
+        fig, ax = plt.subplots(figsize=(7.5, 5))
+    fig = ax.figure
     x = table["p_within_tolerance"].to_numpy()
     y = table["domain_mean"].to_numpy()
     err = np.vstack([y - table["domain_lower"], table["domain_upper"] - y])
@@ -42,7 +46,6 @@ def plot_plans(table: pd.DataFrame, path=None, tolerance: float | None = None,
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7.5, loc="best")
     ax.set_title(f"{len(table)} CPT plans: domain gain vs risk of forgetting", fontsize=10)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
+    if own:
+        fig.tight_layout()
     return fig

@@ -9,13 +9,14 @@ import pandas as pd
 from bayescpt.core.plotting import pyplot
 
 
-def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float = 0.9,
-                     observed: pd.DataFrame | None = None, ncols: int = 3):
+def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
+                     observed: pd.DataFrame | None = None, ncols: int = 3, fig=None):
     """One panel per run (per run and validation set when there are several): observed loss,
     posterior-mean curve, curve band and predictive band.
 
     ``pred`` is the output of :func:`bayescpt.predict.predict_frame`; ``observed`` (optional) the
-    training rows to draw in another colour. Returns the matplotlib Figure (saved to ``path``).
+    training rows to draw in another colour; ``fig`` a Figure to draw into (default: a new one,
+    4.2 x 3.2 in per panel). Returns the Figure; nothing is written (the caller saves it).
     """
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
@@ -25,7 +26,9 @@ def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float
     key = (pred["run"] + " | " + pred["val_set"].astype(str)) if several else pred["run"]
     runs = list(dict.fromkeys(key))
     nrows = int(np.ceil(len(runs) / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
+    if fig is None:
+        fig = plt.figure(figsize=(4.2 * ncols, 3.2 * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, run in zip(axes.flat, runs):
         g = pred[key == run].sort_values("step")
         x = g["step"].to_numpy()
@@ -59,14 +62,13 @@ def plot_predictions(pred: pd.DataFrame, path=None, title: str = "", prob: float
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.97 if title else 1))
-    if path is not None:
-        fig.savefig(path, dpi=110)
     return fig
 
 
-def plot_forest(table: pd.DataFrame, path=None, prob: float = 0.9):
+def plot_forest(table: pd.DataFrame, *, prob: float = 0.9, fig=None):
     """Forest plot: one panel per parameter (log axis for positive ones), one row per group, one
-    interval per fit. ``table`` is :func:`bayescpt.compare.parameter_table`."""
+    interval per fit. ``table`` is :func:`bayescpt.compare.parameter_table`; ``fig`` a Figure to
+    draw into (default: a new one). Returns the Figure; nothing is written."""
     plt = pyplot()
 
     params = list(dict.fromkeys(table["param"]))
@@ -74,8 +76,9 @@ def plot_forest(table: pd.DataFrame, path=None, prob: float = 0.9):
     ncols = min(4, len(params))
     nrows = int(np.ceil(len(params) / ncols))
     n_groups = table.groupby("param")["group"].nunique().max()
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 0.9 + 0.45 * n_groups *
-                                                    len(fits) * nrows), squeeze=False)
+    if fig is None:
+        fig = plt.figure(figsize=(3.6 * ncols, 0.9 + 0.45 * n_groups * len(fits) * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, p in zip(axes.flat, params):
         t = table[table["param"] == p]
         groups = list(dict.fromkeys(t["group"]))
@@ -102,6 +105,4 @@ def plot_forest(table: pd.DataFrame, path=None, prob: float = 0.9):
     axes.flat[0].legend(fontsize=7, loc="best")
     fig.suptitle(f"posterior means and central {prob:.0%} intervals per fit", fontsize=10)
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
     return fig

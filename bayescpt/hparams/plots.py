@@ -15,10 +15,11 @@ def _cell_index(fit: HparamsFit, df: pd.DataFrame) -> np.ndarray:
     return df.merge(fit.cells[key].reset_index(), on=key, how="left")["index"].to_numpy()
 
 
-def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = None,
-             prob: float = 0.9):
+def plot_fit(fit: HparamsFit, df: pd.DataFrame, *, cell: int | None = None, prob: float = 0.9,
+             fig=None):
     """Four panels; ``cell`` picks the loss-surface cell (default: the one with the most runs at
-    the median compute). Returns the figure; saved to ``path`` when given."""
+    the median compute); ``fig`` a Figure to draw into (default: a new 12 x 9.5 in one). Returns
+    the Figure; nothing is written."""
 
     plt = pyplot()
     from matplotlib.colors import Normalize
@@ -35,7 +36,9 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
         order = np.argsort(np.abs(np.log(comp) - np.median(np.log(comp))))
         cell = int(order[0])
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 9.5))
+    if fig is None:
+        fig = plt.figure(figsize=(12, 9.5))
+    axes = fig.subplots(2, 2)
     ax = axes[0, 0]
     idx = _cell_index(fit, df)
     sel = df[idx == cell]
@@ -115,22 +118,23 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, path=None, cell: int | None = No
            title=f"best loss per cell (o), grid best (x); L0 median {np.median(p['L0']):.2f}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
     return fig
 
 
-def plot_optimum(res: dict, path=None, title: str = ""):
+def plot_optimum(res: dict, *, title: str = "", ax=None):
     """The predicted optimum of one run (``predict_optimum(..., keep_draws=True)``): its posterior
     draws in (LR, batch) with the median and the central interval of each, and, when a grid was
     given, each grid point sized by its probability of holding the grid search's best run.
-    Returns the figure; saved to ``path`` when given."""
+    ``ax``: the Axes to draw on (default: a new 6.4 x 4.8 in figure). Returns the Figure; nothing
+    is written."""
 
     plt = pyplot()
     d = res["_draws"]
     ok = np.isfinite(d["lr"]) & np.isfinite(d["batch_size"])
-    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    own = ax is None
+    if own:
+        fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    fig = ax.figure
     ax.scatter(d["lr"][ok], d["batch_size"][ok], s=3, alpha=0.15, color="C0",
                label="optimum, posterior draws")
     lr, bs = res["lr_opt"], res["batch_size_opt"]
@@ -161,8 +165,6 @@ def plot_optimum(res: dict, path=None, title: str = ""):
     ax.set_title(title or f"optimal LR and batch: N = {res['n_params']:.3g}, {what}", fontsize=10)
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.3, which="both")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+    if own:
+        fig.tight_layout()
     return fig

@@ -286,3 +286,36 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
                                     "batch_sizes": sorted(set(map(float, grid_batch_sizes)))}
         out["warnings"] += warn
     return out
+
+
+def law_text(fit) -> str:
+    """The fitted laws in the usual units: LR_opt and B_opt (tokens) as a power of the loss
+    (``loss`` optimum law) or of N and D, with their coefficient at 1 (posterior mean) and the
+    exponents' posterior means and central 90 % intervals; and L(C) = L0 + A (C / C_ref)^-g."""
+    r = fit.refs
+
+    def iv(v):
+        lo, hi = np.quantile(v, [0.05, 0.95])
+        return f"{v.mean():.3f} [{lo:.3f}, {hi:.3f}]"
+
+    if fit.config["optimum_law"] == "loss":
+        post = fit.draws(["a_lr", "bL_lr", "a_bs", "bL_bs", "L0", "A", "g"])
+        # ln lr = a + bL (ln L - ln L_ref): coefficient at L = 1 nat
+        c_lr = post["a_lr"] - post["bL_lr"] * r.ln_l
+        c_bs = post["a_bs"] - post["bL_bs"] * r.ln_l
+        return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} L^({iv(post['bL_lr'])})\n"
+                f"B_opt  = {math.exp(np.mean(c_bs)):.3g} L^({iv(post['bL_bs'])})  (tokens; L = "
+                "best loss in nats, at L(C) for a prediction)\n"
+                f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
+                f"A {iv(post['A'])}, g {iv(post['g'])}")
+    post = fit.draws(["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "L0", "A", "g"])
+
+    # ln lr = a + bN (ln N - ln N_ref) + bD (ln D - ln D_ref): intercept at N = D = 1
+    c_lr = post["a_lr"] - post["bN_lr"] * r.ln_n - post["bD_lr"] * r.ln_d
+    c_bs = post["a_bs"] - post["bN_bs"] * r.ln_n - post["bD_bs"] * r.ln_d
+    return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} N^({iv(post['bN_lr'])}) "
+            f"D^({iv(post['bD_lr'])})\n"
+            f"B_opt  = {math.exp(np.mean(c_bs)):.3g} N^({iv(post['bN_bs'])}) "
+            f"D^({iv(post['bD_bs'])})  (tokens)\n"
+            f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
+            f"A {iv(post['A'])}, g {iv(post['g'])}")

@@ -4,12 +4,9 @@ with the others fixed at the grid's reference values."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from bayescpt.core.plotting import pyplot
-from bayescpt.lab.phenomena import per_run
 
 plt = pyplot()   # Agg unless a backend was chosen (a notebook's inline one)
 
@@ -24,10 +21,12 @@ def reference(runs: pd.DataFrame) -> dict:
     return ref
 
 
-def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, path: Path,
-                roles=None):
+def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, roles=None,
+                fig=None):
     """One figure: a column of panels (one per validation role, then the LR) with one line per
-    value of ``vary``. Returns the path, or None when fewer than two runs differ in ``vary``."""
+    value of ``vary``, the other factors at ``ref``. ``fig``: a Figure to draw into (default: a
+    new 7.5 in wide one). Returns the Figure, or None when fewer than two runs differ in
+    ``vary``; nothing is written."""
     sel = runs
     for f in FACTORS:
         if f != vary:
@@ -39,8 +38,10 @@ def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, 
         roles = [r for r in ("general", "domain", "other") if r in present]
     sel = sel.sort_values(vary)
     start = max(0, int(sel["transfer"].min()) - 300)
-    fig, axes = plt.subplots(len(roles) + 1, 1, figsize=(7.5, 2.3 * (len(roles) + 1)),
-                             sharex=True, height_ratios=[3] * len(roles) + [1.4])
+    if fig is None:
+        fig = plt.figure(figsize=(7.5, 2.3 * (len(roles) + 1)))
+    axes = fig.subplots(len(roles) + 1, 1, sharex=True,
+                        gridspec_kw={"height_ratios": [3] * len(roles) + [1.4]})
     cmap = plt.get_cmap("viridis")
     for i, (_, r) in enumerate(sel.iterrows()):
         color = cmap(i / max(1, len(sel) - 1) * 0.9)
@@ -63,25 +64,16 @@ def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, 
     fixed = ", ".join(f"{f}={ref[f]}" for f in FACTORS if f != vary)
     axes[0].set_title(f"CPT curves by {vary} ({fixed})", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
 
 
-def plot_all(curves_path, runs_path, out_dir) -> list[Path]:
-    """One PNG per factor that varies around the reference run, and ``phenomena.csv``
-    (:func:`bayescpt.lab.phenomena.per_run`); returns the paths written."""
-
-    curves = pd.read_csv(curves_path)
-    runs = pd.read_csv(runs_path)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def plot_all(curves: pd.DataFrame, runs: pd.DataFrame) -> dict:
+    """One figure per factor that varies around the reference run (:func:`reference`):
+    ``{"by_<factor>": Figure}`` in the order of :data:`FACTORS`; nothing is written."""
     ref = reference(runs)
-    table = out_dir / "phenomena.csv"
-    per_run(curves, runs).to_csv(table, index=False, float_format="%.4f")
-    written = [table]
+    figs = {}
     for vary in FACTORS:
-        p = plot_factor(curves, runs, vary, ref, out_dir / f"by_{vary}.png")
-        if p:
-            written.append(p)
-    return written
+        fig = plot_factor(curves, runs, vary, ref)
+        if fig is not None:
+            figs[f"by_{vary}"] = fig
+    return figs

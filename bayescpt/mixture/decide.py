@@ -235,3 +235,34 @@ def fit_cmr_law_draws(budgets, paths: np.ndarray, prob: float = 0.9, max_draws: 
     out["identified"] = bool(all(out[k]["upper"] - out[k]["lower"] <= 10 * abs(out[k]["median"])
                                  for k in ("a4", "b3")))
     return out
+
+
+def cmr_results(fit: MixtureFit, tokens: float, tolerance: float, relative: bool = False,
+                risk: float = 0.1, prob: float = 0.9, general: str | None = None,
+                domain: str | None = None, model_size=None, budgets=None) -> list[dict]:
+    """:func:`cmr_report` per model size (every size of the fit when ``model_size`` is None),
+    ascending. With ``budgets`` (CPT budgets T, the data's token unit) each report also holds
+    ``cmr_vs_tokens`` (:func:`cmr_vs_tokens` as records), ``cmr_law_median`` (R_CMR(T) = a4 T^s4
+    + b3 fitted to the median CMRs, :func:`fit_cmr_law`) and ``cmr_law`` (fitted per draw,
+    :func:`fit_cmr_law_draws`), with a note when that law cannot be fitted or is not
+    identified."""
+    sizes = sorted(fit.groups["model_size"].unique()) if model_size is None else [model_size]
+    results = []
+    for size in sizes:
+        r = cmr_report(fit, size, tokens, tolerance, relative, risk, prob, general, domain)
+        if budgets:
+            table = cmr_vs_tokens(fit, size, budgets, tolerance, relative, risk, prob, general,
+                                  domain)
+            r["cmr_vs_tokens"] = table.to_dict(orient="records")
+            r["cmr_law_median"] = fit_cmr_law(table)
+            paths = cmr_paths(fit, size, budgets, tolerance, relative, general, domain)
+            r["cmr_law"] = law = fit_cmr_law_draws(budgets, paths, prob)
+            if law is None:
+                r["notes"].append("R_CMR(T) = a4 T^s4 + b3 could not be fitted per draw (needs "
+                                  "four or more budgets with 0 < CMR < 1)")
+            elif not law["identified"]:
+                r["notes"].append("a4 and b3 of R_CMR(T) are not identified by these budgets "
+                                  "(their intervals are over ten times their size); rely on the "
+                                  "per-budget intervals in cmr_vs_tokens")
+        results.append(r)
+    return results

@@ -20,19 +20,21 @@ def _observed(fit: MixtureFit, gi: int, tokens: float):
     return sel
 
 
-def plot_cmr(fit: MixtureFit, results: list[dict], path=None, prob: float = 0.9,
-             risk: float = 0.1):
+def plot_cmr(fit: MixtureFit, results: list[dict], *, prob: float = 0.9, risk: float = 0.1,
+             fig=None):
     """One row per model size: general loss vs ratio (band, baseline, tolerance), domain loss vs
     ratio (band, baseline), P(feasible) vs ratio with the CMR's interval, and R_CMR(T) when the
     results hold ``cmr_vs_tokens``. ``results`` are :func:`bayescpt.mixture.decide.cmr_report`
-    dicts. Returns the Figure (saved to ``path`` when given)."""
+    dicts; ``fig`` a Figure to draw into (default: a new one, 4.3 x 3.4 in per panel). Returns
+    the Figure; nothing is written."""
 
     plt = pyplot()
 
     budget = any("cmr_vs_tokens" in r for r in results)
     ncols = 4 if budget else 3
-    fig, axes = plt.subplots(len(results), ncols, figsize=(4.3 * ncols, 3.4 * len(results)),
-                             squeeze=False)
+    if fig is None:
+        fig = plt.figure(figsize=(4.3 * ncols, 3.4 * len(results)))
+    axes = fig.subplots(len(results), ncols, squeeze=False)
     q = [(1 - prob) / 2, (1 + prob) / 2]
     for row, r in zip(axes, results):
         size, T = r["model_size"], r["tokens"]
@@ -104,15 +106,14 @@ def plot_cmr(fit: MixtureFit, results: list[dict], path=None, prob: float = 0.9,
             else:
                 ax.axis("off")
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
     return fig
 
 
-def plot_loss_vs_ratio(fit: MixtureFit, model_size, val_set: str, tokens: float, path=None,
+def plot_loss_vs_ratio(fit: MixtureFit, model_size, val_set: str, tokens: float, *,
                        prob: float = 0.9, held_out=None, ax=None, title: str = ""):
     """Loss vs ratio at ``tokens`` with the law's band and predictive interval; ``held_out``
-    rows (ratio, loss) are drawn in red."""
+    rows (ratio, loss) are drawn in red. ``ax``: the Axes to draw on; returns it, or, when None,
+    the new 4.5 x 3.4 in Figure drawn. Nothing is written."""
 
     plt = pyplot()
 
@@ -141,7 +142,5 @@ def plot_loss_vs_ratio(fit: MixtureFit, model_size, val_set: str, tokens: float,
     ax.legend(fontsize=6.5)
     if own:
         fig.tight_layout()
-        if path is not None:
-            fig.savefig(path, dpi=110)
         return fig
     return ax

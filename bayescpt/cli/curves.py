@@ -1,0 +1,280 @@
+"""Commands on loss-curve fits: ``fit``, ``predict``, ``compare``, ``diagnose``, ``config``.
+
+Each ``add_*`` function adds one sub-command's parser; :data:`COMMANDS` maps the command to its
+function ``(args) -> exit code``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from bayescpt.cli.common import (
+    load_config,
+    refuse_overwrite,
+    sample_and_save,
+    sampler_args,
+    save_figure,
+    say,
+    str_list,
+    verdict,
+)
+from bayescpt.core.fitfile import load_fit
+from bayescpt.core.plotting import plot_diagnostics
+from bayescpt.cpt.outlook import outlook
+from bayescpt.curves.compare import (
+    differences,
+    labels_for,
+    loo_table,
+    parameter_table,
+    shared_parameters,
+)
+from bayescpt.curves.data import decimate, describe, read_curves
+from bayescpt.curves.fit import Fit
+from bayescpt.curves.hierarchy import default_config
+from bayescpt.curves.laws import get_law
+from bayescpt.curves.laws.cpt_options import cpt_law_options
+from bayescpt.curves.plots import plot_forest, plot_predictions
+from bayescpt.curves.predict import predict_frame
+from bayescpt.hparams.fit import HparamsFit  # noqa: F401 - registers the hparams fit class
+from bayescpt.mixture.fit import MixtureFit  # noqa: F401 - registers the mixture fit class
+
+LAW_NAMES = ["annealing", "multipower", "cpt"]
+
+
+def add_fit(sub) -> None:
+    f = sub.add_parser("fit", help="fit a law to loss curves with NUTS",
+                       description="Fit a hierarchical law to a tidy loss-curve CSV "
+                       "(columns run, step, lr, loss [, val_set, model_size]).")
+    f.add_argument("data", type=Path, metavar="DATA.csv")
+    f.add_argument("--law", required=True, choices=LAW_NAMES)
+    f.add_argument("--out", required=True, type=Path, metavar="FIT.nc")
+    f.add_argument("--max-points", type=int, default=None,
+                   help="thin each curve to about this many loss points (decay phases kept dense)")
+    o = f.add_argument_group("cpt law options (default: chosen from the data)")
+    o.add_argument("--replay", action=argparse.BooleanOptionalAction, default=None,
+                   help="replay-ratio extension (Eq. 8); default on when runs differ in "
+                   "replay_ratio")
+    o.add_argument("--unknown-pt", action=argparse.BooleanOptionalAction, default=None,
+                   help="S1pt as a parameter for runs without PT rows; default on when a run "
+                   "has none")
+    o.add_argument("--size-extension", action=argparse.BooleanOptionalAction, default=None,
+                   help="model-size extension (Eq. 7); default off: the hierarchy already "
+                   "lets every parameter vary log-linearly with model size")
+    o.add_argument("--checkpoint", action=argparse.BooleanOptionalAction, default=None,
+                   help="sample the checkpoint's loss Lc and the power law's slope G there "
+                   "instead of L0, A, C1 (not identified by one PT point); default on when every "
+                   "run continues one checkpoint whose loss is the only PT loss")
+    o.add_argument("--anchored", action=argparse.BooleanOptionalAction, default=None,
+                   help="sample the PT power law's loss Lr and slope G at the median transfer "
+                   "area instead of L0, A (alpha held by its prior); for PT curves far from "
+                   "their floor, where L0, A and alpha ridge; default off")
+    m = f.add_argument_group("multipower and annealing law option (multipower: default on; "
+                             "annealing: default off)")
+    m.add_argument("--drop-progress", dest="progress", action=argparse.BooleanOptionalAction,
+                   default=None,
+                   help="scale the loss drop (multipower) or annealing term C*S2 (annealing) by "
+                   "(S1/s1_ref)^-kappa, kappa sampled (not in the papers; see "
+                   "benchmarks/RESULTS.md); --no-drop-progress: the paper's law")
+    sampler_args(f)
+
+
+def add_predict(sub) -> None:
+    p = sub.add_parser("predict", help="predict loss curves for schedules from a fit",
+                       description="Posterior predictive loss for every row of a schedule CSV "
+                       "(columns run, step, lr [, val_set, model_size]; loss optional).")
+    p.add_argument("fit", type=Path, metavar="FIT.nc")
+    p.add_argument("--schedule", required=True, type=Path, metavar="SCHED.csv")
+    p.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    p.add_argument("--out", required=True, type=Path, metavar="PRED.csv")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--outlook", type=Path, metavar="OUTLOOK.csv",
+                   help="cpt fits: also write each plan's final losses, loss potential and "
+                   "general-loss turning point (with intervals) here")
+    p.add_argument("--plot", type=Path, metavar="PRED.png",
+                   help="also draw the predicted curves with their bands, one panel per run")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing --out/--outlook/--plot files")
+
+
+def add_compare(sub) -> None:
+    cm = sub.add_parser("compare", help="fits side by side: parameters, differences, LOO",
+                        description="Compare fits of the same law on different data (parameter "
+                        "differences with P(difference > 0), against the first fit) and fits of "
+                        "the same data with different laws or options (PSIS-LOO).")
+    cm.add_argument("fits", nargs="+", type=Path, metavar="FIT.nc")
+    cm.add_argument("--names", type=str_list, help="labels for the fits (comma-separated)")
+    cm.add_argument("--params", type=str_list,
+                    help="parameters to compare (default: every law parameter the fits share)")
+    cm.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    cm.add_argument("--out", type=Path, metavar="DIFF.csv", help="write the differences here")
+    cm.add_argument("--plot", type=Path, metavar="FOREST.png", help="write a forest plot here")
+    cm.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+
+
+def add_diagnose(sub) -> None:
+    d = sub.add_parser("diagnose", help="print R-hat, ESS and divergences of a fit")
+    d.add_argument("fit", type=Path, metavar="FIT.nc")
+    d.add_argument("--plot", type=Path, metavar="DIAG.png",
+                   help="also draw rank plots of the worst parameters, the energy plot and the "
+                        "most correlated pair")
+    d.add_argument("--force", action="store_true", help="replace an existing --plot file")
+    d.add_argument("--strict", action="store_true",
+                   help="exit 1 when R-hat > 1.01, bulk ESS < 400 or any divergence")
+
+
+def add_config(sub) -> None:
+    c = sub.add_parser("config", help="print a law's default priors and structure as JSON")
+    c.add_argument("--law", required=True, choices=LAW_NAMES)
+
+
+def cmd_fit(a) -> int:
+
+    refuse_overwrite(a.out, a.force)
+    df = read_curves(a.data)
+    if a.max_points:
+        df = decimate(df, a.max_points)
+    law_options = _law_options(a, df)
+    if not a.quiet:
+        say(f"data: {a.data} {describe(df)}")
+        opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
+        say(f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
+            "sampling; this takes a minute or more)")
+    _, diag = sample_and_save(a, lambda **kw: Fit.run(
+        df, law=a.law, law_options=law_options, config=load_config(a.config), **kw))
+    return verdict(diag, a.strict)
+
+
+def _law_options(a, df) -> dict:
+    names = ("replay", "unknown_pt", "size_extension", "checkpoint", "anchored")
+    given = {k: getattr(a, k) for k in names if getattr(a, k) is not None}
+    progress = getattr(a, "progress", None)
+    if progress is not None:
+        if a.law not in ("multipower", "annealing"):
+            raise ValueError(f"--drop-progress: an option of the multipower and annealing laws, "
+                             f"not of --law {a.law}")
+        if not given:   # saved only when it differs from the law's default
+
+            return {} if progress == get_law(a.law).progress else {"progress": progress}
+    if a.law != "cpt":
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise ValueError(f"{flags}: options of the cpt law, not of --law {a.law}")
+        return {}
+
+    return cpt_law_options(df, **given)
+
+
+def cmd_predict(a) -> int:
+
+    refuse_overwrite(a.out, a.force)
+    for path in (a.outlook, a.plot):
+        if path is not None:
+            refuse_overwrite(path, a.force)
+    fit = Fit.load(a.fit)
+    if a.outlook is not None and fit.law.name != "cpt":
+        raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
+                         "needs a cpt fit")
+    sched = read_curves(a.schedule, need_loss=False)
+    pred = predict_frame(fit, sched, prob=a.prob, seed=a.seed)
+    cols = [c for c in ("run", "step", "lr", "phase", "val_set", "val_role", "model_size",
+                        "replay_ratio", "loss") if c in pred.columns]
+    if pred["loss"].isna().all():
+        cols.remove("loss")
+    cols += ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
+    pred[cols].to_csv(a.out, index=False, float_format="%.6g")
+    say(f"wrote {len(pred)} rows to {a.out}")
+    if a.outlook is not None:
+
+        out = outlook(fit, sched, prob=a.prob, seed=a.seed)
+        out.to_csv(a.outlook, index=False, float_format="%.6g")
+        say(f"wrote the outlook of {out['run'].nunique()} plan(s) to {a.outlook}")
+    if a.plot is not None:
+
+        save_figure(plot_predictions(pred, prob=a.prob,
+                                     title=f"{fit.law.name} law ({a.fit.name}): posterior mean, "
+                                           f"{a.prob:.0%} credible band and predictive interval"),
+                    a.plot, a.force)
+        say(f"wrote {a.plot}")
+    return 0
+
+
+def cmd_compare(a) -> int:
+
+    for path in (a.out, a.plot):
+        if path is not None:
+            refuse_overwrite(path, a.force)
+    if len(a.fits) < 2:
+        raise ValueError("compare needs at least two fit files")
+    fits = [Fit.load(p) for p in a.fits]
+    labels = labels_for(fits, a.names)
+    params = a.params or shared_parameters(fits)
+    if not params:
+        raise ValueError("the fits share no law parameter (different laws): compare them by LOO "
+                         "on the same data, or name --params")
+    for label, path, f in zip(labels, a.fits, fits):
+        d = f.diagnostics()
+        print(f"{label}: {path} ({f.law.name}, data {f.meta.get('data_hash')}, max R-hat "
+              f"{d.max_rhat:.3f}, min ESS {d.min_ess_bulk:.0f}, {d.divergences} divergences)")
+    laws = {f.law.name for f in fits}
+    if len(laws) > 1:
+        print(f"\nthe fits are of different laws ({', '.join(sorted(laws))}): parameters are "
+              f"compared where they share a name and meaning ({', '.join(params)})")
+    diff = differences(fits, labels, params, a.prob)
+    if len(diff):
+        print(f"\ndifferences against {labels[0]} (later - reference, {a.prob:.0%} interval):")
+        print(diff.drop(columns=["reference"]).to_string(
+            index=False, float_format=lambda v: f"{v:.4g}"))
+        if a.out is not None:
+            diff.to_csv(a.out, index=False, float_format="%.6g")
+            say(f"wrote {a.out}")
+    else:
+        print("\nno validation set x model size in common: no pairwise differences (the forest "
+              "plot, --plot, puts the fits' groups side by side)")
+    loo = loo_table(fits, labels)
+    if loo is None:
+        print("\nPSIS-LOO: not comparable (the fits are of different data)")
+    else:
+        print("\nPSIS-LOO (same data; higher elpd_loo is better):")
+        print(loo.to_string(float_format=lambda v: f"{v:.4g}"))
+    if a.plot is not None:
+
+        table = parameter_table(fits, labels, a.prob)
+        save_figure(plot_forest(table[table["param"].isin(params)], prob=a.prob), a.plot, a.force)
+        say(f"wrote {a.plot}")
+    return 0
+
+
+def load_any_fit(path):
+    """Any bayescpt fit file (loss-curve law, hparams or mixture), by the law its attrs name
+    (the fit classes imported above register themselves)."""
+    return load_fit(path)
+
+
+def cmd_diagnose(a) -> int:
+
+    if a.plot is not None:
+        refuse_overwrite(a.plot, a.force)
+    fit = load_any_fit(a.fit)
+    diag = fit.diagnostics()
+    print(f"{a.fit}: law {fit.meta['law']}, bayescpt {fit.meta['bayescpt_version']}, data "
+          f"{fit.meta['data_hash']}, sampler {fit.config['sampler']['sampler']}")
+    print(diag.to_text())
+    if a.plot is not None:
+
+        save_figure(plot_diagnostics(fit.idata, diag, title=f"{a.fit.name}: {fit.meta['law']} "
+                                     f"law, {diag.chains} chains x {diag.draws} draws, "
+                                     f"{diag.divergences} divergences"), a.plot, a.force)
+        say(f"wrote {a.plot}")
+    return verdict(diag, a.strict)
+
+
+def cmd_config(a) -> int:
+
+    print(json.dumps(default_config(get_law(a.law)), indent=2))
+    return 0
+
+
+COMMANDS = {"fit": cmd_fit, "predict": cmd_predict, "compare": cmd_compare,
+            "diagnose": cmd_diagnose, "config": cmd_config}
