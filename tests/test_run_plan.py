@@ -15,9 +15,9 @@ from bayescpt.cpt.plan import decide, evaluate, plan_grid, pt_schedule_from_tabl
 from bayescpt.cpt.run import infeasibility, run_plan
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.fit import Fit
-from bayescpt.hparams.model import HparamsFit
+from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.predict import predict_optimum
-from bayescpt.mixture.model import MixtureFit
+from bayescpt.mixture.fit import MixtureFit
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
