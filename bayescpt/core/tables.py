@@ -3,8 +3,10 @@ mixtures): one-line errors and hashing.
 
 * :class:`DataError` and :func:`where`: a one-line error naming the file, line, run, column,
   step and value.
-* :func:`read_text_csv` reads a CSV as text columns; :func:`parse_numeric` parses one column,
-  naming the first bad cell; :func:`start_table` checks required columns and that rows exist.
+* :func:`read_text_csv` reads a CSV as text columns (every row with as many fields as the header,
+  no duplicated column names, each row's line number kept); :func:`parse_numeric` parses one
+  column in plain decimal notation only (:data:`PLAIN_NUMBER`), naming the first bad cell;
+  :func:`start_table` checks required columns and that rows exist.
 * :func:`data_hash`: a 16-hex-digit sha256 of a validated table's content, independent of row
   order (stored in fit attrs to tell which data a fit saw).
 * :data:`MAX_RAW_LR` (0.1) and :data:`MIN_MODEL_SIZE` (1e4 parameters) catch unit mistakes: a
@@ -13,7 +15,10 @@ mixtures): one-line errors and hashing.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +30,13 @@ MAX_RAW_LR = 0.1
 
 #: model sizes below this are taken as "given in millions"
 MIN_MODEL_SIZE = 1e4
+
+
+#: the only number syntax a table may use: optional sign, ASCII digits with an optional decimal
+#: point, optional exponent (``3.5``, ``-2e-4``, ``.5``), or ``nan``/``inf`` (rejected later with a
+#: column-specific message). ``float()`` alone would also take ``3_5`` (as 35) or non-ASCII digits.
+PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                          r"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 
 
 class DataError(ValueError):
@@ -50,10 +62,7 @@ def parse_numeric(raw: pd.Series, column: str, source, runs: pd.Series, lines: p
     text = raw.astype(str).str.strip()
     empty = (text == "") | raw.isna()
     def num(t):
-        try:
-            return float(t)
-        except ValueError:
-            return None
+        return float(t) if PLAIN_NUMBER.fullmatch(t) else None
     parsed = [num(t) if not e else float("nan") for t, e in zip(text, empty)]
     bad = pd.Series([p is None for p in parsed], index=raw.index)
     values = pd.Series([np.nan if p is None else p for p in parsed], index=raw.index)
@@ -69,15 +78,67 @@ def parse_numeric(raw: pd.Series, column: str, source, runs: pd.Series, lines: p
 
 
 def read_text_csv(path) -> pd.DataFrame:
-    """A CSV file as text columns (validation parses them), or a one-line DataError."""
+    """A CSV file as text columns (validation parses them), or a one-line DataError.
+
+    Blank lines are skipped; a row with more or fewer fields than the header, or a column name
+    given twice, is an error naming the line. The CSV line number of each row (header = line 1)
+    is kept in ``attrs["lines"]`` for :func:`start_table`."""
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path}: a directory, not a CSV file")
     if not path.exists():
         raise DataError(f"{path}: no such file")
     try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        text = path.read_text(encoding="utf-8-sig")
+        counts, lines = _field_counts(text)
+    except (UnicodeDecodeError, csv.Error) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
-    return raw
+    if not any(counts):
+        raise DataError(f"{path}: empty file; expected a header line and rows")
+    first = next(i for i, n in enumerate(counts) if n)
+    for n, line in zip(counts[first + 1:], lines[first + 1:]):
+        if n and n != counts[first]:
+            raise DataError(f"{where(path, line=line)}: {n} fields; the header has "
+                            f"{counts[first]}")
+    try:
+        raw = pd.read_csv(io.StringIO(text), dtype=str, header=None, keep_default_na=False,
+                          skipinitialspace=True, skip_blank_lines=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    if len(counts) != len(raw):   # records pandas and csv count differently: plain numbering
+        counts = [1] * len(raw)
+        lines = list(range(1, len(raw) + 1))
+    header = [str(c).strip() for c in raw.iloc[first]]
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise DataError(f"{where(path, line=lines[first], column=name)}: the column name "
+                            "appears twice; give each column one header")
+        seen.add(name)
+    keep = [i for i in range(first + 1, len(raw)) if counts[i]]
+    out = raw.iloc[keep].reset_index(drop=True)
+    out.columns = header
+    out.attrs["lines"] = [lines[i] for i in keep]
+    return out
+
+
+def _field_counts(text: str, quoted: bool | None = None) -> tuple[list, list]:
+    """Fields per CSV record (0 for a blank line) and each record's first line number."""
+    if quoted is None:
+        quoted = '"' in text
+    if not quoted:
+        rows = text.split("\n")
+        if rows and rows[-1] == "":
+            rows.pop()
+        return ([line.count(",") + 1 if line.strip() else 0 for line in rows],
+                list(range(1, len(rows) + 1)))
+    counts, lines, reader = [], [], csv.reader(io.StringIO(text))
+    start = 1
+    for row in reader:
+        counts.append(len(row) if any(c.strip() for c in row) or len(row) > 1 else 0)
+        lines.append(start)
+        start = reader.line_num + 1
+    return counts, lines
 
 
 def start_table(df: pd.DataFrame, source, required, optional: str = "",
@@ -85,8 +146,13 @@ def start_table(df: pd.DataFrame, source, required, optional: str = "",
     """The checks every input table starts with: a copy with stripped column names, the
     ``required`` columns present, at least one row. Returns the copy (index 0..n-1) and each row's
     CSV line number (header = line 1; None when the table did not come from a file)."""
+    given_lines = df.attrs.get("lines")
     df = df.copy()
     df.columns = [str(c).strip() for c in df.columns]
+    twice = df.columns[df.columns.duplicated()]
+    if len(twice):
+        raise DataError(f"{where(source, column=twice[0])}: the column name appears twice; give "
+                        "each column one header")
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise DataError(f"{source}: missing column(s) {missing}; found {list(df.columns)}; "
@@ -95,7 +161,11 @@ def start_table(df: pd.DataFrame, source, required, optional: str = "",
     if df.empty:
         raise DataError(f"{source}: no rows")
     df = df.reset_index(drop=True)
-    return df, list(np.arange(len(df)) + 2) if from_text else [None] * len(df)
+    if not from_text:
+        return df, [None] * len(df)
+    if given_lines is not None and len(given_lines) == len(df):
+        return df, list(given_lines)
+    return df, list(np.arange(len(df)) + 2)
 
 
 def data_hash(df: pd.DataFrame) -> str:
