@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -17,6 +18,7 @@ import warnings
 from pathlib import Path
 
 from bayescpt.core.chains import drop_stuck_chains
+from bayescpt.core.tables import PLAIN_NUMBER
 
 EXIT_STRICT = 1
 EXIT_INPUT = 2
@@ -76,10 +78,11 @@ def save_figure(fig, path, force: bool, dpi: int = 110) -> Path:
 def sampler_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sampler", default="auto",
                    help="nutpie (default when installed), pymc, numpyro or blackjax (JAX: GPU path)")
-    p.add_argument("--chains", type=int, help="number of chains (default 4)")
-    p.add_argument("--draws", type=int, help="draws per chain after tuning (default 1000)")
-    p.add_argument("--tune", type=int, help="tuning steps per chain (default 1000)")
-    p.add_argument("--seed", type=int, help="random seed (default 0); same seed, same numbers")
+    p.add_argument("--chains", type=positive_int, help="number of chains (default 4)")
+    p.add_argument("--draws", type=positive_int, help="draws per chain after tuning (default 1000)")
+    p.add_argument("--tune", type=nonneg_int, help="tuning steps per chain (default 1000)")
+    p.add_argument("--seed", type=nonneg_int,
+                   help="random seed (default 0); same seed, same numbers")
     p.add_argument("--config", type=Path,
                    help="JSON file overriding priors/structure (see `bayescpt config --law L`)")
     p.add_argument("--strict", action="store_true",
@@ -91,18 +94,101 @@ def sampler_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
+def _number(text: str, cast, what: str, ok=lambda v: True):
+    """An argparse ``type``: ``text`` in plain decimal notation, finite, passing ``ok``; otherwise
+    ArgumentTypeError, which argparse prints naming the option (exit 2)."""
+    t = str(text).strip()
+    try:
+        if not PLAIN_NUMBER.fullmatch(t):
+            raise ValueError
+        v = float(t)
+        if cast is int:
+            if v != round(v) or abs(v) >= 2 ** 53:
+                raise ValueError
+            v = int(v)
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {what}") from None
+    if not math.isfinite(v) or not ok(v):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {what}")
+    return v
+
+
+def finite_float(text) -> float:
+    return _number(text, float, "a finite number")
+
+
+def positive_float(text) -> float:
+    return _number(text, float, "a finite number > 0", lambda v: v > 0)
+
+
+def nonneg_float(text) -> float:
+    return _number(text, float, "a finite number >= 0", lambda v: v >= 0)
+
+
+def share(text) -> float:
+    """A fraction in [0, 1]."""
+    return _number(text, float, "a share in [0, 1]", lambda v: 0 <= v <= 1)
+
+
+def probability(text) -> float:
+    """A probability strictly between 0 and 1 (interval probabilities, risks, quantiles)."""
+    return _number(text, float, "a probability strictly between 0 and 1", lambda v: 0 < v < 1)
+
+
+def positive_int(text) -> int:
+    return _number(text, int, "a whole number >= 1", lambda v: v >= 1)
+
+
+def nonneg_int(text) -> int:
+    return _number(text, int, "a whole number >= 0", lambda v: v >= 0)
+
+
 def _list(cast, what):
     def parse(text):
+        items = [x for x in text.split(",") if x.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated {what}, "
+                                             "at least one")
         try:
-            return [cast(x) for x in text.split(",") if x.strip()]
-        except ValueError:
+            return [cast(x) for x in items]
+        except (ValueError, argparse.ArgumentTypeError):
             raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated {what}") from None
     return parse
 
 
-int_list = _list(int, "integers")
-float_list = _list(float, "numbers")
+int_list = _list(lambda x: _number(x, int, "a whole number"), "whole numbers")
+float_list = _list(finite_float, "finite numbers")
 str_list = _list(str.strip, "names")
+
+
+def allow_negative_numbers(parser: argparse.ArgumentParser) -> None:
+    """Let an option take a negative number in exponent notation (``--n-params -1e8``), which
+    argparse otherwise reads as an unknown option; the option's type then judges the value.
+    Applied to ``parser`` and every subcommand parser below it."""
+    import re
+    parser._negative_number_matcher = re.compile(
+        r"^-(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$|^-(?:inf|infinity|nan)$",
+        re.IGNORECASE)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                allow_negative_numbers(sub)
+
+
+def json_text(obj, indent: int = 2) -> str:
+    """Standard JSON (RFC 8259): a NaN or infinite float, a value that is legitimately missing,
+    becomes ``null``; numpy scalars and arrays become numbers and lists."""
+    def clean(x):
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
+            return clean(x.tolist())
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        return x
+    return json.dumps(clean(obj), indent=indent, allow_nan=False)
 
 
 def load_config(path):

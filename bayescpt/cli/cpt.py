@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bayescpt.cli.common import nonneg_float, nonneg_int, positive_float, positive_int, probability, share
 from bayescpt.cli.common import (
     float_list,
     int_list,
@@ -34,10 +35,10 @@ def add_plan(sub) -> None:
                     help="the PT schedule (a table with run, step, lr [, phase]; e.g. the fit's "
                     "data); CPT starts from its checkpoints at --transfers")
     pl.add_argument("--pt-run", help="the run of --pt whose PT rows to use (when it has several)")
-    pl.add_argument("--tolerance", required=True, type=float, metavar="EPS",
+    pl.add_argument("--tolerance", required=True, type=nonneg_float, metavar="EPS",
                     help="allowed rise of the final general loss over its value at the checkpoint "
                     "(nats)")
-    pl.add_argument("--risk", type=float, default=0.1, metavar="DELTA",
+    pl.add_argument("--risk", type=probability, default=0.1, metavar="DELTA",
                     help="allowed probability of exceeding the tolerance (default 0.1)")
     pl.add_argument("--transfers", type=int_list, help="PT steps of the checkpoints to start "
                     "from (comma-separated; default: the end of the PT schedule)")
@@ -52,39 +53,39 @@ def add_plan(sub) -> None:
                     help="WSD decay share of the CPT steps (default 0.2)")
     pl.add_argument("--replay-ratios", type=float_list, default=[0.0],
                     help="shares of PT data in the CPT mixture (needs a fit with --replay)")
-    pl.add_argument("--warmup", type=int, default=100, help="re-warmup steps (default 100)")
-    pl.add_argument("--final-frac", type=float, default=0.0,
+    pl.add_argument("--warmup", type=nonneg_int, default=100, help="re-warmup steps (default 100)")
+    pl.add_argument("--final-frac", type=share, default=0.0,
                     help="final LR as a share of the peak (default 0)")
     pl.add_argument("--objective", default="chance", choices=["chance", "quantile", "weighted"],
                     help="chance: min expected domain loss s.t. the risk constraint (default); "
                     "quantile: min --quantile of the domain loss s.t. the constraint; weighted: "
                     "min w_general * rise + w_domain * domain loss (no constraint)")
-    pl.add_argument("--quantile", type=float, default=0.9)
-    pl.add_argument("--w-general", type=float, default=1.0)
-    pl.add_argument("--w-domain", type=float, default=1.0)
+    pl.add_argument("--quantile", type=probability, default=0.9)
+    pl.add_argument("--w-general", type=nonneg_float, default=1.0)
+    pl.add_argument("--w-domain", type=nonneg_float, default=1.0)
     pl.add_argument("--general", help="the general validation set (when the fit has several)")
     pl.add_argument("--domain", help="the domain validation set (when the fit has several)")
-    pl.add_argument("--model-size", type=float, help="model size (when the fit has several)")
-    pl.add_argument("--points", type=int, default=48,
+    pl.add_argument("--model-size", type=positive_float, help="model size (when the fit has several)")
+    pl.add_argument("--points", type=positive_int, default=48,
                     help="CPT steps evaluated per plan (turning-point resolution; default 48)")
-    pl.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    pl.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
     pl.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
-    pl.add_argument("--seed", type=int, default=0)
+    pl.add_argument("--seed", type=nonneg_int, default=0)
     h = pl.add_argument_group(
         "other fits (optional): the optimal LR of an hparams fit and the feasibility of the "
         "mixture by a mixture fit, for the same model family")
     h.add_argument("--hparams", type=Path, metavar="HP.nc",
                    help="an hparams fit: each plan's peak LR against the checkpoint's optimal LR")
-    h.add_argument("--n-params", type=float, help="with --hparams: the model's parameters")
-    h.add_argument("--init-loss", type=float,
+    h.add_argument("--n-params", type=positive_float, help="with --hparams: the model's parameters")
+    h.add_argument("--init-loss", type=positive_float,
                    help="with --hparams: the checkpoint's validation loss on the CPT data")
-    h.add_argument("--cpt-tokens", type=float, help="with --hparams: CPT tokens of the plans")
+    h.add_argument("--cpt-tokens", type=positive_float, help="with --hparams: CPT tokens of the plans")
     h.add_argument("--mixture", type=Path, metavar="MIX.nc",
                    help="a mixture fit: a plan is feasible only if its mixture (domain share "
                         "1 - replay ratio) is, with probability >= 1 - DELTA")
-    h.add_argument("--mixture-tokens", type=float,
+    h.add_argument("--mixture-tokens", type=positive_float,
                    help="with --mixture: the CPT budget in the mixture fit's token unit")
-    h.add_argument("--mixture-model-size", type=float,
+    h.add_argument("--mixture-model-size", type=positive_float,
                    help="with --mixture: the model size, when the mixture fit has several")
     pl.add_argument("--out", required=True, type=Path, metavar="PLANS.csv")
     pl.add_argument("--plot", type=Path, metavar="PLANS.png", help="also draw the plans")

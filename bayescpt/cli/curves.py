@@ -10,6 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
+from bayescpt.cli.common import nonneg_int, positive_int, probability
 from bayescpt.cli.common import (
     load_config,
     refuse_overwrite,
@@ -50,7 +51,7 @@ def add_fit(sub) -> None:
     f.add_argument("data", type=Path, metavar="DATA.csv")
     f.add_argument("--law", required=True, choices=LAW_NAMES)
     f.add_argument("--out", required=True, type=Path, metavar="FIT.nc")
-    f.add_argument("--max-points", type=int, default=None,
+    f.add_argument("--max-points", type=positive_int, default=None,
                    help="thin each curve to about this many loss points (decay phases kept dense)")
     o = f.add_argument_group("cpt law options (default: chosen from the data)")
     o.add_argument("--replay", action=argparse.BooleanOptionalAction, default=None,
@@ -86,9 +87,9 @@ def add_predict(sub) -> None:
                        "(columns run, step, lr [, val_set, model_size]; loss optional).")
     p.add_argument("fit", type=Path, metavar="FIT.nc")
     p.add_argument("--schedule", required=True, type=Path, metavar="SCHED.csv")
-    p.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    p.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
     p.add_argument("--out", required=True, type=Path, metavar="PRED.csv")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=nonneg_int, default=0)
     p.add_argument("--outlook", type=Path, metavar="OUTLOOK.csv",
                    help="cpt fits: also write each plan's final losses, loss potential and "
                    "general-loss turning point (with intervals) here")
@@ -107,7 +108,7 @@ def add_compare(sub) -> None:
     cm.add_argument("--names", type=str_list, help="labels for the fits (comma-separated)")
     cm.add_argument("--params", type=str_list,
                     help="parameters to compare (default: every law parameter the fits share)")
-    cm.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
+    cm.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
     cm.add_argument("--out", type=Path, metavar="DIFF.csv", help="write the differences here")
     cm.add_argument("--plot", type=Path, metavar="FOREST.png", help="write a forest plot here")
     cm.add_argument("--force", action="store_true", help="replace existing --out/--plot files")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bayescpt.cli.common import nonneg_int
 from bayescpt.cli.common import save_figure, say
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
@@ -45,7 +46,7 @@ def add_demo(sub) -> None:
     q.add_argument("--law", default="annealing", choices=["annealing", "multipower"])
     q.add_argument("--force", action="store_true", help="replace existing outputs")
     q.add_argument("--sampler", default="auto", help="as for fit (default: nutpie if installed)")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--seed", type=nonneg_int, default=0)
     q.add_argument("--quiet", action="store_true", help="no progress output")
 
 

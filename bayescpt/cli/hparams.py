@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from bayescpt.cli.common import json_text, nonneg_float, nonneg_int, positive_float, probability
 from bayescpt.cli.common import (
     load_config,
     refuse_overwrite,
@@ -90,21 +90,21 @@ def add_commands(sub, sampler_args) -> dict:
                         "most probable grid points. Use it to check a grid brackets the optimum "
                         "and to judge a grid search's winner against the law.")
     p.add_argument("fit", type=Path, metavar="HP.nc")
-    p.add_argument("--n-params", required=True, type=float, metavar="N",
+    p.add_argument("--n-params", required=True, type=positive_float, metavar="N",
                    help="non-embedding parameters, e.g. 4.3e8")
-    p.add_argument("--tokens", type=float, metavar="D", help="training tokens, e.g. 2e10")
-    p.add_argument("--init-loss", type=float, metavar="L",
+    p.add_argument("--tokens", type=positive_float, metavar="D", help="training tokens, e.g. 2e10")
+    p.add_argument("--init-loss", type=positive_float, metavar="L",
                    help="the checkpoint's validation loss on the target data (nats)")
-    p.add_argument("--init-loss-sd", type=float, metavar="SD",
+    p.add_argument("--init-loss-sd", type=nonneg_float, metavar="SD",
                    help="its measurement noise (default: the fitted run noise at the optimum)")
-    p.add_argument("--cpt-tokens", type=float, metavar="DC", help="continual pre-training tokens")
+    p.add_argument("--cpt-tokens", type=nonneg_float, metavar="DC", help="continual pre-training tokens")
     p.add_argument("--grid-lrs", type=_number_list, metavar="LR1,LR2,...",
                    help="the learning rates of a grid search you plan (with --grid-batches): "
                    "also predict where its best run will be (JSON block grid_best)")
     p.add_argument("--grid-batches", type=_number_list, metavar="B1,B2,...",
                    help="the batch sizes (tokens) of that grid; every (LR, batch) pair is a run")
-    p.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
+    p.add_argument("--seed", type=nonneg_int, default=0)
     p.add_argument("--out", type=Path, metavar="OUT.json", help="write the result as JSON")
     p.add_argument("--plot", type=Path, metavar="OPT.png",
                    help="draw the optimum's posterior in (LR, batch), and the grid's best run")
@@ -163,7 +163,7 @@ def cmd_predict(a) -> int:
     res.pop("_draws", None)
     for w in res["warnings"]:
         say(f"warning: {w}")
-    text = json.dumps(res, indent=2)
+    text = json_text(res)
     if a.out:
         tmp = a.out.with_name(a.out.name + ".tmp")
         tmp.write_text(text + "\n")

@@ -11,6 +11,7 @@ import argparse
 import warnings
 from pathlib import Path
 
+from bayescpt.cli.common import positive_float
 from bayescpt.cli.common import refuse_overwrite, say, write_csv
 from bayescpt.curves.data import DEFAULT_VAL_SET, PHASES, VAL_ROLES
 from bayescpt.datasets.logs import FORMATS, import_logs
@@ -36,7 +37,7 @@ def add_commands(sub, sampler_args=None) -> dict:
     p.add_argument("--val-set", default=DEFAULT_VAL_SET, help="validation set of the losses (--from csv: the file's)")
     p.add_argument("--val-role", choices=VAL_ROLES, help="role of that validation set (CPT law)")
     p.add_argument("--phase", choices=PHASES, help="pt or cpt, for every imported row")
-    p.add_argument("--model-size", type=float, help="non-embedding parameters (e.g. 25e6)")
+    p.add_argument("--model-size", type=positive_float, help="non-embedding parameters (e.g. 25e6)")
     p.add_argument("--schedule", metavar="SPEC|FILE.toml",
                    help="the LR schedule when the log has none, e.g. "
                    "wsd:peak=3e-4,warmup=2000,total=100000,decay=0.2 (used instead of a logged LR)")

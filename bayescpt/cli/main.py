@@ -16,7 +16,7 @@ from importlib import import_module
 
 from bayescpt import __version__
 from bayescpt.cli import cpt, curves, demo
-from bayescpt.cli.common import EXIT_INPUT, sampler_args
+from bayescpt.cli.common import EXIT_INPUT, allow_negative_numbers, sampler_args
 from bayescpt.core.tables import DataError
 from bayescpt.curves.fit import FitError
 
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_demo(sub)
     for name in PLUGINS:
         COMMANDS.update(import_module(f"bayescpt.{name}").add_commands(sub, sampler_args))
+    allow_negative_numbers(ap)
     return ap
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bayescpt.cli.common import finite_float, json_text, positive_float, probability
 from bayescpt.cli.common import (
     load_config,
     refuse_overwrite,
@@ -57,19 +58,19 @@ def add_commands(sub, sampler_args) -> dict:
                         description="P(feasible) over a ratio grid, the CMR's posterior and the "
                         "CMR at risk delta, per model size, at a CPT budget.")
     c.add_argument("fit", type=Path, metavar="MIX.nc")
-    c.add_argument("--tolerance", required=True, type=float, metavar="EPS",
+    c.add_argument("--tolerance", required=True, type=positive_float, metavar="EPS",
                    help="allowed rise of the general loss: nats (default; the paper uses 0.05) "
                    "or a fraction with --relative")
     c.add_argument("--relative", action="store_true", help="EPS is relative (0.01 = 1 %%)")
-    c.add_argument("--tokens", required=True, type=float, metavar="T",
+    c.add_argument("--tokens", required=True, type=finite_float, metavar="T",
                    help="CPT budget, in the data's token unit")
-    c.add_argument("--risk", type=float, default=0.1, metavar="DELTA",
+    c.add_argument("--risk", type=probability, default=0.1, metavar="DELTA",
                    help="CMR at risk: largest R with P(feasible) >= 1 - DELTA (default 0.1)")
-    c.add_argument("--prob", type=float, default=0.9, help="interval probability (default 0.9)")
-    c.add_argument("--model-size", type=float, help="only this model size (parameters)")
+    c.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
+    c.add_argument("--model-size", type=positive_float, help="only this model size (parameters)")
     c.add_argument("--general", metavar="VAL_SET", help="the general val_set, if several")
     c.add_argument("--domain", metavar="VAL_SET", help="the domain val_set, if several")
-    c.add_argument("--budgets", type=float, nargs="+", metavar="T",
+    c.add_argument("--budgets", type=positive_float, nargs="+", metavar="T",
                    help="also give R_CMR(T) over these budgets, with the paper's a4 T^s4 + b3 "
                    "(fitted to the median, and per draw for intervals of a4, s4, b3)")
     c.add_argument("--out", type=Path, metavar="OUT.json", help="write the JSON here")
@@ -122,7 +123,7 @@ def cmd_cmr(a) -> int:
            "fitted_ratio_range": [fit.r_lo, fit.r_hi], "results": results}
     if len(results) == 1:
         out.update({k: results[0][k] for k in ("cmr", "cmr_at_risk", "p_feasible")})
-    text = json.dumps(out, indent=2)
+    text = json_text(out)
     if a.out:
         a.out.write_text(text + "\n")
         say(f"wrote {a.out}")
