@@ -1,7 +1,6 @@
 """Input and option validation: nothing is read or accepted silently wrong (issue 15)."""
 
 import json
-import math
 
 import pytest
 
@@ -131,3 +130,85 @@ def test_json_outputs_are_standard_json():
     text = json_text({"a": float("nan"), "b": [np.float64(1.5), float("inf")], "c": np.int64(3)})
     assert json.loads(text) == {"a": None, "b": [1.5, None], "c": 3}
     assert "NaN" not in text and "Infinity" not in text
+
+
+# --- item 9: all-zero learning rate, directories as files ---------------------------------------
+
+def test_a_run_with_all_zero_learning_rate_is_rejected(tmp_path):
+    text = GOOD + "b,0,0,\nb,100,0,4.0\nb,200,0,3.9\n"
+    with pytest.raises(DataError, match=r"line 6, run 'b', column 'lr': the learning rate is 0 "
+                                        r"on every row"):
+        data.read_curves(write(tmp_path, text))
+
+
+def test_a_directory_as_data_or_config_is_one_line(tmp_path, capsys):
+    line = one_line_error(capsys, ["fit", tmp_path, "--law", "annealing", "--out",
+                                   tmp_path / "f.nc"])
+    assert "a directory, not a CSV file" in line and str(tmp_path) in line
+    line = one_line_error(capsys, ["lab", "run", tmp_path, "--out", tmp_path / "o"])
+    assert "a directory, not a TOML config file" in line
+
+
+# --- items 10 and 13: lab configs with wrong types name the file and the key --------------------
+
+def _tiny_toml(tmp_path, edit):
+    import tomllib
+    from pathlib import Path
+
+    from tests.test_lab import TINY, toml_text
+
+    raw = tomllib.loads(Path(TINY).read_text())
+    edit(raw)
+    return write(tmp_path, toml_text(raw), "bad.toml")
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda r: r.update(sizes=5), "'sizes' = 5"),
+    (lambda r: r.update(corpora="x"), "'corpora' = 'x'"),
+    (lambda r: r["cpt"]["grid"][0].update(replay=0.5), "'replay' = 0.5"),
+    (lambda r: r.update(threads=-4), "'threads' = -4"),
+    (lambda r: r.update(threads=0), "'threads' = 0"),
+    (lambda r: r.update(seed="x"), "'seed' = 'x'"),
+    (lambda r: r["train"].update(beta1="a"), "'beta1' = 'a'"),
+    (lambda r: r["cpt"].update(heldout_replay=0.5), "'heldout_replay' = 0.5"),
+])
+def test_lab_config_type_errors_name_file_and_key(tmp_path, capsys, edit, key):
+    path = _tiny_toml(tmp_path, edit)
+    line = one_line_error(capsys, ["lab", "run", path, "--out", tmp_path / "o"])
+    assert "bad.toml" in line and key in line
+
+
+def test_lab_config_not_utf8_is_one_line(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_bytes(b'name = "\xff\xfe"\n')
+    line = one_line_error(capsys, ["lab", "run", path, "--out", tmp_path / "o"])
+    assert "bad.toml" in line and "UTF-8" in line
+
+
+# --- item 12: errors after parsing carry the line; plain values; huge steps ---------------------
+
+@pytest.mark.parametrize("text, expected", [
+    (GOOD.replace("a,300,1e-4,3.2", "a,150,1e-4,3.2"),
+     r"line 5, run 'a', column 'step', step 150: comes after step 200"),
+    (GOOD.replace("a,300,1e-4,3.2", "a,200,3e-4,3.2"),
+     r"line 5, run 'a', column 'step', step 200: duplicated step"),
+    ("run,step,lr,loss,model_size\na,0,0,,25e6\na,10,1e-4,3.0,25e6\na,20,1e-4,2.9,26e6\n",
+     r"line 4, run 'a', column 'model_size': several values \[2.5e\+07, 2.6e\+07\]; a run"),
+    ("run,step,lr,loss,val_set\na,0,0,,x\na,10,1e-4,3.0,x\na,10,2e-4,3.1,y\n",
+     r"line 4, run 'a', column 'lr', step 10: different learning rates \[0.0001, 0.0002\]"),
+    (GOOD.replace("a,300,", "a,99999999999999999999,"),
+     r"line 5, run 'a', column 'step': value '99999999999999999999'; expected a non-negative "
+     r"whole number of optimizer steps \(below 2\*\*53\)"),
+    (GOOD + "b,0,1e-4,3.0\n",
+     r"line 6, run 'b', column 'step', step 0: the run has rows at step 0 only"),
+])
+def test_errors_after_parsing_carry_the_line(tmp_path, text, expected):
+    with pytest.raises(DataError, match=expected) as info:
+        data.read_curves(write(tmp_path, text))
+    assert "np.float" not in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_single_row_run_during_a_fit_names_the_file(tmp_path, capsys):
+    path = write(tmp_path, GOOD + "b,0,1e-4,3.0\n")
+    line = one_line_error(capsys, ["fit", path, "--law", "annealing", "--out", tmp_path / "f.nc"])
+    assert "curves.csv, line 6, run 'b'" in line and "to predict" not in line

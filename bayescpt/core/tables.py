@@ -15,10 +15,14 @@ mixtures): one-line errors and hashing.
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
 import hashlib
 import io
+import lzma
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -89,9 +93,10 @@ def read_text_csv(path) -> pd.DataFrame:
     if not path.exists():
         raise DataError(f"{path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = _read_bytes(path).decode("utf-8-sig")
         counts, lines = _field_counts(text)
-    except (UnicodeDecodeError, csv.Error) as err:
+    except (UnicodeDecodeError, csv.Error, OSError, EOFError, zipfile.BadZipFile,
+            lzma.LZMAError) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
     if not any(counts):
         raise DataError(f"{path}: empty file; expected a header line and rows")
@@ -120,6 +125,24 @@ def read_text_csv(path) -> pd.DataFrame:
     out.columns = header
     out.attrs["lines"] = [lines[i] for i in keep]
     return out
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, decompressed by suffix (.gz, .bz2, .xz, .zip with one member)."""
+    suffix = path.suffix.lower()
+    if suffix in _OPENERS:
+        with _OPENERS[suffix](path, "rb") as fh:
+            return fh.read()
+    if suffix == ".zip":
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+            if len(names) != 1:
+                raise OSError(f"a zip archive with {len(names)} files; expected one CSV")
+            return z.read(names[0])
+    return path.read_bytes()
+
+
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
 def _field_counts(text: str, quoted: bool | None = None) -> tuple[list, list]:

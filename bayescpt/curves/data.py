@@ -43,8 +43,13 @@ from bayescpt.core.tables import (
     start_table,
     where,
 )
+from bayescpt.curves.checks import check_runs
 
 REQUIRED = ("run", "step", "lr", "loss")
+
+
+#: steps at or above this are refused: a float holds every whole number only up to 2**53
+MAX_STEP = 2 ** 53
 
 
 DEFAULT_VAL_SET = "default"
@@ -94,11 +99,11 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
         df["val_set"] = DEFAULT_VAL_SET
 
     step = parse_numeric(df["step"], "step", source, runs, lines, allow_empty=False)
-    bad = ~np.isfinite(step) | (step < 0) | (step != np.round(step))
+    bad = ~np.isfinite(step) | (step < 0) | (step != np.round(step)) | (step >= MAX_STEP)
     if bad.any():
         i = int(bad.idxmax())
         raise DataError(f"{where(source, runs[i], 'step', line=lines[i])}: value {df['step'][i]!r}"
-                        "; expected a non-negative whole number of optimizer steps")
+                        "; expected a non-negative whole number of optimizer steps (below 2**53)")
     df["step"] = step.astype(np.int64)
 
     lr = parse_numeric(df["lr"], "lr", source, runs, lines, allow_empty=False)
@@ -142,47 +147,10 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
                             f"{df['model_size'][i]!r} looks like millions or billions; expected "
                             "the number of non-embedding parameters (e.g. 25e6)")
         df["model_size"] = ms
-        per_run = df.groupby("run")["model_size"].nunique()
-        if (per_run > 1).any():
-            r = per_run.index[per_run > 1][0]
-            vals = sorted(df.loc[df["run"] == r, "model_size"].unique())
-            raise DataError(f"{where(source, r, 'model_size')}: several values {vals}; "
-                            "a run has one model size")
 
     _validate_cpt_columns(df, source, runs, lines)
 
-    for r, g in df.groupby("run", sort=False):
-        peak = g["lr"].max()
-        if peak > max_lr:
-            raise DataError(f"{where(source, r, 'lr')}: peak learning rate {peak:g} looks like the "
-                            f"wrong unit; expected raw learning rates (e.g. 3e-4, at most {max_lr:g}),"
-                            " not percent or normalised to the peak")
-        if need_loss and g["loss"].notna().sum() == 0:
-            raise DataError(f"{where(source, r, 'loss')}: the run has no loss values")
-        # one learning rate per (run, step), whatever the validation set
-        lr_per_step = g.groupby("step")["lr"].agg(["min", "max"])
-        clash = lr_per_step["max"] - lr_per_step["min"] > 1e-12 * lr_per_step["max"].clip(1e-30)
-        if clash.any():
-            s = int(lr_per_step.index[clash][0])
-            raise DataError(f"{where(source, r, 'lr', s)}: different learning rates "
-                            f"{sorted(g.loc[g['step'] == s, 'lr'].unique())} for the same step")
-        first = int(g["step"].min())
-        if first > 1:
-            raise DataError(f"{where(source, r, 'lr', first)}: the learning rate is given from "
-                            f"step {first} on; add rows from step 0 or 1 (e.g. step=0, lr=0 with an"
-                            " empty loss for a linear warmup from zero)")
-        for vs, h in g.groupby("val_set", sort=False):
-            steps = h["step"].to_numpy()
-            d = np.diff(steps)
-            if np.any(d == 0):
-                j = int(np.flatnonzero(d == 0)[0])
-                raise DataError(f"{where(source, r, 'step', int(steps[j + 1]))}: duplicated step "
-                                f"(val_set {vs!r}); each step appears once per run and val_set")
-            if np.any(d < 0):
-                j = int(np.flatnonzero(d < 0)[0])
-                raise DataError(f"{where(source, r, 'step', int(steps[j + 1]))}: comes after step "
-                                f"{int(steps[j])} (val_set {vs!r}); steps must increase within a run"
-                                " - sort the rows by run and step")
+    check_runs(df, source, lines, max_lr, need_loss)
     return df.sort_values(["run", "val_set", "step"], kind="stable").reset_index(drop=True)
 
 

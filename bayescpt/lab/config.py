@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,23 @@ def _int(table, key, where, minimum=1):
     return v
 
 
+def _number(table, key, where):
+    v = table.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        raise ValueError(f"{where}: '{key}' = {v!r}; expected a finite number")
+    return v
+
+
+def _table(v, key, where, of_tables=False):
+    """``v`` must be a TOML table (of tables, when ``of_tables``); ``{}`` when missing."""
+    v = {} if v is None else v
+    if not isinstance(v, dict) or (of_tables and any(not isinstance(x, dict)
+                                                     for x in v.values())):
+        kind = "a table of tables [" + key + ".NAME]" if of_tables else "a table [" + key + "]"
+        raise ValueError(f"{where}: '{key}' = {v!r}; expected {kind}")
+    return v
+
+
 def _names(v, known, key, where):
     if not isinstance(v, list) or not v:
         raise ValueError(f"{where}: '{key}' must be a non-empty list")
@@ -113,10 +131,14 @@ def _names(v, known, key, where):
 
 def load_config(path) -> LabConfig:
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: a directory, not a TOML config file")
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{path}: no such config file") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text; a TOML config file is UTF-8") from None
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"{path}: not valid TOML ({err})") from None
     return parse_config(raw, source=str(path))
@@ -127,20 +149,27 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
     unknown = set(raw) - {"name", "seed", "threads", "train", "sizes", "corpora", "pt", "cpt"}
     if unknown:
         raise ValueError(f"{source}: unknown top-level key(s) {sorted(unknown)}")
+    for key, minimum in (("seed", 0), ("threads", 1)):
+        if key in raw:
+            _int(raw, key, source, minimum)
+    if not isinstance(raw.get("name", ""), str):
+        raise ValueError(f"{source}: 'name' = {raw['name']!r}; expected a string")
     train = dict(TRAIN_DEFAULTS)
-    extra = set(raw.get("train", {})) - set(TRAIN_DEFAULTS)
+    extra = set(_table(raw.get("train"), "train", source)) - set(TRAIN_DEFAULTS)
     if extra:
         raise ValueError(f"{source}: [train] unknown key(s) {sorted(extra)}; "
                          f"known: {sorted(TRAIN_DEFAULTS)}")
     train.update(raw.get("train", {}))
     for k in ("seq_len", "batch_size", "eval_every", "eval_sequences"):
         _int(train, k, f"{source}: [train]")
+    for k in ("weight_decay", "beta1", "beta2", "eps", "grad_clip"):
+        _number(train, k, f"{source}: [train]")
     early = train["eval_cpt_early"]
     if not isinstance(early, list) or any(not isinstance(j, int) or j < 1 for j in early):
         raise ValueError(f"{source}: [train] 'eval_cpt_early' = {early!r}; expected a list of "
                          "CPT steps (>= 1) with an extra evaluation, e.g. [1, 2, 4, 8, 16]")
 
-    sizes = raw.get("sizes") or {}
+    sizes = _table(raw.get("sizes"), "sizes", source, of_tables=True)
     if not sizes:
         raise ValueError(f"{source}: no [sizes.NAME] table (d_model, n_layers, n_heads)")
     for n, s in sizes.items():
@@ -150,7 +179,7 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
             raise ValueError(f"{source}: [sizes.{n}] d_model={s['d_model']} is not a multiple "
                              f"of n_heads={s['n_heads']}")
 
-    corpora = raw.get("corpora") or {}
+    corpora = _table(raw.get("corpora"), "corpora", source, of_tables=True)
     roles = [c.get("role") for c in corpora.values()]
     for n, c in corpora.items():
         if c.get("role") not in ROLES:
@@ -160,18 +189,21 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
         raise ValueError(f"{source}: expected exactly one corpus with role 'general' (PT data) "
                          f"and one with role 'domain' (CPT data); found roles {roles}")
 
-    pt = raw.get("pt") or {}
+    pt = _table(raw.get("pt"), "pt", source)
     pt_steps = _int(pt, "steps", f"{source}: [pt]")
     if not isinstance(pt.get("schedule"), dict):
         raise ValueError(f"{source}: [pt] needs a 'schedule' table, e.g. "
                          "{kind = \"wsd\", peak = 2e-3, decay_steps = 300, warmup_steps = 50}")
 
-    cpt = raw.get("cpt") or {}
-    scheds = cpt.get("schedules") or {}
+    cpt = _table(raw.get("cpt"), "cpt", source)
+    scheds = _table(cpt.get("schedules"), "cpt.schedules", source, of_tables=True)
+    grid = cpt.get("grid") or []
+    if not isinstance(grid, list) or any(not isinstance(b, dict) for b in grid):
+        raise ValueError(f"{source}: 'cpt.grid' = {grid!r}; expected [[cpt.grid]] blocks")
     if not scheds:
         raise ValueError(f"{source}: no [cpt.schedules.NAME] table")
     runs, seen = [], set()
-    for i, block in enumerate(cpt.get("grid") or []):
+    for i, block in enumerate(grid):
         where = f"{source}: [[cpt.grid]] #{i + 1}"
         sz = _names(block.get("sizes"), sizes, "sizes", where)
         sc = _names(block.get("schedules"), scheds, "schedules", where)
@@ -185,7 +217,9 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
                 not isinstance(t, int) or t < 2 for t in lengths):
             raise ValueError(f"{where}: 'steps' = {lengths!r}; expected a list of CPT lengths")
         replay = block.get("replay", [0.0])
-        if any(not isinstance(r, (int, float)) or not 0 <= r < 1 for r in replay):
+        if not isinstance(replay, list) or not replay or any(
+                not isinstance(r, (int, float)) or isinstance(r, bool) or not 0 <= r < 1
+                for r in replay):
             raise ValueError(f"{where}: 'replay' = {replay!r}; expected shares of PT data in "
                              "[0, 1)")
         for combo in itertools.product(sz, transfers, sc, lengths, replay):
@@ -195,6 +229,14 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
                 runs.append(run)
     if not runs:
         raise ValueError(f"{source}: no CPT runs; add a [[cpt.grid]] block")
+    held = cpt.get("heldout_replay", [])
+    if not isinstance(held, list) or any(not isinstance(r, (int, float)) or isinstance(r, bool)
+                                         or not 0 <= r < 1 for r in held):
+        raise ValueError(f"{source}: [cpt] 'heldout_replay' = {held!r}; expected a list of "
+                         "shares of PT data in [0, 1)")
+    if not isinstance(cpt.get("heldout_schedules", []), list):
+        raise ValueError(f"{source}: [cpt] 'heldout_schedules' = "
+                         f"{cpt['heldout_schedules']!r}; expected a list of schedule names")
     cfg = LabConfig(source, str(raw.get("name", Path(source).stem)), int(raw.get("seed", 0)),
                     int(raw.get("threads", 1)), train, sizes, corpora, pt_steps, pt["schedule"],
                     scheds, runs, list(cpt.get("heldout_schedules", [])),

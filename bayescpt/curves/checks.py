@@ -1,0 +1,88 @@
+"""Checks of a parsed loss-curve table across its rows: per run and per (run, validation set).
+
+:func:`check_runs` is the second half of :func:`bayescpt.curves.data.validate_curves` (which
+parses the cells first). Each problem raises :class:`~bayescpt.core.tables.DataError` with one
+line naming the file, the CSV line (header = line 1) where the table came from a file, the run,
+column and step; values are printed as plain numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bayescpt.core.tables import DataError, where
+
+
+def plain(values) -> str:
+    """Numbers as plain text: ``[2.5e+07, 2.6e+07]``, never ``np.float64(...)``."""
+    return "[" + ", ".join(f"{float(v):g}" for v in values) + "]"
+
+
+def check_runs(df: pd.DataFrame, source, lines: pd.Series, max_lr: float,
+               need_loss: bool) -> None:
+    """Run-level checks of a parsed table (``df`` indexed 0..n-1 like ``lines``).
+
+    * one ``model_size`` per run;
+    * the peak learning rate is positive (an all-zero schedule trains nothing) and at most
+      ``max_lr`` (a larger one is a unit mistake);
+    * with ``need_loss``, every run has a loss;
+    * one learning rate per (run, step), whatever the validation set;
+    * the learning rate is given from step 0 or 1, and beyond step 0;
+    * steps strictly increase within each (run, val_set), in file order.
+    """
+    def line_of(rows) -> int | None:
+        return lines[rows[0]] if len(rows) else None
+
+    if "model_size" in df.columns:
+        for r, g in df.groupby("run", sort=False):
+            if g["model_size"].nunique() > 1:
+                other = g.index[g["model_size"] != g["model_size"].iloc[0]]
+                raise DataError(f"{where(source, r, 'model_size', line=line_of(other))}: several "
+                                f"values {plain(sorted(g['model_size'].unique()))}; a run has one "
+                                "model size")
+    for r, g in df.groupby("run", sort=False):
+        peak = g["lr"].max()
+        if peak > max_lr:
+            at = g.index[g["lr"] > max_lr]
+            raise DataError(f"{where(source, r, 'lr', line=line_of(at))}: peak learning rate "
+                            f"{peak:g} looks like the wrong unit; expected raw learning rates "
+                            f"(e.g. 3e-4, at most {max_lr:g}), not percent or normalised to the "
+                            "peak")
+        if peak <= 0:
+            raise DataError(f"{where(source, r, 'lr', line=line_of(g.index))}: the learning rate "
+                            "is 0 on every row of the run; a training run needs a schedule with a "
+                            "positive learning rate")
+        if need_loss and g["loss"].notna().sum() == 0:
+            raise DataError(f"{where(source, r, 'loss', line=line_of(g.index))}: the run has no "
+                            "loss values")
+        lr_per_step = g.groupby("step")["lr"].agg(["min", "max"])
+        clash = lr_per_step["max"] - lr_per_step["min"] > 1e-12 * lr_per_step["max"].clip(1e-30)
+        if clash.any():
+            s = int(lr_per_step.index[clash][0])
+            at = g.index[g["step"] == s]
+            other = at[g.loc[at, "lr"] != g.loc[at[0], "lr"]]
+            raise DataError(f"{where(source, r, 'lr', s, line_of(other))}: different learning "
+                            f"rates {plain(sorted(g.loc[at, 'lr'].unique()))} for the same step")
+        first, last = int(g["step"].min()), int(g["step"].max())
+        if first > 1:
+            raise DataError(f"{where(source, r, 'lr', first, line_of(g.index))}: the learning "
+                            f"rate is given from step {first} on; add rows from step 0 or 1 (e.g. "
+                            "step=0, lr=0 with an empty loss for a linear warmup from zero)")
+        if last == 0:
+            raise DataError(f"{where(source, r, 'step', 0, line_of(g.index))}: the run has rows "
+                            "at step 0 only; a loss curve needs its steps after 0 (the rows "
+                            "of every optimizer step logged, with their learning rate)")
+        for vs, h in g.groupby("val_set", sort=False):
+            steps = h["step"].to_numpy()
+            d = np.diff(steps)
+            if np.any(d == 0):
+                j = int(np.flatnonzero(d == 0)[0])
+                at = where(source, r, "step", int(steps[j + 1]), lines[h.index[j + 1]])
+                raise DataError(f"{at}: duplicated step (val_set {vs!r}); each step appears once per "
+                                "run and val_set")
+            if np.any(d < 0):
+                j = int(np.flatnonzero(d < 0)[0])
+                at = where(source, r, "step", int(steps[j + 1]), lines[h.index[j + 1]])
+                raise DataError(f"{at}: comes after step {int(steps[j])} (val_set {vs!r}); steps must "
+                                "increase within a run - sort the rows by run and step")
