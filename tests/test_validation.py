@@ -212,3 +212,58 @@ def test_a_single_row_run_during_a_fit_names_the_file(tmp_path, capsys):
     path = write(tmp_path, GOOD + "b,0,1e-4,3.0\n")
     line = one_line_error(capsys, ["fit", path, "--law", "annealing", "--out", tmp_path / "f.nc"])
     assert "curves.csv, line 6, run 'b'" in line and "to predict" not in line
+
+
+# --- item 7: loss plausibility ------------------------------------------------------------------
+
+def _curve(losses, run="a"):
+    rows = [f"{run},0,0,"] + [f"{run},{100 * (k + 1)},3e-4,{v}" for k, v in enumerate(losses)]
+    return "\n".join(rows) + "\n"
+
+
+SMOOTH = [round(3.5 + 1.0 / (k + 1) + 0.01 * ((-1) ** k), 4) for k in range(30)]
+
+
+@pytest.mark.parametrize("value", ["250", "1e308", "350.2"])
+def test_impossible_loss_scale_is_an_error_with_the_line(tmp_path, value):
+    losses = [str(v) for v in SMOOTH]
+    losses[10] = value
+    text = "run,step,lr,loss\n" + _curve(losses)
+    with pytest.raises(DataError, match=r"line 13, run 'a', column 'loss', step 1100: value .* "
+                                        r"nats is not a language-model loss"):
+        data.read_curves(write(tmp_path, text))
+
+
+def test_loss_outlier_is_a_warning_line_naming_the_place(tmp_path, capsys):
+    from bayescpt.core.tables import DataWarning
+
+    losses = list(SMOOTH)
+    losses[12] = 7.5
+    path = write(tmp_path, "run,step,lr,loss\n" + _curve(losses))
+    with pytest.warns(DataWarning, match=r"curves.csv, line 15, run 'a', column 'loss', step "
+                                         r"1300: value 7.5 is far from its neighbours"):
+        df = data.read_curves(path)
+    assert df["loss"].iloc[13] == 7.5                      # warned, not changed
+    # the command line prints it as one line
+    import warnings
+
+    from bayescpt.cli.main import _show_warning
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        warnings.simplefilter("always", DataWarning)
+        data.read_curves(path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("bayescpt: warning: ") and "line 15" in err[0]
+
+
+def test_smooth_steps_and_ramps_are_not_outliers(tmp_path):
+    import warnings
+
+    from bayescpt.core.tables import DataWarning
+
+    # a fast fall at the start and a drop of 1 nat at a transfer: no warning
+    losses = [9.0, 6.0, 4.5] + SMOOTH[:12] + [v - 1.0 for v in SMOOTH[12:]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        df = data.read_curves(write(tmp_path, "run,step,lr,loss\n" + _curve(losses)))
+    assert df["loss"].notna().sum() == len(losses)

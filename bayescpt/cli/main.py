@@ -17,7 +17,7 @@ from importlib import import_module
 from bayescpt import __version__
 from bayescpt.cli import cpt, curves, demo
 from bayescpt.cli.common import EXIT_INPUT, allow_negative_numbers, sampler_args
-from bayescpt.core.tables import DataError
+from bayescpt.core.tables import DataError, DataWarning
 from bayescpt.curves.fit import FitError
 
 # Command groups living next to their models: each module has
@@ -57,10 +57,24 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
     warnings.filterwarnings("ignore", category=FutureWarning)
     try:
-        return COMMANDS[args.command](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            warnings.simplefilter("always", DataWarning)
+            return COMMANDS[args.command](args)
     except (DataError, FitError, FileExistsError, ValueError) as err:
         print(f"bayescpt: error: {err}", file=sys.stderr)
         return EXIT_INPUT
+
+
+_SHOW = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """Data warnings as one ``bayescpt: warning: ...`` line; others as Python shows them."""
+    if issubclass(category, DataWarning):
+        print(f"bayescpt: warning: {message}", file=sys.stderr, flush=True)
+    else:
+        _SHOW(message, category, filename, lineno, file, line)
 
 
 if __name__ == "__main__":  # pragma: no cover

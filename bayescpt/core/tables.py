@@ -2,7 +2,7 @@
 mixtures): one-line errors and hashing.
 
 * :class:`DataError` and :func:`where`: a one-line error naming the file, line, run, column,
-  step and value.
+  step and value; :class:`DataWarning` the same for suspicious but possible values.
 * :func:`read_text_csv` reads a CSV as text columns (every row with as many fields as the header,
   no duplicated column names, each row's line number kept); :func:`parse_numeric` parses one
   column in plain decimal notation only (:data:`PLAIN_NUMBER`), naming the first bad cell;
@@ -45,6 +45,12 @@ PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)
 
 class DataError(ValueError):
     """Bad input data; the message is one line naming the file, run, column and value."""
+
+
+class DataWarning(UserWarning):
+    """Suspicious but possible input data (e.g. a loss far from its neighbours); the message is
+    one line naming the file, line, run, column and value. The command line prints it as
+    ``bayescpt: warning: ...``."""
 
 
 def where(source, run=None, column=None, step=None, line=None) -> str:

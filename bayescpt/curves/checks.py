@@ -8,15 +8,78 @@ column and step; values are printed as plain numbers.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
 
-from bayescpt.core.tables import DataError, where
+from bayescpt.core.tables import DataError, DataWarning, where
+
+#: a loss above this many nats is impossible for a language model (ln of a 10^8-token
+#: vocabulary is 18.4): a unit mistake (x100, perplexity) or a corrupt value
+MAX_LOSS = 20.0
+#: an outlier is this many robust standard deviations (1.4826 MAD) of the curve's log-loss
+#: residuals away from the running median of its neighbours ...
+OUTLIER_MADS = 8.0
+#: ... and at least this many nats from it
+OUTLIER_NATS = 0.5
+#: losses in the centred running median (the point and 4 neighbours on each side)
+WINDOW = 9
 
 
 def plain(values) -> str:
     """Numbers as plain text: ``[2.5e+07, 2.6e+07]``, never ``np.float64(...)``."""
     return "[" + ", ".join(f"{float(v):g}" for v in values) + "]"
+
+
+def running_median(y: np.ndarray, half: int) -> np.ndarray:
+    """Centred running median of ``y`` over ``2 * half + 1`` values; near the ends the window
+    shrinks symmetrically (so the first and last values are their own median)."""
+    n, med = len(y), np.array(y, dtype=float)
+    if n > 2 * half:
+        med[half:n - half] = np.median(sliding_window_view(y, 2 * half + 1), axis=1)
+    for j in [*range(min(half, n)), *range(max(n - half, half), n)]:
+        h = min(j, n - 1 - j, half)
+        med[j] = np.median(y[j - h:j + h + 1])
+    return med
+
+
+def check_losses(df: pd.DataFrame, source, lines: pd.Series) -> None:
+    """Loss plausibility, per (run, val_set) curve in step order.
+
+    A loss above :data:`MAX_LOSS` nats is an error. A loss whose log is more than
+    :data:`OUTLIER_MADS` robust standard deviations (1.4826 x the median absolute deviation of
+    the curve's residuals) from the centred running median of :data:`WINDOW` losses, and more
+    than :data:`OUTLIER_NATS` nats from it, is warned about (:class:`DataWarning`, one per
+    table, naming the first and counting the others). A running median follows steps and ramps
+    (a CPT transfer, a fast warmup), so only isolated spikes stand out; the first and last loss
+    of a curve are not judged.
+    """
+    loss = df["loss"]
+    high = loss > MAX_LOSS
+    if high.any():
+        i = int(high.idxmax())
+        raise DataError(f"{where(source, df['run'][i], 'loss', int(df['step'][i]), lines[i])}: "
+                        f"value {loss[i]:g} nats is not a language-model loss (at most "
+                        f"{MAX_LOSS:g}); expected the loss in nats, not x100 or a perplexity")
+    found = []
+    for (r, vs), g in df[loss.notna()].groupby(["run", "val_set"], sort=False):
+        if len(g) < 5:
+            continue
+        y = np.log(g["loss"].to_numpy())
+        med = running_median(y, WINDOW // 2)
+        res = y - med
+        scale = 1.4826 * np.median(np.abs(res - np.median(res)))
+        nats = np.abs(g["loss"].to_numpy() - np.exp(med))
+        bad = (np.abs(res) > OUTLIER_MADS * scale) & (nats > OUTLIER_NATS)
+        found += [(g.index[j], float(np.exp(med[j]))) for j in np.flatnonzero(bad)]
+    if found:
+        i, m = found[0]
+        more = f" ({len(found) - 1} more such loss(es) in the table)" if len(found) > 1 else ""
+        warnings.warn(f"{where(source, df['run'][i], 'loss', int(df['step'][i]), lines[i])}: "
+                      f"value {loss[i]:g} is far from its neighbours (running median {m:.4g}); "
+                      f"check the log{more}", DataWarning, stacklevel=3)
 
 
 def check_runs(df: pd.DataFrame, source, lines: pd.Series, max_lr: float,

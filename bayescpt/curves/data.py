@@ -43,7 +43,7 @@ from bayescpt.core.tables import (
     start_table,
     where,
 )
-from bayescpt.curves.checks import check_runs
+from bayescpt.curves.checks import check_losses, check_runs
 
 REQUIRED = ("run", "step", "lr", "loss")
 
@@ -151,6 +151,7 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
     _validate_cpt_columns(df, source, runs, lines)
 
     check_runs(df, source, lines, max_lr, need_loss)
+    check_losses(df, source, lines)
     return df.sort_values(["run", "val_set", "step"], kind="stable").reset_index(drop=True)
 
 
