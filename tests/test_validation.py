@@ -267,3 +267,10 @@ def test_smooth_steps_and_ramps_are_not_outliers(tmp_path):
         warnings.simplefilter("error", DataWarning)
         df = data.read_curves(write(tmp_path, "run,step,lr,loss\n" + _curve(losses)))
     assert df["loss"].notna().sum() == len(losses)
+
+
+def test_json_config_with_nan_is_refused(tmp_path, capsys):
+    cfg = write(tmp_path, '{"priors": {"L0": {"mu": NaN}}}', "cfg.json")
+    line = one_line_error(capsys, ["fit", write(tmp_path, GOOD), "--law", "annealing", "--out",
+                                   tmp_path / "f.nc", "--config", cfg])
+    assert "cfg.json: NaN in the config" in line

@@ -195,8 +195,13 @@ def load_config(path):
     """A JSON config file as a dict (None: None); a clear ValueError when missing or invalid."""
     if path is None:
         return None
+    def no_constant(name):
+        raise ValueError(f"{path}: {name} in the config; expected finite numbers")
+
+    if Path(path).is_dir():
+        raise ValueError(f"{path}: a directory, not a JSON config file")
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_text(), parse_constant=no_constant)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such config file") from None
     except json.JSONDecodeError as err:
