@@ -33,14 +33,21 @@ from bayescpt.curves.laws.base import (
     check_steps,
     progress_design,
     progress_factor,
+    progress_option,
     progress_param,
     size_in_millions,
 )
+from bayescpt.curves.laws.registry import LawOption, register_law
 
 
+@register_law
 class AnnealingLaw(Law):
     name = "annealing"
     default_settings = {"lam": 0.999, "warmup": "exact"}
+    options = (
+        LawOption("size_extension", False, "the paper's Eq. 7 (B N^-beta, C N^gamma)", cli=False),
+        progress_option(False),
+    )
 
     def __init__(self, size_extension: bool = False, progress: bool = False):
         self.size_extension = bool(size_extension)

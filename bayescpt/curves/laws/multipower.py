@@ -36,8 +36,10 @@ from bayescpt.curves.laws.base import (
     check_steps,
     progress_design,
     progress_factor,
+    progress_option,
     progress_param,
 )
+from bayescpt.curves.laws.registry import register_law
 
 
 def _amplitude(theta, sk_ref):
@@ -93,8 +95,10 @@ def decrement_design(schedule, steps, bins_area: int = 48, bins_time: int = 48):
     return D, np.maximum(Sk, 0.0), log_eta
 
 
+@register_law
 class MultiPowerLaw(Law):
     name = "multipower"
+    options = (progress_option(True),)
     default_settings = {"warmup": "exact", "bins_area": 16, "bins_time": 16, "eta_ref": 3e-4}
     derived_names = ("C",)
 
