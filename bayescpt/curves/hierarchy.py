@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from bayescpt.core.tables import DataError
 from bayescpt.curves.data import curve_info, schedule_ids, schedules_of
 from bayescpt.curves.laws.base import Law
 
@@ -157,7 +158,7 @@ def build_model(law: Law, prep: Prepared, config: dict):
 
     pri, noise = config["priors"], config["noise"]
     centered = config.get("centered", {"group": True, "schedule": True})
-    G, Cn = len(prep.groups), len(prep.curves)
+    G = len(prep.groups)
     sched_labels = (prep.curves.drop_duplicates("sched_idx").sort_values("sched_idx")
                     .apply(lambda r: f"{r['schedule']}:{r['val_set']}", axis=1).tolist())
     coords = {"group": prep.groups["label"].tolist(), "schedule": sched_labels,
@@ -224,3 +225,72 @@ def build_model(law: Law, prep: Prepared, config: dict):
         else:
             raise ValueError(f"noise family {noise['family']!r}; expected 'studentt' or 'normal'")
     return model
+
+
+def _draws(fit, name: str) -> np.ndarray:
+    """Posterior draws of ``name`` flattened over (chain, draw): shape (S,) or (S, dim)."""
+    v = fit.idata.posterior[name]
+    v = v.stack(sample=("chain", "draw")).transpose("sample", ...)
+    return np.asarray(v.values)
+
+
+def parameter_draws(fit, val_set: str, model_size, rng: np.random.Generator,
+                    new_run: bool = True, antithetic: bool = True) -> dict:
+    """Per-draw parameters (natural scale) of a new run in group (``val_set``, ``model_size``).
+
+    The numpy counterpart of :func:`build_model`'s levels, over the posterior draws of ``fit``
+    (a :class:`~bayescpt.curves.fit.Fit`): for a fitted group g, u = u_g; for a new group (a
+    new model size of a fitted validation set) u = mu + slope * x + sd * z_g with x its
+    standardised log size; with ``new_run`` the schedule level adds tau * z_s; z ~ N(0, 1).
+    Positive parameters are exp(u). ``_sigma`` is the residual scale on log loss (group
+    log_sigma, or a new group's draw around log_sigma_mu).
+
+    Returns {parameter: array}, shape (S,) over the S stored draws, or (2S,) with
+    ``antithetic``: every draw is used with z and with -z, which removes most of the Monte
+    Carlo noise the random deviations would add to the mean curve.
+    """
+    gi = fit.group_index(val_set, model_size)
+    pri = fit.config["priors"]
+    post = fit.idata.posterior
+    out = {}
+    if gi is None:
+        if val_set not in set(fit.groups["val_set"]):
+            raise DataError(f"validation set {val_set!r} is not in the fit "
+                            f"(known: {sorted(fit.groups['val_set'].unique())})")
+        if model_size is None or pd.isna(model_size):
+            raise DataError(f"validation set {val_set!r}: give model_size; the fit has several")
+        x = (np.log(float(model_size)) - fit.size_ref[0]) / fit.size_ref[1]
+
+    def dev(n):
+        z = rng.standard_normal(n)
+        return np.concatenate([z, -z]) if antithetic else z
+
+    def dup(a):
+        return np.concatenate([a, a]) if antithetic else a
+
+    for p in fit.law.params:
+        c = pri[p.name]
+        if gi is not None:
+            u = _draws(fit, f"{p.name}_u")[:, gi]
+        else:
+            u = _draws(fit, f"{p.name}_mu")
+            if f"{p.name}_slope" in post:
+                u = u + _draws(fit, f"{p.name}_slope") * x
+        S = u.shape[0]
+        u = dup(u)
+        if gi is None and f"{p.name}_sd" in post:
+            u = u + dup(_draws(fit, f"{p.name}_sd")) * dev(S)
+        if new_run and f"{p.name}_tau" in post:
+            u = u + dup(_draws(fit, f"{p.name}_tau")) * dev(S)
+        out[p.name] = np.exp(u) if c["positive"] else u
+    if gi is not None:
+        log_sigma = _draws(fit, "log_sigma")[:, gi]
+    else:
+        log_sigma = _draws(fit, "log_sigma_mu")
+        if "log_sigma_sd" in post:
+            S = log_sigma.shape[0]
+            log_sigma = dup(log_sigma) + dup(_draws(fit, "log_sigma_sd")) * dev(S)
+            out["_sigma"] = np.exp(log_sigma)
+            return out
+    out["_sigma"] = np.exp(dup(log_sigma))
+    return out

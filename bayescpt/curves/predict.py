@@ -19,72 +19,13 @@ import pandas as pd
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import curve_info, schedules_of
 from bayescpt.curves.fit import Fit
+from bayescpt.curves.hierarchy import parameter_draws
 from bayescpt.curves.other_sets import other_sets
 
 CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
 
-
-def _draws(fit: Fit, name: str) -> np.ndarray:
-    """Posterior draws of ``name`` flattened over (chain, draw): shape (S,) or (S, dim)."""
-    v = fit.idata.posterior[name]
-    v = v.stack(sample=("chain", "draw")).transpose("sample", ...)
-    return np.asarray(v.values)
-
-
-def parameter_draws(fit: Fit, val_set: str, model_size, rng: np.random.Generator,
-                    new_run: bool = True, antithetic: bool = True) -> dict:
-    """Per-draw parameters (natural scale) for a new run (schedule) of the given group.
-
-    Shape (S,), or (2S,) with ``antithetic``: every posterior draw is used twice, with a new
-    schedule (and group) deviation w and with -w, which removes most of the Monte Carlo noise
-    that the random deviations would add to the mean curve.
-    """
-    gi = fit.group_index(val_set, model_size)
-    pri = fit.config["priors"]
-    post = fit.idata.posterior
-    out = {}
-    if gi is None:
-        if val_set not in set(fit.groups["val_set"]):
-            raise DataError(f"validation set {val_set!r} is not in the fit "
-                            f"(known: {sorted(fit.groups['val_set'].unique())})")
-        if model_size is None or pd.isna(model_size):
-            raise DataError(f"validation set {val_set!r}: give model_size; the fit has several")
-        x = (np.log(float(model_size)) - fit.size_ref[0]) / fit.size_ref[1]
-
-    def dev(n):
-        z = rng.standard_normal(n)
-        return np.concatenate([z, -z]) if antithetic else z
-
-    def dup(a):
-        return np.concatenate([a, a]) if antithetic else a
-
-    for p in fit.law.params:
-        c = pri[p.name]
-        if gi is not None:
-            u = _draws(fit, f"{p.name}_u")[:, gi]
-        else:
-            u = _draws(fit, f"{p.name}_mu")
-            if f"{p.name}_slope" in post:
-                u = u + _draws(fit, f"{p.name}_slope") * x
-        S = u.shape[0]
-        u = dup(u)
-        if gi is None and f"{p.name}_sd" in post:
-            u = u + dup(_draws(fit, f"{p.name}_sd")) * dev(S)
-        if new_run and f"{p.name}_tau" in post:
-            u = u + dup(_draws(fit, f"{p.name}_tau")) * dev(S)
-        out[p.name] = np.exp(u) if c["positive"] else u
-    if gi is not None:
-        log_sigma = _draws(fit, "log_sigma")[:, gi]
-    else:
-        log_sigma = _draws(fit, "log_sigma_mu")
-        if "log_sigma_sd" in post:
-            S = log_sigma.shape[0]
-            log_sigma = dup(log_sigma) + dup(_draws(fit, "log_sigma_sd")) * dev(S)
-            out["_sigma"] = np.exp(log_sigma)
-            return out
-    out["_sigma"] = np.exp(dup(log_sigma))
-    return out
+__all__ = ["curve_draws", "other_draws", "parameter_draws", "predict_frame"]
 
 
 def curve_draws(fit: Fit, theta: dict, X: dict) -> np.ndarray:
