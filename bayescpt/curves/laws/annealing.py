@@ -1,4 +1,4 @@
-"""LR-annealing law (Tissue, Wang, Wang 2024, arXiv 2408.11029), LAWS.md section 1.
+"""LR-annealing law (Tissue, Wang, Wang 2024, arXiv 2408.11029).
 
     L(s) = L0 + A * S1(s)^(-alpha) - C * S2(s)                       L0, A, alpha, C > 0
 
@@ -18,8 +18,7 @@ forward area, as the multi-power law's ``progress`` term scales its loss drop::
 kappa = 0 is the paper's law; ``s1_ref`` = 3 (setting) is about the forward area in the middle of
 the training decays of the multi-power-law data (S1 2-4 there, lambda-independent), so C is the
 coefficient there. With ``size_extension`` the factor multiplies ``C * S2 * N^gamma``: it depends
-on S1 only, so the two extensions do not overlap. Motivation and numbers: ``benchmarks/RESULTS.md``
-(the law over-predicts the annealing gain late in a 3x longer cosine).
+on S1 only, so the two extensions do not overlap.
 """
 
 from __future__ import annotations
