@@ -54,7 +54,6 @@ from bayescpt.mixture.model import MixtureFit
 
 EXIT_STRICT = 1
 EXIT_INPUT = 2
-LAW_NAMES = law_names()
 
 # Command groups living next to their models: each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
@@ -95,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fit a hierarchical law to a tidy loss-curve CSV "
                        "(columns run, step, lr, loss [, val_set, model_size]).")
     f.add_argument("data", type=Path, metavar="DATA.csv")
-    f.add_argument("--law", required=True, choices=LAW_NAMES)
+    f.add_argument("--law", required=True, choices=law_names())
     f.add_argument("--out", required=True, type=Path, metavar="FIT.nc")
     f.add_argument("--max-points", type=int, default=None,
                    help="thin each curve to about this many loss points (decay phases kept dense)")
@@ -212,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when R-hat > 1.01, bulk ESS < 400 or any divergence")
 
     c = sub.add_parser("config", help="print a law's default priors and structure as JSON")
-    c.add_argument("--law", required=True, choices=LAW_NAMES)
+    c.add_argument("--law", required=True, choices=law_names())
 
     q = sub.add_parser("demo", help="the quick start: fit bundled curves, diagnose, predict "
                        "unseen schedules, write CSV + plot")
