@@ -153,3 +153,22 @@ def test_bool_options_become_boolean_flags():
     assert opts["progress"].cli_flag == "--drop-progress"
     a = _args("--law", "multipower", "--no-drop-progress")
     assert a.progress is False
+
+
+def test_the_readme_example_is_this_law():
+    """The README's "How to add a law" block registers the same law as PowerLaw above."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "class PowerLaw" in b)
+    ns: dict = {}
+    try:
+        exec(compile(block, "README.md", "exec"), ns)
+        cls = LAWS["power"]
+        assert cls is ns["PowerLaw"]
+        src = inspect.getsource(PowerLaw)
+        assert block[block.index("class PowerLaw"):].strip() == src.strip()
+    finally:
+        unregister_law("power")
