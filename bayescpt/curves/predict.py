@@ -20,7 +20,6 @@ from bayescpt.core.tables import DataError
 from bayescpt.curves.data import curve_info, schedules_of
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.hierarchy import parameter_draws
-from bayescpt.curves.other_sets import other_sets
 
 CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
@@ -61,7 +60,7 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     if not has_size and fit.groups["size"].nunique() > 1:
         raise DataError("the schedule has no model_size column; the fit has several model sizes "
                         f"({sorted(fit.groups['size'].unique())})")
-    others = other_sets(fit.meta)
+    others = fit.law.side_sets(fit.meta)
     pieces = []
     for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
         size = g["model_size"].iloc[0] if has_size else (

@@ -94,6 +94,11 @@ class Law:
         """
         return df, None
 
+    def side_sets(self, meta: dict) -> dict:
+        """Validation sets a fit predicts as combinations of the law's sets (name -> spec with
+        ``general_set`` and ``domain_set``), read from the fit's metadata; none by default."""
+        return {}
+
     def settings_from_data(self, df, settings: dict) -> None:
         """Fill settings that come from the fitted table (saved with the fit); none by default."""
 

@@ -70,7 +70,7 @@ from bayescpt.curves.laws.base import Law, check_steps, size_in_millions
 from bayescpt.curves.laws.cpt_modes import BASE_SETTINGS, CPT_OPTIONS, CPTMode
 from bayescpt.curves.laws.cpt_options import cpt_law_options
 from bayescpt.curves.laws.registry import register_law
-from bayescpt.curves.other_sets import split_other
+from bayescpt.curves.other_sets import other_sets, split_other
 
 ROLE_SIGN = {"general": 1.0, "domain": -1.0}
 
@@ -108,6 +108,10 @@ class CPTLaw(Law):
     def split_data(self, df):
         """``other`` validation sets are fitted after the law, as combinations of its curves."""
         return split_other(df)
+
+    def side_sets(self, meta):
+        """The fit's ``other`` sets (:func:`~bayescpt.curves.other_sets.other_sets`)."""
+        return other_sets(meta)
 
     def derived(self, xp, theta, settings):
         """B, the shift's asymptotic magnitude, from Bref, E and beta."""
