@@ -57,9 +57,11 @@ class Law:
                info: dict | None = None) -> dict:
         """Features of ``schedule`` at ``steps`` (int array, 1 <= step <= T), as numpy arrays.
 
-        ``info`` describes the curve (see :func:`bayescpt.curves.data.curve_info`): its ``model_size``
-        (non-embedding parameters or None), ``val_set``, ``val_role``, ``pt_end`` (last PT step,
-        0 for no PT rows) and ``replay_ratio``; laws use what they need.
+        ``info`` describes the curve (see :func:`bayescpt.curves.data.curve_info`): its
+        ``model_size`` (non-embedding parameters or None), ``val_set``, ``val_role``, ``pt_end``
+        (last PT step, 0 for no PT rows) and ``replay_ratio``; laws use what they need.
+        A pure function of its arguments: settings the design needs from the fitted data are
+        filled beforehand by :meth:`settings_from_data`, never here.
         """
         raise NotImplementedError
 
