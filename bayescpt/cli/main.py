@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bayescpt import __version__
 from bayescpt.cli.demo import run_demo
+from bayescpt.core.chains import drop_stuck_chains
 from bayescpt.core.fitfile import saved_law
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.core.tables import DataError
@@ -57,7 +58,7 @@ EXIT_INPUT = 2
 
 # Command groups living next to their models: each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
-PLUGINS: tuple[str, ...] = ("cli.lab", "cli.mixture", "cli.hparams")
+PLUGINS: tuple[str, ...] = ("cli.lab", "cli.mixture", "cli.hparams", "cli.logs")
 
 
 def _say(msg: str) -> None:
@@ -80,6 +81,9 @@ def _sampler_args(p: argparse.ArgumentParser) -> None:
                    help="JSON file overriding priors/structure (see `bayescpt config --law L`)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when R-hat > 1.01, bulk ESS < 400 or any divergence")
+    p.add_argument("--drop-stuck-chains", action="store_true",
+                   help="drop chains stuck in a minor mode (mean log density far below the "
+                        "others); the drop is recorded in the fit file and shown by diagnose")
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -282,6 +286,8 @@ def sample_and_save(a, run):
         warnings.simplefilter("ignore")
         fit = run(sampler=a.sampler, chains=a.chains, draws=a.draws, tune=a.tune, seed=a.seed,
                   progress=not a.quiet and sys.stderr.isatty(), warn=False)
+    if getattr(a, "drop_stuck_chains", False):
+        drop_stuck_chains(fit.idata, inplace=True)   # recorded in the fit's attrs
     fit.save(a.out, overwrite=a.force)
     diag = fit.diagnostics()
     if not a.quiet:

@@ -1,4 +1,10 @@
-"""Sampling diagnostics (ArviZ): R-hat, bulk/tail ESS, divergences, and what to do when they fail."""
+"""Sampling diagnostics (ArviZ): R-hat, bulk/tail ESS, divergences, and what to do when they fail.
+
+Beyond the per-parameter table, chains are compared (:mod:`bayescpt.core.chains`): a chain stuck in
+a minor mode is named with its log-density gap and the parameters that separate it (R-hat then
+fails for a reason more draws cannot fix); per-chain cost and tree depth are tabulated; chains
+dropped from the fit are listed from its attrs.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from bayescpt.core.chains import (
+    DEFAULT_MAX_DEPTH,
+    StuckChain,
+    chain_stats,
+    cost_notes,
+    dropped_record,
+    find_stuck_chains,
+)
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -23,6 +38,10 @@ class Diagnostics:
     Rows of ``derived`` variables (deterministic functions of the sampled ones, e.g. the CPT
     law's B) are shown but not judged: the sampler's health is read off what it sampled, and a
     derived quantity on a ridge can mix slowly while every sampled parameter is fine.
+
+    ``stuck``: chains in a minor mode (:class:`~bayescpt.core.chains.StuckChain`); ``per_chain``:
+    one row per chain (mean lp, seconds, gradient evaluations, tree depth); ``dropped``: the
+    chains removed from the fit, as recorded in its attrs; ``max_tree_depth``: the cap used.
     """
 
     table: pd.DataFrame
@@ -30,6 +49,10 @@ class Diagnostics:
     draws: int
     chains: int
     derived: tuple = ()
+    stuck: tuple[StuckChain, ...] = ()
+    per_chain: pd.DataFrame | None = None
+    dropped: tuple = ()
+    max_tree_depth: int = DEFAULT_MAX_DEPTH
 
     @property
     def judged(self) -> pd.DataFrame:
@@ -52,8 +75,11 @@ class Diagnostics:
         out = []
         if not np.isfinite(self.max_rhat) or self.max_rhat > rhat_max:
             worst = self.judged["r_hat"].idxmax()
-            out.append(f"R-hat {self.max_rhat:.3f} > {rhat_max} (worst: {worst}): chains disagree; "
-                       "run longer (--tune, --draws) or check the priors")
+            why = ("; ".join(s.text() for s in self.stuck) if self.stuck else
+                   "chains disagree; run longer (--tune, --draws) or check the priors")
+            out.append(f"R-hat {self.max_rhat:.3f} > {rhat_max} (worst: {worst}): {why}")
+        elif self.stuck:
+            out.extend(s.text() for s in self.stuck)
         if not np.isfinite(self.min_ess_bulk) or self.min_ess_bulk < ess_min:
             worst = self.judged["ess_bulk"].idxmin()
             out.append(f"bulk ESS {self.min_ess_bulk:.0f} < {ess_min} (worst: {worst}): "
@@ -68,6 +94,13 @@ class Diagnostics:
     def ok(self) -> bool:
         return not self.problems()
 
+    def notes(self) -> list[str]:
+        """What does not fail the fit but must be seen: dropped chains, saturated trees, a chain
+        far costlier than the others."""
+        out = [f"chain {d['chain']} was dropped ({d['reason']}); the fit uses the other chains"
+               for d in self.dropped]
+        return out + cost_notes(self.per_chain, self.max_tree_depth)
+
     def to_text(self) -> str:
         head = (f"{self.chains} chains x {self.draws} draws; max R-hat {self.max_rhat:.4f}, "
                 f"min bulk ESS {self.min_ess_bulk:.0f}, min tail ESS {self.min_ess_tail:.0f}, "
@@ -76,8 +109,14 @@ class Diagnostics:
         cols = ["mean", "sd", "hdi_5%", "hdi_95%", "r_hat", "ess_bulk", "ess_tail"]
         note = (f"\n(derived, not judged: {', '.join(self.derived)})"
                 if set(self.derived) & set(self.table.index.str.split("[").str[0]) else "")
-        return head + "\n" + self.table[cols].to_string(float_format=lambda v: f"{v:.4g}") + \
-            note + "\n" + verdict
+        fmt = lambda v: f"{v:.4g}"  # noqa: E731
+        shown = (None if self.per_chain is None  # a column the sampler did not record is left out
+                 else self.per_chain.dropna(axis=1, how="all"))
+        per_chain = ("\nper chain:\n" + shown.to_string(float_format=fmt)
+                     if shown is not None and len(shown.columns) else "")
+        notes = "".join(f"\nnote: {n}" for n in self.notes())
+        return head + "\n" + self.table[cols].to_string(float_format=fmt) + note + per_chain + \
+            notes + "\n" + verdict
 
 
 def summarize(idata, var_names: list[str], derived=()) -> Diagnostics:
@@ -88,10 +127,15 @@ def summarize(idata, var_names: list[str], derived=()) -> Diagnostics:
     table = table.rename(columns={"hdi_5%": "hdi_5%", "hdi_95%": "hdi_95%"})
     div = int(idata.sample_stats["diverging"].sum()) if "sample_stats" in idata else 0
     post = idata.posterior
+    stats = idata.sample_stats if "sample_stats" in idata else None
+    depth = int(stats.attrs.get("max_tree_depth", DEFAULT_MAX_DEPTH)) if stats is not None \
+        else DEFAULT_MAX_DEPTH
     return Diagnostics(table, div, int(post.sizes["draw"]), int(post.sizes["chain"]),
-                       tuple(derived))
+                       tuple(derived), tuple(find_stuck_chains(idata, var_names)),
+                       chain_stats(idata), tuple(dropped_record(idata)), depth)
 
 
 def warn_if_bad(diag: Diagnostics) -> None:
-    for msg in diag.problems():
+    """A :class:`SamplingWarning` per problem and per note (dropped chains, saturated trees)."""
+    for msg in diag.problems() + diag.notes():
         warnings.warn(msg, SamplingWarning, stacklevel=3)

@@ -2,6 +2,11 @@
 
 Every fitted model in bayescpt (loss-curve laws, the hyperparameter law, the mixture laws) samples
 through :func:`sample_model`, so all share the same samplers, defaults and warning handling.
+
+Two settings bound what a bad run can do: ``max_tree_depth`` (None: each sampler's default, 10
+doublings, i.e. at most 1023 leapfrog steps per draw) caps the cost of one draw, and
+``drop_stuck_chains`` (off by default) removes chains stuck in a minor mode of the log density
+(:mod:`bayescpt.core.chains`), recording which and why in the fit's attrs.
 """
 
 from __future__ import annotations
@@ -9,9 +14,12 @@ from __future__ import annotations
 import os
 import warnings
 
+from bayescpt.core.chains import DEFAULT_MAX_DEPTH, drop_stuck_chains
+
 SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
 DEFAULT_SAMPLER_SETTINGS = {"chains": 4, "draws": 1000, "tune": 1000, "target_accept": 0.95,
-                            "seed": 0, "low_rank": True}
+                            "seed": 0, "low_rank": True, "max_tree_depth": None,
+                            "drop_stuck_chains": False}
 
 
 def default_sampler() -> str:
@@ -51,33 +59,48 @@ def resolve_settings(base: dict | None = None, sampler: str | None = "auto", **o
     return s
 
 
-def sample_model(model, s: dict, progress: bool = False, cores: int | None = None):
+def sample_model(model, s: dict, progress: bool = False, cores: int | None = None,
+                 initvals=None):
     """Sample ``model`` with the settings ``s``; returns InferenceData with log likelihood.
 
-    The tuning draws are dropped, so the result holds only the posterior.
+    The tuning draws are dropped, so the result holds only the posterior. ``initvals``: start
+    points as PyMC takes them (one dict, or a list with one dict per chain; nutpie ignores them).
+    ``sample_stats.attrs['max_tree_depth']`` records the depth cap used; with
+    ``s['drop_stuck_chains']`` chains in a minor mode are dropped and recorded in the posterior
+    attrs (``dropped_chains``).
     """
     import pymc as pm
 
     ncores = cores or min(s["chains"], os.cpu_count() or 1)
     kw = dict(draws=s["draws"], tune=s["tune"], chains=s["chains"], random_seed=s["seed"],
               progressbar=progress, model=model, target_accept=s["target_accept"])
+    if initvals is not None:
+        kw["initvals"] = initvals
+    depth = s.get("max_tree_depth")
+    # each sampler's name for the cap on tree doublings (all default to 10)
+    cap = {} if depth is None else {"pymc": {"max_treedepth": int(depth)},
+                                    "nutpie": {"maxdepth": int(depth)},
+                                    "numpyro": {"max_tree_depth": int(depth)},
+                                    "blackjax": {"max_num_doublings": int(depth)}}[s["sampler"]]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=FutureWarning)
         warnings.filterwarnings("ignore", message=".*[Dd]ivergen.*")
         warnings.filterwarnings("ignore", message=".*R-hat.*|.*effective sample size.*")
         if s["sampler"] == "pymc":
-            idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": True}, **kw)
+            idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": True}, **cap, **kw)
         elif s["sampler"] == "nutpie":
             # The low-rank mass-matrix adaptation follows strong posterior correlations (L0-A-alpha
             # in the loss laws) that a diagonal one cannot: 10x faster and no divergences there.
             idata = pm.sample(nuts_sampler="nutpie", nuts_sampler_kwargs={
-                "low_rank_modified_mass_matrix": s.get("low_rank", True), "cores": ncores}, **kw)
+                "low_rank_modified_mass_matrix": s.get("low_rank", True), "cores": ncores, **cap},
+                **kw)
         else:
             # JAX samplers: chains vectorised on one device. Their default ('parallel', pmap over
             # chains) fails when there are fewer devices than chains, as on a 1-device CPU.
             idata = pm.sample(nuts_sampler=s["sampler"], idata_kwargs={"log_likelihood": True},
-                              nuts_sampler_kwargs={"chain_method": "vectorized"}, **kw)
-        drop_warmup(idata)
+                              nuts_sampler_kwargs={"chain_method": "vectorized",
+                                                   **({"nuts_kwargs": cap} if cap else {})}, **kw)
+        finish_trace(idata, s)
         if "log_likelihood" not in idata:
             # PyMC cannot rebuild a model with custom initial values for this (NotImplementedError);
             # they have done their job once sampling is over.
@@ -85,6 +108,16 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
                 model.rvs_to_initial_values[rv] = None
             pm.compute_log_likelihood(idata, model=model, progressbar=False)
     return idata
+
+
+def finish_trace(idata, s: dict) -> None:
+    """After sampling with settings ``s``, in place: tuning draws removed, the depth cap used
+    recorded (``sample_stats.attrs['max_tree_depth']``), stuck chains dropped and recorded when
+    ``s['drop_stuck_chains']``. For callers that run a sampler themselves (compiled nutpie)."""
+    drop_warmup(idata)
+    idata.sample_stats.attrs["max_tree_depth"] = int(s.get("max_tree_depth") or DEFAULT_MAX_DEPTH)
+    if s.get("drop_stuck_chains"):
+        drop_stuck_chains(idata, inplace=True)
 
 
 def drop_warmup(idata) -> None:

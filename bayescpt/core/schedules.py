@@ -1,4 +1,4 @@
-"""Learning-rate schedules and the S1/S2 areas every loss-curve law is built on (LAWS.md section 0).
+"""Learning-rate schedules and the S1/S2 areas every loss-curve law is built on.
 
 A schedule is the learning rate at every optimizer step, in raw units (e.g. ``3e-4``), never
 normalised. It is stored as an array ``lr`` of length ``T + 1``: ``lr[0]`` is eta_0, the learning
@@ -11,7 +11,9 @@ Areas, for every step s = 0..T (``S1[0] = S2[0] = 0``)::
     m_i   = lam * m_{i-1} + (eta_{i-1} - eta_i),  m_0 = 0           annealing momentum
     S2(s) = sum_{i=1..s} m_i                                       annealing area
 
-Both are computed in O(T) (a cumulative sum and a first-order linear recurrence).
+Both are computed in O(T) (a cumulative sum and a first-order linear recurrence). References:
+Tissue, Wang, Wang 2024 (arXiv 2408.11029) for S1, S2 and the annealing momentum; Luo et al. 2025
+(arXiv 2503.12811) for the exact-warmup convention.
 
 Warmup conventions (``warmup=``):
 

@@ -1,28 +1,14 @@
-"""The tidy loss-curve table, its validation, and loaders for the shared public formats.
+"""Helpers every input table of the package is validated with (curves, hyperparameter grids,
+mixtures): one-line errors and hashing.
 
-One row per logged step of one run (and validation set)::
-
-    run        str    the training run (one LR schedule); required
-    step       int    optimizer steps done (>= 0), strictly increasing within (run, val_set)
-    lr         float  raw learning rate used at that step (e.g. 3e-4, never normalised); required
-    loss       float  validation/training loss in nats (> 0); empty on rows that only give the LR
-    val_set    str    optional, the validation set (default ``"default"``)
-    model_size float  optional, non-embedding parameters (a count, e.g. 25e6), constant per run
-
-The learning rate between logged steps is taken as linear in the step (the multi-power-law
-authors' convention); give a dense ``lr`` (rows without loss) where that is not good enough,
-e.g. a row ``step=0, lr=0`` for a linear warmup from zero. Other columns are kept as they are.
-
-Continual pre-training (CPT) runs add, all optional for the other laws and required by the CPT law::
-
-    phase        str    ``pt`` or ``cpt``; a run lists its PT rows, then its CPT rows (steps count
-                        from the start of PT; the last PT step is the transfer point). A run with
-                        no ``pt`` rows is a base model with unknown PT history.
-    val_role     str    per validation set: ``general`` (the PT distribution), ``domain`` (the CPT
-                        distribution) or ``other`` (out of domain); every loss needs one
-    replay_ratio float  share of PT data in the CPT mixture, in [0, 1], constant per run
-
-Every problem raises :class:`DataError` with one line naming the file, run, column and value.
+* :class:`DataError` and :func:`where`: a one-line error naming the file, line, run, column,
+  step and value.
+* :func:`read_text_csv` reads a CSV as text columns; :func:`parse_numeric` parses one column,
+  naming the first bad cell; :func:`start_table` checks required columns and that rows exist.
+* :func:`data_hash`: a 16-hex-digit sha256 of a validated table's content, independent of row
+  order (stored in fit attrs to tell which data a fit saw).
+* :data:`MAX_RAW_LR` (0.1) and :data:`MIN_MODEL_SIZE` (1e4 parameters) catch unit mistakes: a
+  learning rate in percent or normalised to its peak, a model size given in millions.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
-"""Continual pre-training (CPT) runs as tables, and the decision quantities of a CPT plan.
+"""The decision quantities of CPT plans, per posterior draw of a fitted CPT law.
 
-* :func:`cpt_rows` writes a PT schedule + a CPT segment as rows of the CPT data model
-  (:mod:`bayescpt.data`), for simulations and for plans to predict.
-* :func:`loss_potential` is the paper's loss potential of a PT schedule at its transfer step.
-* :func:`outlook` turns a fitted CPT law into per-draw decision quantities for plans: the final
-  general and domain losses, and the general-loss turning point.
-* :data:`PAPER_FIG3` holds the CPT-law parameters of Wang et al. 2025, Fig. 3 (FineWeb ->
-  Knowledge-Pile, 106M, raw LR with peak 2e-4), typed from the paper.
+:func:`outlook`: per plan (run) and validation set, the final loss (mean, median, central
+interval, nats), the PT schedule's loss potential and, for a ``general`` set, the turning point
+of the general loss (the CPT step at which it peaks) with the probabilities that it rises above
+its value at the transfer and comes back down before the run ends. Curves are evaluated with
+numpy on the stored draws (:mod:`bayescpt.curves.predict`); ``other`` validation sets through
+their linear combination of the general and domain curves (:mod:`bayescpt.curves.other_sets`).
 """
 
 from __future__ import annotations

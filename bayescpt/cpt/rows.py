@@ -1,12 +1,9 @@
-"""Continual pre-training (CPT) runs as tables, and the decision quantities of a CPT plan.
+"""Continual pre-training (CPT) runs as rows of the CPT curve table, and the loss potential.
 
 * :func:`cpt_rows` writes a PT schedule + a CPT segment as rows of the CPT data model
-  (:mod:`bayescpt.data`), for simulations and for plans to predict.
-* :func:`loss_potential` is the paper's loss potential of a PT schedule at its transfer step.
-* :func:`outlook` turns a fitted CPT law into per-draw decision quantities for plans: the final
-  general and domain losses, and the general-loss turning point.
-* :data:`PAPER_FIG3` holds the CPT-law parameters of Wang et al. 2025, Fig. 3 (FineWeb ->
-  Knowledge-Pile, 106M, raw LR with peak 2e-4), typed from the paper.
+  (:mod:`bayescpt.curves.data`), for simulations and for plans to predict.
+* :func:`loss_potential` is the paper's loss potential of a PT schedule at its transfer step:
+  eta_T / max_i eta_i over the PT steps i <= T (Wang et al. 2025, arXiv 2505.07796).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tidy loss-curve table, its validation, and loaders for the shared public formats.
+"""The tidy loss-curve table, its validation, and the per-curve views the laws need.
 
 One row per logged step of one run (and validation set)::
 

@@ -24,7 +24,7 @@ from bayescpt.core.diagnostics import Diagnostics, summarize, warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitError, load_idata, save_idata
 from bayescpt.core.sampling import (
     DEFAULT_SAMPLER_SETTINGS,
-    drop_warmup,
+    finish_trace,
     resolve_settings,
     sample_model,
 )
@@ -183,8 +183,10 @@ class CompiledFit:
                                   target_accept=s["target_accept"],
                                   seed=s["seed"] if seed is None else seed, progress_bar=False,
                                   low_rank_modified_mass_matrix=s.get("low_rank", True),
-                                  cores=min(s["chains"], os.cpu_count() or 1))
-        drop_warmup(trace)
+                                  cores=min(s["chains"], os.cpu_count() or 1),
+                                  **({"maxdepth": int(s["max_tree_depth"])}
+                                     if s.get("max_tree_depth") else {}))
+        finish_trace(trace, s)
         trace.add_groups(observed_data=az.dict_to_dataset(
             {"y": prep.y}, coords={"obs": np.arange(len(prep.y))}, dims={"y": ["obs"]},
             default_dims=[]))

@@ -1,14 +1,14 @@
 """Out-of-domain validation sets of a CPT fit, as linear combinations of the general and domain curves.
 
-Wang et al. 2025 (LAWS.md section 3) fit the loss on a validation set that is neither the PT nor the
+Wang et al. 2025 (arXiv 2505.07796) fit the loss on a validation set that is neither the PT nor the
 CPT distribution as ``L_other = a * L_general + b * L_domain`` (absolute error ~0.003). Here each
 ``other`` set gets a Bayesian linear regression of its observed losses on the observed general and
 domain losses at the same (run, step), after the run's initial warmup, with an intercept::
 
     y_other = a * y_general + b * y_domain + c + eps,    eps ~ Normal(0, sigma)
 
-The intercept is ours: on the lab's curves (C headers vs prose and Python, whose losses sit at
-different levels) the paper's form leaves a mean absolute error of 0.117 nats, with c 0.020. With
+The intercept is ours (the paper's form has none): it absorbs a constant offset between sets
+whose losses sit at different levels, e.g. C headers vs prose and Python in the lab. With
 the reference prior p(a, b, c, sigma) ~ 1/sigma the posterior is exact: sigma^2 is scaled
 inverse-chi^2 with n - 3 degrees of freedom and (a, b, c) | sigma is Normal around the
 least-squares solution. Independent posterior draws, as many as the CPT fit has, are stored in its

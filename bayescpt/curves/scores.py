@@ -1,15 +1,10 @@
-"""The quick start on bundled data, end to end: fit -> diagnose -> predict -> compare -> plan.
+"""Scores of predicted loss curves against observed ones, per model size.
 
-1. fits the law on the multi-power-law authors' training split (``cosine_24000, constant_24000,
-   wsdcon_9`` at 25M/100M/400M) with NUTS; saves the fit;
-2. prints and draws its diagnostics (rank plots, energy, the most correlated pair);
-3. predicts the six other schedules per size with 90 % intervals, reports error and coverage,
-   draws the curves;
-4. compares it with the other LR-schedule law's reference fit of the same runs
-   (``models/``): forest plot of the shared parameters and PSIS-LOO;
-5. plans a CPT run on the reference CPT-law fit (``models/cpt_simulated.nc``): the
-   chance-constrained choice among schedule shapes, peak LRs, lengths and checkpoints, its
-   Pareto front as CSV and plot.
+:func:`score` takes a prediction table (``loss`` observed, ``mean`` the posterior-mean curve,
+``lower``/``upper`` its 90 % central interval) and gives per model size: the mean and worst
+relative error |mean / loss - 1|, R^2 = 1 - SS_res / SS_tot, and the coverage (share of observed
+points inside the interval). :func:`percent_text` prints such a table with errors and coverage
+in percent.
 """
 
 from __future__ import annotations

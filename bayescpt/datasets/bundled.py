@@ -1,15 +1,10 @@
-"""The quick start on bundled data, end to end: fit -> diagnose -> predict -> compare -> plan.
+"""The bundled quick-start data and reference fits (package data under ``bayescpt/resources``).
 
-1. fits the law on the multi-power-law authors' training split (``cosine_24000, constant_24000,
-   wsdcon_9`` at 25M/100M/400M) with NUTS; saves the fit;
-2. prints and draws its diagnostics (rank plots, energy, the most correlated pair);
-3. predicts the six other schedules per size with 90 % intervals, reports error and coverage,
-   draws the curves;
-4. compares it with the other LR-schedule law's reference fit of the same runs
-   (``models/``): forest plot of the shared parameters and PSIS-LOO;
-5. plans a CPT run on the reference CPT-law fit (``models/cpt_simulated.nc``): the
-   chance-constrained choice among schedule shapes, peak LRs, lengths and checkpoints, its
-   Pareto front as CSV and plot.
+* :func:`bundled_multipowerlaw`: the multi-power-law authors' curves (27 runs: 25M/100M/400M x 9
+  schedules), and :func:`split` into the training schedules :data:`TRAIN_SCHEDULES` and the
+  held-out rest.
+* :data:`CPT_REFERENCE` / :data:`CPT_DATA`: the reference CPT-law fit and its simulated PT -> CPT
+  runs; :data:`PLAN`: the demo's planning question on it.
 """
 
 from __future__ import annotations

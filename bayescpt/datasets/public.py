@@ -1,28 +1,12 @@
-"""The tidy loss-curve table, its validation, and loaders for the shared public formats.
+"""Loaders for published loss-curve releases, each returning the tidy loss-curve table
+(:mod:`bayescpt.curves.data`) validated.
 
-One row per logged step of one run (and validation set)::
-
-    run        str    the training run (one LR schedule); required
-    step       int    optimizer steps done (>= 0), strictly increasing within (run, val_set)
-    lr         float  raw learning rate used at that step (e.g. 3e-4, never normalised); required
-    loss       float  validation/training loss in nats (> 0); empty on rows that only give the LR
-    val_set    str    optional, the validation set (default ``"default"``)
-    model_size float  optional, non-embedding parameters (a count, e.g. 25e6), constant per run
-
-The learning rate between logged steps is taken as linear in the step (the multi-power-law
-authors' convention); give a dense ``lr`` (rows without loss) where that is not good enough,
-e.g. a row ``step=0, lr=0`` for a linear warmup from zero. Other columns are kept as they are.
-
-Continual pre-training (CPT) runs add, all optional for the other laws and required by the CPT law::
-
-    phase        str    ``pt`` or ``cpt``; a run lists its PT rows, then its CPT rows (steps count
-                        from the start of PT; the last PT step is the transfer point). A run with
-                        no ``pt`` rows is a base model with unknown PT history.
-    val_role     str    per validation set: ``general`` (the PT distribution), ``domain`` (the CPT
-                        distribution) or ``other`` (out of domain); every loss needs one
-    replay_ratio float  share of PT data in the CPT mixture, in [0, 1], constant per run
-
-Every problem raises :class:`DataError` with one line naming the file, run, column and value.
+* :func:`load_multipowerlaw`: the multi-power-law authors' curves (Luo et al. 2025, arXiv
+  2503.12811; github.com/thu-yao-01-luo/MultiPowerLaw, ``loss_curve_repo/csv_{25,100,400}/``):
+  training loss at 25M/100M/400M over their LR schedules, after a linear warmup of
+  :data:`MULTIPOWER_WARMUP_STEPS` steps to the peak 3e-4.
+* :func:`load_olmo_ladder`: the OLMo-2 model ladder's logged validation losses
+  (``eval/<set>-validation/CrossEntropyLoss``, nats), one run per size and token multiple.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Columns (exact names)::
     group       str    optional, the data set (default ``"default"``)
 
 A *cell* is one (group, model_size, tokens): the runs of one LR x batch-size grid. Every problem
-raises :class:`bayescpt.data.DataError` with one line naming the file, line, column and value.
+raises :class:`bayescpt.core.tables.DataError` with one line naming the file, line, column and value.
 """
 
 from __future__ import annotations

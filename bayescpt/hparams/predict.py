@@ -26,8 +26,7 @@ its curvature scale h = exp(sd_ln_h z) (and, with ``cell_shear``, its shear + sd
 bowl evaluated at every (lr, batch) of the grid, plus independent run noise sigma * t(nu) (the fitted run-to-run scatter at the optimum), and the
 argmin. Only the at-optimum noise is used: the fitted noise also grows with the excess loss, but
 that term describes the bowl's misfit far from the optimum, which is systematic; as independent
-Student-t noise it would let ~5 % of the far runs fall below the optimum's loss (on Step Law the
-fitted model expects ~90 such runs among the ~1,600 with excess > 0.01 nats; there is 1).
+Student-t noise it would let ~5 % of the far runs fall below the optimum's loss.
 """
 
 from __future__ import annotations

@@ -2,14 +2,16 @@
 
 A small decoder-only transformer over bytes is pre-trained (PT) on one corpus, checkpointed at
 several transfer steps, and continued (CPT) from each checkpoint on a second corpus, with a
-learning-rate schedule built by :mod:`bayescpt.schedules` and used exactly, step by step. The
+learning-rate schedule built by :mod:`bayescpt.core.schedules` and used exactly, step by step. The
 output is the CPT data model (``run, step, lr, loss, val_set, val_role, phase, replay_ratio,
 model_size``) plus a manifest.
 
 Modules: :mod:`.config` (the TOML experiment file), :mod:`.corpora` (the two text
 distributions and their splits), :mod:`.model` (the transformer), :mod:`.runner` (training and
-output), :mod:`.plots`, :mod:`.cli` (``bayescpt lab run|plot``). Only :mod:`.model` and
-:mod:`.runner` need torch (the optional extra ``lab``); it is imported when a run starts.
+output), :mod:`.plots`, :mod:`.phenomena`; the commands ``bayescpt lab run|plot`` live in
+:mod:`bayescpt.cli.lab`. torch (the optional extra ``lab``) is imported only by
+:func:`require_torch`, when a run starts, and handed to :mod:`.model` and :mod:`.runner`; every
+module of the lab imports without it.
 """
 
 INSTALL_HINT = ("the lab needs PyTorch: install the optional extra with "

@@ -3,7 +3,7 @@ points, and the CPT grid. See ``bayescpt/lab/configs/grid.toml`` for a commented
 
 Every problem raises ``ValueError`` with one line naming the file and the key. Learning-rate
 schedules are tables ``{kind = BUILDER, ...}`` whose other keys are the keyword arguments of the
-builder of that name in :mod:`bayescpt.schedules` (``constant``, ``cosine``, ``wsd``,
+builder of that name in :mod:`bayescpt.core.schedules` (``constant``, ``cosine``, ``wsd``,
 ``rewarmup``, ``multistep``, ``cyclic``); ``total_steps`` comes from the run. A CPT ``rewarmup``
 starts from the PT learning rate at the transfer step.
 """
@@ -80,7 +80,7 @@ class LabConfig:
 
 
 def build_schedule(spec: dict, total_steps: int, where: str, start: S.Schedule | None = None):
-    """A :class:`~bayescpt.schedules.Schedule` from a ``{kind = ..., ...}`` table."""
+    """A :class:`~bayescpt.core.schedules.Schedule` from a ``{kind = ..., ...}`` table."""
     spec = dict(spec)
     kind = spec.pop("kind", None)
     if kind not in BUILDERS:

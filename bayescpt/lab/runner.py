@@ -28,6 +28,7 @@ import bayescpt
 from bayescpt.lab import require_torch
 from bayescpt.lab.config import LabConfig
 from bayescpt.lab.corpora import Corpus, load_corpus
+from bayescpt.lab.model import byte_lm
 
 COLUMNS = ["run", "step", "lr", "loss", "val_set", "val_role", "phase", "replay_ratio",
            "model_size"]
@@ -61,12 +62,11 @@ class Trainer:
     """One model size: the model, its AdamW optimizer and evaluation on the validation sets."""
 
     def __init__(self, torch, cfg: LabConfig, size: str, val: dict):
-        from bayescpt.lab.model import ByteLM
-
         self.torch, self.cfg, tr = torch, cfg, cfg.train
         torch.manual_seed(derive_seed(cfg.seed, "init", size))
         spec = cfg.sizes[size]
-        self.model = ByteLM(spec["d_model"], spec["n_layers"], spec["n_heads"], tr["seq_len"])
+        self.model = byte_lm(torch, spec["d_model"], spec["n_layers"], spec["n_heads"],
+                             tr["seq_len"])
         params = list(self.model.parameters())
         groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": tr["weight_decay"]},
                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]

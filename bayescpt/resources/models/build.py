@@ -1,6 +1,6 @@
 """Rebuild the reference fits in models/ from the bundled data (the command that made each file).
 
-    python models/build.py            # every reference fit (about 30 minutes on 2 cores)
+    python models/build.py            # every reference fit
     python models/build.py cpt_simulated annealing_multipowerlaw   # some of them
     python models/build.py --list
 
@@ -10,12 +10,16 @@ the default tuning, seed 0: a reference should pass the diagnostics with margin)
 and its pointwise log-likelihood stored as float32, so the file stays small; the diagnostics that ``bayescpt diagnose`` prints are those of the stored
 (thinned) draws. The fit's attrs record the
 command (``made_by``) beside the law, package version and data hash. Existing files are replaced
-only with ``--force``.
+only with ``--force``. The OLMo-2 ladder logs are not bundled: ``annealing_olmo_c4`` reads them
+from the folder named by the environment variable ``BAYESCPT_OLMO_LADDER`` (the ladder's
+``peteish-moreeval`` export).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
 import warnings
@@ -43,7 +47,6 @@ KEEP_FEWER = {"annealing_multipowerlaw": 250, "multipower_multipowerlaw": 250,
               "annealing_olmo_c4": 250}
 #: ... and the grid fit (1,911 runs) keeps none: nothing shipped compares it by LOO
 NO_LOGLIK = {"hparams_steplaw"}
-SHARED = ROOT.parent / "shared" / "data"
 
 
 def _thin(idata, keep=KEEP_DRAWS, loglik=True):
@@ -87,7 +90,10 @@ def cpt_simulated():
 def annealing_olmo_c4():
     """The OLMo-2 ladder, all five sizes, the 0.5x-2x Chinchilla runs, c4_en (not bundled)."""
 
-    root = SHARED / "olmo-ladder" / "peteish-moreeval"
+    if not os.environ.get("BAYESCPT_OLMO_LADDER"):
+        raise SystemExit("annealing_olmo_c4: set BAYESCPT_OLMO_LADDER to the OLMo-2 ladder's "
+                         "peteish-moreeval folder")
+    root = Path(os.environ["BAYESCPT_OLMO_LADDER"])
     runs = [f"{s}-{m}" for s in ("190M", "370M", "760M", "1B", "3B") for m in ("0.5xC", "1xC", "2xC")]
     table = load_olmo_ladder(root, runs=runs)
     return _curve_fit(table, "annealing")
@@ -118,8 +124,6 @@ def _diag(d) -> dict:
 
 def _record(name: str, entry: dict) -> None:
     """models/MANIFEST.json: one entry per reference fit (replaced when it is rebuilt)."""
-    import json
-
     path = HERE / "MANIFEST.json"
     manifest = json.loads(path.read_text()) if path.exists() else {}
     manifest[name] = entry

@@ -1,0 +1,152 @@
+"""Forecasts of a run in progress: its observed prefix updates the run's own deviations.
+
+The fit's population (group parameters, the spread tau of schedule deviations, the noise sigma)
+is the prior of a new run; the losses the run has logged so far are evidence about its own
+deviation w. Particles are posterior draws x ``n_dev`` fresh deviations w ~ N(0, tau) each (the
+draws :func:`~bayescpt.curves.predict.parameter_draws` makes for an unseen schedule), weighted by
+the likelihood of the prefix under the fit's own noise model (iid Normal or Student-t on log loss
+with scale sigma, the group's)::
+
+    log w_k = sum_i log p( (log y_i - log mu_k(s_i)) / sigma_k ) - n log sigma_k,   sum_k w_k = 1
+
+so the weighted particles approximate p(curve | fit, prefix) with the fit's posterior as the
+prior, the population itself not refitted (one new run would barely move it). Importance
+weighting was chosen over a small conditional NUTS fit because it costs one evaluation of the
+law per particle and point (no compile, no sampler), keeps the fitted population exactly, and its
+failure is measurable: the effective sample size ESS = 1 / sum_k w_k^2. When ESS < ``min_ess``
+(the prefix is far from anything the fit expects, or long and dense) a :class:`PrefixWarning`
+says so; more deviations per draw (``n_dev``) or a thinned prefix help. Losses inside the initial
+warmup are not evidence (as in the fit, ``settings.skip_warmup``).
+
+The weights trust the law and the fit's iid noise model: where the law misfits a run's early part,
+or a dense log's residuals are autocorrelated, the prefix is over-counted and the band of the
+remainder is too narrow. Thin long prefixes (e.g. with :func:`~bayescpt.curves.data.decimate`)
+as the fit's data were, and/or discount the evidence with ``temper`` in (0, 1] (the likelihood's
+exponent: ``temper = 1 / k`` counts every k logged losses as one).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from bayescpt.core.tables import DataError
+from bayescpt.curves.data import curve_info, schedules_of
+from bayescpt.curves.fit import Fit
+from bayescpt.curves.other_sets import other_sets
+from bayescpt.curves.predict import OUTPUT_COLUMNS, curve_draws, parameter_draws
+
+
+class PrefixWarning(UserWarning):
+    """The importance weights of a prefix forecast degenerated (low effective sample size)."""
+
+
+def prefix_weights(fit: Fit, theta: dict, X: dict, loss: np.ndarray,
+                   temper: float = 1.0) -> np.ndarray:
+    """Normalised importance weights of particles ``theta`` (shape (P,)) given the observed
+    ``loss`` (nats, shape (n,)) at the design ``X``; see the module docstring."""
+    mu = curve_draws(fit, theta, X)
+    sigma = theta["_sigma"][:, None]
+    z = (np.log(loss)[None, :] - np.log(np.maximum(mu, 1e-6))) / sigma
+    noise = fit.config["noise"]
+    logp = (stats.t.logpdf(z, noise.get("nu", 5.0)) if noise["family"] == "studentt"
+            else stats.norm.logpdf(z)) - np.log(sigma)
+    ll = temper * logp.sum(axis=1)
+    ll[~np.isfinite(ll)] = -np.inf
+    if not np.isfinite(ll).any():
+        raise DataError("no particle gives the observed losses a finite likelihood")
+    w = np.exp(ll - ll.max())
+    return w / w.sum()
+
+
+def weighted_quantiles(values: np.ndarray, w: np.ndarray, q) -> np.ndarray:
+    """Quantiles ``q`` of each column of ``values`` (P, n) under weights ``w`` (P,): shape
+    (len(q), n), by the inverse of the weighted empirical CDF at the midpoints of its steps
+    (particles of weight 0 take no part)."""
+    pos = w > 0
+    values, w = values[pos], w[pos] / w[pos].sum()
+    order = np.argsort(values, axis=0)
+    v = np.take_along_axis(values, order, axis=0)
+    cw = np.cumsum(w[order], axis=0) - 0.5 * w[order]
+    return np.stack([np.array([np.interp(qq, cw[:, j], v[:, j]) for j in range(v.shape[1])])
+                     for qq in np.atleast_1d(q)])
+
+
+def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0,
+                         n_dev: int = 8, min_ess: float = 200.0,
+                         temper: float = 1.0) -> pd.DataFrame:
+    """Predictions for every row (step >= 1) of ``df``, each curve conditioned on its own
+    logged losses (the rows of ``df`` with a loss: the prefix of a run in progress).
+
+    ``df`` is a validated table (:func:`~bayescpt.curves.data.validate_curves`) listing each
+    run's whole schedule. Returns :func:`~bayescpt.curves.predict.predict_frame`'s columns plus
+    ``ess`` (the curve's effective sample size out of ``n_points`` particles) and ``observed``
+    (the row's loss is part of the prefix). A curve without losses gets the plain forecast.
+    ``n_dev`` fresh deviations per posterior draw (each antithetic pair counted twice), ``temper``
+    the likelihood exponent (module docstring).
+    """
+    if not 0 < temper <= 1:
+        raise ValueError(f"temper={temper}; expected 0 < temper <= 1")
+    if not 0 < prob < 1:
+        raise ValueError(f"prob={prob}; expected a probability strictly between 0 and 1")
+    rng = np.random.default_rng(seed)
+    sched = schedules_of(df)
+    q = [(1 - prob) / 2, (1 + prob) / 2]
+    noise = fit.config["noise"]
+    skip = fit.config["settings"].get("skip_warmup", True)
+    has_size = "model_size" in df.columns
+    if not has_size and fit.groups["size"].nunique() > 1:
+        raise DataError("the table has no model_size column; the fit has several model sizes")
+    others = other_sets(fit.meta)
+    pieces = []
+    for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
+        if vs in others:
+            raise DataError(f"run {run!r}: validation set {vs!r} is an 'other' set; prefix "
+                            "forecasts cover the law's own validation sets")
+        size = g["model_size"].iloc[0] if has_size else fit.groups["size"].iloc[0]
+        info = curve_info(df, run, vs)
+        info["model_size"] = None if size is None or pd.isna(size) else float(size)
+        if info["val_role"] is None and "val_role" in fit.groups.columns:
+            info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
+        parts = [parameter_draws(fit, vs, size, rng) for _ in range(n_dev)]
+        theta = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        n_part = theta["_sigma"].shape[0]
+        warm = sched[run].warmup_steps if skip else 0
+        obs = g[g["loss"].notna() & (g["step"] >= warm)]
+        settings = fit.config["settings"]
+        if len(obs):
+            X_obs = fit.law.design(sched[run], obs["step"].to_numpy(), settings, info)
+            w = prefix_weights(fit, theta, X_obs, obs["loss"].to_numpy(dtype=float), temper)
+        else:
+            w = np.full(n_part, 1.0 / n_part)
+        ess = 1.0 / np.sum(w ** 2)
+        if ess < min_ess:
+            warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses leaves an "
+                          f"effective sample size of {ess:.0f} of {n_part} particles; the "
+                          "forecast rests on few draws (thin the prefix or raise n_dev)",
+                          PrefixWarning, stacklevel=2)
+        keep = w > 1e-12 * w.max()                      # particles that carry any weight
+        th = {k: v[keep] for k, v in theta.items()}
+        wk = w[keep] / w[keep].sum()
+        X = fit.law.design(sched[run], g["step"].to_numpy(), settings, info)
+        curves = curve_draws(fit, th, X)
+        eps = rng.standard_t(noise.get("nu", 5.0), size=curves.shape) \
+            if noise["family"] == "studentt" else rng.standard_normal(curves.shape)
+        y_rep = curves * np.exp(th["_sigma"][:, None] * eps)
+        res = g.copy()
+        res["mean"] = wk @ curves
+        res["median"] = weighted_quantiles(curves, wk, [0.5])[0]
+        res["lower"], res["upper"] = weighted_quantiles(y_rep, wk, q)
+        res["curve_lower"], res["curve_upper"] = weighted_quantiles(curves, wk, q)
+        if skip:
+            res.loc[res["step"] < sched[run].warmup_steps, OUTPUT_COLUMNS] = np.nan
+        res["ess"] = ess
+        res["n_points"] = n_part
+        res["observed"] = res.index.isin(obs.index)
+        pieces.append(res)
+    if not pieces:
+        raise DataError("nothing to predict: no rows with step >= 1")
+    return pd.concat(pieces).sort_index()

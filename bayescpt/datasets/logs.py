@@ -1,0 +1,399 @@
+"""Training logs -> the tidy loss-curve table (:mod:`bayescpt.curves.data`) that ``fit`` reads.
+
+Formats (``fmt``) and the tags taken by default (the first one present; ``loss_tag``/``lr_tag``
+choose another; an LR tag ending in ``*`` matches by prefix)::
+
+    tensorboard    event files (a run directory, or a folder of them)  loss: eval/loss, val_loss,
+                   val/loss, loss, train/loss   lr: train/learning_rate, learning_rate, lr, lr-*
+    hf-trainer     trainer_state.json (its log_history; a folder: the file in it or in its last
+                   checkpoint-N)                loss: eval_loss, loss   lr: learning_rate
+    wandb-csv      a W&B history export (step: train/global_step, else _step)
+                                                loss: eval/loss, val_loss, loss, train/loss
+                                                lr: train/learning_rate, learning_rate, lr
+    lightning-csv  a Lightning CSVLogger metrics.csv (a folder: its metrics.csv, else the ones
+                   of its version_N folders, a run resumed in order)
+                                                loss: val_loss, val/loss, loss, train_loss
+                                                lr: lr-* (LearningRateMonitor), lr, learning_rate
+    csv            a tidy curve CSV with gaps, e.g. from :class:`~bayescpt.datasets.integrations.
+                   EvalLogger`                  loss: every val_set (tag loss@<val_set>)   lr: lr
+
+Readers return the scalars in the order they were logged, as a long table ``tag, step, value``
+(restarts included). A step logged twice (a run resumed from a checkpoint logs some steps again)
+keeps its later value and warns once per file with :class:`LogWarning`. The learning rate between
+logged steps is linear in the step (the tidy table's convention) and constant after the last one;
+when the first LR is logged after step 1, a row at step 0 is added: ``lr = 0`` when the logged LR
+first rises (a warmup from zero), else the first logged LR. A log without an LR needs ``schedule``
+(a :class:`~bayescpt.core.schedules.Schedule`, e.g. from
+:func:`bayescpt.datasets.schedule_spec.parse_schedule_spec`); then its learning rate at every
+step is used (one row per knot of its piecewise-linear shape).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayescpt.core.schedules import Schedule
+from bayescpt.core.tables import DataError
+from bayescpt.curves.data import DEFAULT_VAL_SET, validate_curves
+from bayescpt.datasets.integrations import read_eval_csv
+
+FORMATS = ("tensorboard", "hf-trainer", "wandb-csv", "lightning-csv", "csv")
+LOSS_TAGS = {"tensorboard": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
+             "hf-trainer": ("eval_loss", "loss"),
+             "wandb-csv": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
+             "lightning-csv": ("val_loss", "val/loss", "loss", "train_loss"),
+             "csv": ("loss@*",)}
+LR_TAGS = {"tensorboard": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
+           "hf-trainer": ("learning_rate",),
+           "wandb-csv": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
+           "lightning-csv": ("lr-*", "lr", "learning_rate"), "csv": ("lr",)}
+_WANDB_STEPS = ("train/global_step", "_step", "step", "Step")
+_NOT_TAGS = {"step", "epoch", "_step", "_runtime", "_timestamp", "train/global_step", "train/epoch",
+             "Step", "total_flos"}
+
+
+class LogWarning(UserWarning):
+    """A repaired oddity of a training log (e.g. steps logged twice after a restart)."""
+
+
+# --- Readers: one source -> long table (tag, step, value) in logging order ---
+
+def read_tensorboard(path) -> pd.DataFrame:
+    """Scalars of the TensorBoard event files directly in the directory ``path`` (or one file).
+
+    Uses tensorboard's own ``EventAccumulator`` (all events kept, no purge of restarted steps);
+    scalar summaries and 0-d tensor summaries are read. Rows are ordered by wall time; float32
+    values are given as the shortest decimal that is the same float32.
+    """
+    try:
+        from tensorboard.backend.event_processing import event_accumulator as ea
+        from tensorboard.util import tensor_util
+    except ImportError:
+        raise DataError(f"{path}: reading TensorBoard logs needs the 'logs' extra "
+                        "(pip install 'bayescpt[logs]', i.e. tensorboard)") from None
+    acc = ea.EventAccumulator(str(path), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0},
+                              purge_orphaned_data=False)
+    acc.Reload()
+    rows = []
+    tags = acc.Tags()
+    for tag in tags.get("scalars", []):
+        rows += [(e.wall_time, tag, e.step, _f32(e.value)) for e in acc.Scalars(tag)]
+    for tag in tags.get("tensors", []):
+        for e in acc.Tensors(tag):
+            arr = tensor_util.make_ndarray(e.tensor_proto)
+            if arr.size == 1 and np.issubdtype(arr.dtype, np.number):
+                v = arr.reshape(-1)[0]
+                rows.append((e.wall_time, tag, e.step, _f32(v) if arr.dtype == np.float32
+                             else float(v)))
+    df = pd.DataFrame(rows, columns=["wall_time", "tag", "step", "value"])
+    df = df.sort_values("wall_time", kind="stable")
+    return df[["tag", "step", "value"]].reset_index(drop=True)
+
+
+def _f32(v) -> float:
+    """A float32 summary value as the shortest decimal that reads back as it (3e-4, not
+    0.0003000000142)."""
+    return float(str(np.float32(v)))
+
+
+def read_hf_trainer(path) -> pd.DataFrame:
+    """The ``log_history`` of a Hugging Face ``trainer_state.json``: each numeric key of each entry
+    is a tag logged at the entry's ``step`` (the global optimizer step)."""
+    path = Path(path)
+    try:
+        state = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not valid JSON ({err})") from None
+    hist = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(hist, list):
+        raise DataError(f"{path}: no log_history list; expected a Hugging Face trainer_state.json")
+    rows = []
+    for entry in hist:
+        if "step" not in entry:
+            continue
+        rows += [(k, entry["step"], v) for k, v in entry.items()
+                 if k not in _NOT_TAGS and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return pd.DataFrame(rows, columns=["tag", "step", "value"])
+
+
+def read_wandb_csv(path) -> pd.DataFrame:
+    """A W&B history export (one row per ``wandb.log`` call, empty cells for metrics not logged
+    then). The step is ``train/global_step`` (the Hugging Face integration's optimizer step) when
+    present, else W&B's own ``_step``."""
+    path = Path(path)
+    df = _read_csv(path)
+    step_col = next((c for c in _WANDB_STEPS if c in df.columns and df[c].notna().any()), None)
+    if step_col is None:
+        raise DataError(f"{path}: no step column (expected one of {', '.join(_WANDB_STEPS)}); "
+                        f"columns: {', '.join(map(str, df.columns))}")
+    return _wide_to_long(df, step_col)
+
+
+def read_lightning_csv(path) -> pd.DataFrame:
+    """A Lightning ``CSVLogger`` ``metrics.csv``: a ``step`` column and one column per metric
+    (empty where that metric was not logged in the row)."""
+    path = Path(path)
+    df = _read_csv(path)
+    if "step" not in df.columns:
+        raise DataError(f"{path}: no 'step' column; columns: {', '.join(map(str, df.columns))}")
+    return _wide_to_long(df, "step")
+
+
+READERS = {"tensorboard": read_tensorboard, "hf-trainer": read_hf_trainer,
+           "wandb-csv": read_wandb_csv, "lightning-csv": read_lightning_csv, "csv": read_eval_csv}
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, low_memory=False)
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not a readable CSV ({str(err).splitlines()[0]})") from None
+
+
+def _wide_to_long(df: pd.DataFrame, step_col: str) -> pd.DataFrame:
+    df = df[df[step_col].notna()]
+    parts = []
+    for c in df.columns:
+        if c in _NOT_TAGS or c == step_col or str(c).startswith("Unnamed:"):
+            continue
+        v = pd.to_numeric(df[c], errors="coerce")
+        keep = v.notna()
+        if keep.any():
+            parts.append(pd.DataFrame({"tag": str(c), "step": df.loc[keep, step_col].to_numpy(),
+                                       "value": v[keep].to_numpy(), "order": np.flatnonzero(keep)}))
+    if not parts:
+        return pd.DataFrame(columns=["tag", "step", "value"])
+    out = pd.concat(parts).sort_values("order", kind="stable")
+    return out[["tag", "step", "value"]].reset_index(drop=True)
+
+
+# --- Sources: paths and globs -> runs -> files ---
+
+def _natural(p: Path):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))]
+
+
+def find_runs(src, fmt: str) -> list[tuple[str, list[Path]]]:
+    """The runs in ``src`` (a path, a glob, or a list of them): ``[(name, files)]``.
+
+    A run is named after its directory (a W&B or ``csv`` file: after the file; a file inside
+    ``checkpoint-N`` or ``version_N``: after the folder above); ``files`` are in logging order
+    (for TensorBoard: the run directories). Names that clash get their path from the common folder.
+    """
+    if fmt not in FORMATS:
+        raise DataError(f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    srcs = [src] if isinstance(src, (str, Path)) else list(src)
+    paths = []
+    for s in srcs:
+        hits = sorted((Path(h) for h in glob.glob(str(s))), key=_natural)
+        if not hits:
+            raise DataError(f"{s}: no such file or directory")
+        paths += hits
+    runs = []
+    for p in paths:
+        runs += _runs_in(p, fmt)
+    if not runs:
+        raise DataError(f"{', '.join(map(str, srcs))}: no {fmt} log found")
+    names = [n for n, _ in runs]
+    if len(set(names)) < len(names):
+        keys = [_run_path(f[0], fmt) for _, f in runs]
+        common = Path(os.path.commonpath(keys))
+        common = common.parent if common in keys else common
+        names = [str(k.relative_to(common)) for k in keys]
+    return [(n, files) for n, (_, files) in zip(names, runs)]
+
+
+def _run_path(f: Path, fmt: str) -> Path:
+    """The path that names the run of file (or TensorBoard folder) ``f``."""
+    if fmt == "tensorboard" or f.is_dir():
+        return f
+    if fmt in ("wandb-csv", "csv"):
+        return f.with_suffix("")
+    up = f.parent
+    return up.parent if re.fullmatch(r"(checkpoint|version)[-_]\d+", up.name) else up
+
+
+def _runs_in(p: Path, fmt: str) -> list[tuple[str, list[Path]]]:
+    p = p.resolve()
+    if fmt == "tensorboard":
+        if p.is_file():
+            return [(p.parent.name, [p.parent])]
+        dirs = sorted({f.parent for f in p.rglob("*tfevents*") if f.is_file()}, key=_natural)
+        return [(p.name if d == p else str(d.relative_to(p)), [d]) for d in dirs]
+    if p.is_file():
+        return [(_run_path(p, fmt).name, [p])]
+    if fmt in ("hf-trainer", "lightning-csv"):
+        here = _one_run(p, fmt)
+        if here:
+            return [(p.name, here)]
+        subs = [(d.name, _one_run(d, fmt)) for d in sorted(p.iterdir(), key=_natural) if d.is_dir()]
+        return [(n, f) for n, f in subs if f]
+    return [(f.stem, [f]) for f in sorted(p.glob("*.csv"), key=_natural)]
+
+
+def _one_run(d: Path, fmt: str) -> list[Path]:
+    """The files of the run in folder ``d``: HF: its trainer_state.json or its last checkpoint's
+    (which holds the whole history); Lightning: its metrics.csv or its version_N/metrics.csv, a
+    run resumed in order."""
+    name = "trainer_state.json" if fmt == "hf-trainer" else "metrics.csv"
+    if (d / name).is_file():
+        return [d / name]
+    if fmt == "hf-trainer":
+        ckpts = sorted(d.glob("checkpoint-*/trainer_state.json"), key=_natural)
+        return ckpts[-1:]
+    return sorted(d.glob("version_*/metrics.csv"), key=_natural)
+
+
+# --- import_logs ---
+
+def scalars(long: pd.DataFrame, source: str) -> dict[str, pd.Series]:
+    """tag -> values indexed by step (sorted, unique); a step logged twice keeps its later value
+    and warns once naming ``source`` and the steps."""
+    out, twice = {}, set()
+    for tag, g in long.groupby("tag", sort=False):
+        steps = pd.to_numeric(g["step"], errors="coerce")
+        g = g[steps.notna()].assign(step=steps[steps.notna()].astype(np.int64))
+        dup = g["step"].duplicated(keep="last")
+        twice |= set(g.loc[dup, "step"].tolist())
+        s = g[~dup].set_index("step")["value"].astype(float).sort_index()
+        out[str(tag)] = s
+    if twice:
+        st = sorted(twice)
+        shown = ", ".join(map(str, st[:8])) + (f", ... ({len(st)} steps)" if len(st) > 8 else "")
+        warnings.warn(f"{source}: step(s) {shown} logged more than once (a restart); kept the "
+                      "later values", LogWarning, stacklevel=3)
+    return out
+
+
+def _finite(s: pd.Series, tag: str, source: str) -> pd.Series:
+    bad = ~np.isfinite(s.to_numpy())
+    if bad.any():
+        steps = ", ".join(map(str, s.index[bad][:5])) + (" ..." if bad.sum() > 5 else "")
+        warnings.warn(f"{source}: {int(bad.sum())} non-finite value(s) of {tag!r} dropped "
+                      f"(step(s) {steps})", LogWarning, stacklevel=3)
+    return s[~bad]
+
+
+def _pick(tags: dict, wanted, defaults, what: str, source: str):
+    cands = [wanted] if wanted else list(defaults)
+    for c in cands:
+        if c.endswith("*"):     # e.g. lr-* : LearningRateMonitor's lr-AdamW[/pg1], not momentum
+            hits = [t for t in tags if t.startswith(c[:-1]) and "momentum" not in t
+                    and "weight_decay" not in t]
+        else:
+            hits = [t for t in tags if t == c]
+        if hits:
+            return sorted(hits)[0]
+    if wanted is None and what == "lr":
+        return None
+    listed = ", ".join(sorted(tags)) or "none"
+    raise DataError(f"{source}: no {what} tag {' or '.join(cands)}; tags: {listed}")
+
+
+def _lr_rows(lr: pd.Series, steps: np.ndarray) -> pd.Series:
+    """The logged LR plus its linear interpolation at ``steps`` (and step 0 when missing)."""
+    lr = lr[lr.index >= 0]
+    if lr.index.min() > 1:
+        start = 0.0 if len(lr) > 1 and lr.iloc[1] > lr.iloc[0] else float(lr.iloc[0])
+        lr = pd.concat([pd.Series([start], index=[0]), lr])
+    extra = np.setdiff1d(steps, lr.index.to_numpy())
+    at = np.interp(extra, lr.index.to_numpy(), lr.to_numpy())
+    return pd.concat([lr, pd.Series(at, index=extra)]).sort_index()
+
+
+def _schedule_rows(schedule: Schedule, steps: np.ndarray, source: str) -> pd.Series:
+    T = schedule.total_steps
+    if len(steps) and steps.max() > T:
+        raise DataError(f"{source}: losses logged up to step {int(steps.max())}, after the end of "
+                        f"the --schedule ({T} steps)")
+    lr = schedule.lr
+    bend = np.flatnonzero(np.abs(np.diff(lr, 2)) > 1e-9 * max(schedule.peak, 1e-30)) + 1
+    knots = np.union1d(np.union1d([0, T], bend), steps.astype(np.int64))
+    return pd.Series(lr[knots], index=knots)
+
+
+def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None = None,
+                run: str | None = None, val_set: str = DEFAULT_VAL_SET,
+                val_role: str | None = None, phase: str | None = None,
+                model_size: float | None = None, schedule: Schedule | None = None,
+                log=None) -> pd.DataFrame:
+    """Read training logs into the tidy loss-curve table, validated as ``fit`` reads it.
+
+    ``src``: a run directory or file, a glob, or a list of them (one run per directory; with
+    ``run``, all of them are one run, resumed in order, later files winning). Columns: ``run,
+    step, lr, loss, val_set`` and ``val_role, phase, model_size`` when given (or, for ``csv``,
+    in the file). Rows where only the LR is logged have an empty loss. ``log(msg)`` receives one
+    line per run naming the tags used. Problems raise :class:`DataError` naming the file.
+    """
+    runs = find_runs(src, fmt)
+    if run is not None:
+        runs = [(run, [f for _, files in runs for f in files])]
+    frames, meta = [], {}
+    for name, files in runs:
+        source = ", ".join(map(str, files))
+        parts = [READERS[fmt](f) for f in files]
+        meta = {k: v for part in parts for k, v in part.attrs.items() if v}   # later files win
+        name = meta.get("run", name) if run is None else name
+        tags = scalars(pd.concat(parts, ignore_index=True), source)
+        if fmt == "csv" and loss_tag is None:        # every validation set of the file
+            pairs = [(t, t[5:]) for t in sorted(tags) if t.startswith("loss@")]
+            if not pairs:
+                raise DataError(f"{source}: no loss values")
+        else:
+            t = _pick(tags, loss_tag, LOSS_TAGS[fmt], "loss", source)
+            pairs = [(t, t[5:] if fmt == "csv" and t.startswith("loss@") else val_set)]
+        losses = {vs: _finite(tags[t], t, source) for t, vs in pairs}
+        if any(v.empty for v in losses.values()):
+            raise DataError(f"{source}: tag(s) {', '.join(t for t, _ in pairs)}: no finite values")
+        steps = np.unique(np.concatenate([v.index.to_numpy() for v in losses.values()]))
+        if schedule is not None:
+            lr, said = _schedule_rows(schedule, steps, source), f"lr from the schedule {schedule.name}"
+        else:
+            ltr = _pick(tags, lr_tag, LR_TAGS[fmt], "lr", source)
+            if ltr is None:
+                raise DataError(f"{source}: no learning-rate tag ({', '.join(LR_TAGS[fmt])}); "
+                                f"give --lr-tag or --schedule; tags: {', '.join(sorted(tags))}")
+            lr_log = _finite(tags[ltr], ltr, source)
+            if lr_log.empty:
+                raise DataError(f"{source}: tag {ltr!r} has no finite values")
+            lr, said = _lr_rows(lr_log, steps), f"lr from {ltr!r}"
+        if log is not None:
+            n = sum(len(v) for v in losses.values())
+            log(f"{name}: {n} losses from {', '.join(repr(t) for t, _ in pairs)}, {said} "
+                f"({source})")
+        for i, (vs, loss) in enumerate(losses.items()):    # LR-only rows once, in the first set
+            keep = lr.index.isin(loss.index) | (i == 0)
+            df = pd.DataFrame({"run": name, "step": lr.index[keep].astype(np.int64),
+                               "lr": lr.to_numpy()[keep], "val_set": vs})
+            df["loss"] = loss.reindex(df["step"]).to_numpy()
+            if val_role is None and meta.get("val_role"):
+                df["val_role"] = df["val_set"].map(meta["val_role"]).fillna("")
+            if phase is None and meta.get("phase"):
+                df["phase"] = _fill_phase(df["step"], meta["phase"])
+            if model_size is None and meta.get("model_size"):
+                df["model_size"] = meta["model_size"]
+            frames.append(df)
+    out = pd.concat(frames, ignore_index=True)
+    for col, v in (("val_role", val_role), ("phase", phase), ("model_size", model_size)):
+        if v is not None:
+            out[col] = v
+    cols = ["run", "step", "lr", "loss", "val_set"] + [c for c in ("val_role", "phase",
+                                                                    "model_size") if c in out]
+    return validate_curves(out[cols], source=", ".join(n for n, _ in runs))
+
+
+def _fill_phase(steps: pd.Series, known: dict) -> np.ndarray:
+    """Each step's phase: that of the nearest logged step at or before it (else the first)."""
+    k = np.array(sorted(known))
+    i = np.clip(np.searchsorted(k, steps.to_numpy(), side="right") - 1, 0, len(k) - 1)
+    return np.array([known[x] for x in k[i]])

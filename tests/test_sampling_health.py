@@ -1,0 +1,162 @@
+"""Sampling that is never silently bad: a chain stuck in a known minor mode is named, with its
+log-density gap and the parameter that separates it; dropping it is opt-in and recorded; tree
+depth and per-chain cost are reported, the depth cap applied."""
+
+import json
+import warnings
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+
+import bayescpt
+from bayescpt import __version__
+from bayescpt.cli.main import build_parser, sample_and_save
+from bayescpt.core.chains import chain_stats, drop_chains, drop_stuck_chains, find_stuck_chains
+from bayescpt.core.diagnostics import SamplingWarning, summarize, warn_if_bad
+from bayescpt.core.fitfile import FORMAT, load_idata, save_idata
+from bayescpt.core.sampling import resolve_settings, sample_model
+
+GAP = 50.0   # nats between the two modes' log densities (same shape, so also between chain means)
+STUCK = 3    # the chain started in the minor mode
+STARTS = [{"x": 0.0}] * 3 + [{"x": 20.0}]
+
+
+def two_modes():
+    """x: N(0, 1) plus a copy at 20 weighted exp(-GAP), with a barrier of ~ 200 nats between;
+    y: N(0, 1), the same in both modes."""
+    with pm.Model() as model:
+        x = pm.Normal("x", 0, 30)
+        pm.Normal("y", 0, 1)
+        major = pm.logp(pm.Normal.dist(0, 1), x)
+        minor = pm.logp(pm.Normal.dist(20, 1), x) - GAP
+        pm.Potential("two_modes", pm.math.logaddexp(major, minor))
+    return model
+
+
+def sample(initvals=None, **settings):
+    s = resolve_settings(None, settings.pop("sampler", "pymc"), chains=4, draws=300, tune=300,
+                         seed=5, **settings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sample_model(two_modes(), s, cores=1, initvals=initvals)
+
+
+@pytest.fixture(scope="module")
+def stuck():
+    return sample(STARTS)
+
+
+@pytest.fixture(scope="module")
+def healthy():
+    return sample([{"x": 0.0}] * 4)
+
+
+def test_report_names_the_stuck_chain_its_gap_and_parameter(stuck):
+    diag = summarize(stuck, ["x", "y"])
+    assert [s.chain for s in diag.stuck] == [STUCK]
+    s = diag.stuck[0]
+    assert abs(s.gap - GAP) < 2.0
+    assert s.params[0][0] == "x" and abs(s.params[0][1] - 20) < 1 and abs(s.params[0][2]) < 1
+    assert diag.max_rhat > 1.01 and not diag.ok
+    rhat_line = next(p for p in diag.problems() if p.startswith("R-hat"))
+    assert f"chain {STUCK} sits in a minor mode 50 nats lower" in rhat_line
+    assert "run longer" not in rhat_line and "running longer will not help" in rhat_line
+    assert rhat_line in diag.to_text()
+
+
+def test_healthy_fit_has_no_mode_line(healthy):
+    diag = summarize(healthy, ["x", "y"])
+    assert diag.stuck == () and diag.ok, diag.to_text()
+    assert "minor mode" not in diag.to_text() and "note:" not in diag.to_text()
+    same, found = drop_stuck_chains(healthy)
+    assert found == [] and same is healthy and "dropped_chains" not in healthy.posterior.attrs
+
+
+def test_drop_stuck_chains_drops_exactly_it_and_records_it(tmp_path):
+    idata = sample(STARTS, drop_stuck_chains=True)
+    assert list(idata.posterior["chain"].values) == [0, 1, 2]
+    assert list(idata.sample_stats["chain"].values) == [0, 1, 2]
+    assert float(idata.posterior["x"].max()) < 10      # the minor mode's draws are gone
+    (rec,) = json.loads(idata.posterior.attrs["dropped_chains"])
+    assert rec["chain"] == STUCK and abs(rec["lp_gap"] - GAP) < 2.0 and "minor mode" in rec["reason"]
+    path = save_idata(idata, {"format": FORMAT, "law": "two_modes",
+                              "bayescpt_version": __version__}, tmp_path / "fit.nc")
+    back, attrs = load_idata(path)
+    diag = summarize(back, ["x", "y"])
+    assert json.loads(attrs["dropped_chains"]) == [rec]
+    assert diag.ok and diag.stuck == () and diag.chains == 3
+    assert f"note: chain {STUCK} was dropped" in diag.to_text()   # never silent
+    with pytest.warns(SamplingWarning, match=f"chain {STUCK} was dropped"):
+        warn_if_bad(diag)
+
+
+def test_drop_chains_by_hand(stuck):
+    out = drop_chains(stuck, [0], reason="by hand")
+    assert list(out.posterior["chain"].values) == [1, 2, 3]
+    assert "dropped_chains" not in stuck.posterior.attrs            # not in place by default
+    (rec,) = json.loads(out.posterior.attrs["dropped_chains"])
+    assert rec["chain"] == 0 and rec["reason"] == "by hand"
+    assert rec["lp_gap"] < -10   # chain 0 sits above the kept chains' mean (one is stuck)
+    with pytest.raises(ValueError, match="no chain"):
+        drop_chains(stuck, [7])
+    with pytest.raises(ValueError, match="every chain"):
+        drop_chains(stuck, [0, 1, 2, 3])
+
+
+def test_cli_flag_drops_and_records(stuck, tmp_path):
+    args = build_parser().parse_args(["fit", "data.csv", "--law", "annealing", "--out",
+                                      str(tmp_path / "f.nc"),
+                                      "--drop-stuck-chains"])
+    assert args.drop_stuck_chains
+
+    class Toy:   # the interface sample_and_save uses: idata, save, diagnostics
+        idata = stuck.copy()
+
+        def save(self, path, overwrite=False):
+            return save_idata(self.idata, {"format": FORMAT, "law": "two_modes",
+                                           "bayescpt_version": __version__}, path, overwrite)
+
+        def diagnostics(self):
+            return summarize(self.idata, ["x", "y"])
+
+    args.quiet = True
+    _, diag = sample_and_save(args, lambda **kw: Toy())
+    assert [d["chain"] for d in diag.dropped] == [STUCK] and diag.ok
+    _, attrs = load_idata(tmp_path / "f.nc")
+    assert json.loads(attrs["dropped_chains"])[0]["chain"] == STUCK
+
+
+def test_tree_depth_is_reported_and_capped(healthy):
+    stats = chain_stats(healthy)
+    assert healthy.sample_stats.attrs["max_tree_depth"] == 10      # default unchanged
+    assert list(stats.index) == [0, 1, 2, 3] and (stats["at_max"] == 0).all()
+    assert (stats["seconds"] > 0).all() and (stats["grad_evals"] >= 300).all()
+    capped = sample(None, max_tree_depth=1)
+    stats = chain_stats(capped)
+    assert (stats["depth_max"] == 1).all() and (stats["at_max"] > 0.5).all()
+    diag = summarize(capped, ["x", "y"])
+    assert any("trees hit the max depth 1" in n for n in diag.notes())
+    assert "per chain:" in diag.to_text() and "depth_mean" in diag.to_text()
+
+
+def test_nutpie_fit_files_are_read_too():
+    """nutpie names its log density ``logp`` and its depth ``depth``: a bundled reference fit."""
+    path = Path(bayescpt.__file__).parent / "resources" / "models" / "annealing_multipowerlaw.nc"
+    idata = az.from_netcdf(str(path))
+    stats = chain_stats(idata)
+    assert {"lp_mean", "grad_evals", "depth_mean", "at_max"} <= set(stats.columns)
+    assert np.isfinite(stats["lp_mean"]).all() and stats["seconds"].isna().all()
+    assert find_stuck_chains(idata) == []
+
+
+def test_nutpie_takes_the_depth_cap():
+    s = resolve_settings(None, "nutpie", chains=2, draws=200, tune=200, seed=1, max_tree_depth=1)
+    with pm.Model() as model:
+        pm.Normal("x", 0, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stats = chain_stats(sample_model(model, s, cores=1))
+    assert (stats["depth_max"] == 1).all() and (stats["at_max"] > 0.3).all()
