@@ -75,7 +75,7 @@ def test_builtin_laws_are_registered_in_cli_order():
 
 
 def test_a_registered_law_reaches_get_law_the_cli_and_its_options(power_law):
-    from bayescpt.cli.main import _law_options
+    from bayescpt.cli.curves import _law_options
 
     assert law_names()[-1] == "power"
     assert [p.name for p in get_law("power", floor=False).params] == ["A", "alpha"]
