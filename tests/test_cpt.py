@@ -179,7 +179,7 @@ def test_checkpoint_mode_is_the_same_law_anchored_at_the_checkpoint():
     lc = theta["L0"] + theta["A"] * s1t ** -theta["alpha"] - theta["C1"] * s2t
     law = CPTLaw(checkpoint=True)
     settings = dict(law.default_settings, checkpoint_alpha=theta["alpha"],
-                    checkpoint_loss={"general": lc})
+                    checkpoint_loss={"general": lc}, checkpoint_areas=[s1t, s2t])
     full_sched = S.Schedule(PT.lr[:8001], PT.warmup_steps).then(seg)
     steps = np.arange(8000, full_sched.total_steps + 1)
     Xc = law.design(full_sched, steps, settings,

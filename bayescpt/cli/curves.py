@@ -34,14 +34,17 @@ from bayescpt.curves.compare import (
 from bayescpt.curves.data import decimate, describe, read_curves
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.hierarchy import default_config
-from bayescpt.curves.laws import get_law
-from bayescpt.curves.laws.cpt_options import cpt_law_options
+from bayescpt.curves.laws import (
+    cli_options,
+    get_law,
+    law_names,
+    option_groups,
+    resolve_law_options,
+)
 from bayescpt.curves.plots import plot_forest, plot_predictions
 from bayescpt.curves.predict import predict_frame
 from bayescpt.hparams.fit import HparamsFit  # noqa: F401 - registers the hparams fit class
 from bayescpt.mixture.fit import MixtureFit  # noqa: F401 - registers the mixture fit class
-
-LAW_NAMES = ["annealing", "multipower", "cpt"]
 
 
 def add_fit(sub) -> None:
@@ -49,35 +52,16 @@ def add_fit(sub) -> None:
                        description="Fit a hierarchical law to a tidy loss-curve CSV "
                        "(columns run, step, lr, loss [, val_set, model_size]).")
     f.add_argument("data", type=Path, metavar="DATA.csv")
-    f.add_argument("--law", required=True, choices=LAW_NAMES)
+    f.add_argument("--law", required=True, choices=law_names())
     f.add_argument("--out", required=True, type=Path, metavar="FIT.nc")
     f.add_argument("--max-points", type=positive_int, default=None,
                    help="thin each curve to about this many loss points (decay phases kept dense)")
-    o = f.add_argument_group("cpt law options (default: chosen from the data)")
-    o.add_argument("--replay", action=argparse.BooleanOptionalAction, default=None,
-                   help="replay-ratio extension (Eq. 8); default on when runs differ in "
-                   "replay_ratio")
-    o.add_argument("--unknown-pt", action=argparse.BooleanOptionalAction, default=None,
-                   help="S1pt as a parameter for runs without PT rows; default on when a run "
-                   "has none")
-    o.add_argument("--size-extension", action=argparse.BooleanOptionalAction, default=None,
-                   help="model-size extension (Eq. 7); default off: the hierarchy already "
-                   "lets every parameter vary log-linearly with model size")
-    o.add_argument("--checkpoint", action=argparse.BooleanOptionalAction, default=None,
-                   help="sample the checkpoint's loss Lc and the power law's slope G there "
-                   "instead of L0, A, C1 (not identified by one PT point); default on when every "
-                   "run continues one checkpoint whose loss is the only PT loss")
-    o.add_argument("--anchored", action=argparse.BooleanOptionalAction, default=None,
-                   help="sample the PT power law's loss Lr and slope G at the median transfer "
-                   "area instead of L0, A (alpha held by its prior); for PT curves far from "
-                   "their floor, where L0, A and alpha ridge; default off")
-    m = f.add_argument_group("multipower and annealing law option (multipower: default on; "
-                             "annealing: default off)")
-    m.add_argument("--drop-progress", dest="progress", action=argparse.BooleanOptionalAction,
-                   default=None,
-                   help="scale the loss drop (multipower) or annealing term C*S2 (annealing) by "
-                   "(S1/s1_ref)^-kappa, kappa sampled (not in the papers; see "
-                   "benchmarks/RESULTS.md); --no-drop-progress: the paper's law")
+    for title, options in option_groups():   # every law's options, from the law registry
+        grp = f.add_argument_group(title)
+        for opt in options:
+            kind = {"action": argparse.BooleanOptionalAction} if opt.type is bool else \
+                {"type": opt.type}
+            grp.add_argument(opt.cli_flag, dest=opt.name, default=None, help=opt.help, **kind)
     sampler_args(f)
 
 
@@ -127,7 +111,7 @@ def add_diagnose(sub) -> None:
 
 def add_config(sub) -> None:
     c = sub.add_parser("config", help="print a law's default priors and structure as JSON")
-    c.add_argument("--law", required=True, choices=LAW_NAMES)
+    c.add_argument("--law", required=True, choices=law_names())
 
 
 def cmd_fit(a) -> int:
@@ -148,23 +132,7 @@ def cmd_fit(a) -> int:
 
 
 def _law_options(a, df) -> dict:
-    names = ("replay", "unknown_pt", "size_extension", "checkpoint", "anchored")
-    given = {k: getattr(a, k) for k in names if getattr(a, k) is not None}
-    progress = getattr(a, "progress", None)
-    if progress is not None:
-        if a.law not in ("multipower", "annealing"):
-            raise ValueError(f"--drop-progress: an option of the multipower and annealing laws, "
-                             f"not of --law {a.law}")
-        if not given:   # saved only when it differs from the law's default
-
-            return {} if progress == get_law(a.law).progress else {"progress": progress}
-    if a.law != "cpt":
-        if given:
-            flags = ", ".join("--" + k.replace("_", "-") for k in given)
-            raise ValueError(f"{flags}: options of the cpt law, not of --law {a.law}")
-        return {}
-
-    return cpt_law_options(df, **given)
+    return resolve_law_options(a.law, df, {o.name: getattr(a, o.name, None) for o in cli_options()})
 
 
 def cmd_predict(a) -> int:

@@ -31,7 +31,7 @@ from bayescpt.core.tables import data_hash
 from bayescpt.curves.hierarchy import Prepared, build_model, make_config, prepare
 from bayescpt.curves.laws import LAWS, get_law
 from bayescpt.curves.laws.base import Law
-from bayescpt.curves.other_sets import add_to_posterior, fit_other, split_other
+from bayescpt.curves.other_sets import add_to_posterior, fit_other
 
 __all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
 
@@ -70,12 +70,7 @@ class Fit(FitBase, laws=tuple(LAWS)):
         s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
                              seed=seed, target_accept=target_accept)
         cfg["sampler"] = s
-        other = None
-        if law_obj.name == "cpt":
-
-            df_law, other = split_other(df)  # 'other' sets: combinations, fitted after
-        else:
-            df_law = df
+        df_law, other = law_obj.split_data(df)   # e.g. the cpt law's 'other' sets: fitted after
         prep = prepare(df_law, law_obj, cfg["settings"])
         model = build_model(law_obj, prep, cfg)
         t0 = time.perf_counter()
@@ -83,7 +78,6 @@ class Fit(FitBase, laws=tuple(LAWS)):
         wall = time.perf_counter() - t0
         meta = _meta(law_obj, law_options, df, prep, wall)
         if other is not None:
-
             post = idata.posterior
             arrays, summary = fit_other(df, other, post.sizes["chain"], post.sizes["draw"],
                                         seed=s["seed"])

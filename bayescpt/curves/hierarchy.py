@@ -9,30 +9,11 @@ Levels (``u`` is a parameter on its natural scale, or its log when the parameter
                                                                 that ran schedule s
     point i     log y_i ~ StudentT(nu, log L(theta_c(i), design_i), sigma_g(i))
 
-Why this shape (each choice measured on the multi-power-law held-out protocol, LAWS.md section 7):
-
-* The **schedule level** is what makes predictions for an *unseen schedule* honest. The law's error
-  on a new schedule is systematic, not noise; without this level, 90 % intervals covered 43-54 %
-  of held-out points. A prediction for a new schedule draws a fresh deviation w ~ N(0, tau).
-  Deviations are shared across sizes because the law's error is a property of the schedule (the
-  same schedules are hard at every size).
-* **tau** gets a boundary-avoiding LogNormal prior centred at ``run_sd`` (0.04 on the log scale
-  for the two amplitudes, A and C for the annealing law; A only for the multi-power law,
-  whose B deviation let the training schedules disagree on the decay's shape): three
-  training schedules cannot pin it down, and the prior encodes how much the law moves between
-  schedules, of the size implied by the seed papers' 0.15-0.36 % errors on unseen schedules.
-  With a vague prior the posterior tau was 0.008-0.024 and coverage 60-72 %. The centre was
-  checked on the same held-out protocol that reports the coverage (it is the only one with
-  unseen schedules here), so that protocol is not an independent test of it. A deviation of the
-  exponent alpha too cost accuracy without improving calibration.
-* **Group spreads** sd_p (and that of log sigma) get boundary-avoiding LogNormal priors too: with
-  three sizes the data cannot tell sd = 0 from a small sd, and prior mass near 0 made a funnel
-  (hundreds of divergences). The group level is centred: each group has hundreds of points, where
-  the non-centred form diverged badly (R-hat up to 2.7), as STACK.md warns.
-* **Student-t** noise on log loss (nu = 3): a Normal likelihood let the first, badly fitted points
-  after warmup drag the fit (mean error 0.26-0.35 % vs 0.18-0.26 % for the robust point fit);
-  Student-t matches the robust Huber point fit. An AR(1) residual model and a Gaussian-process
-  discrepancy in log S1 were tried and dropped: both fitted worse and sampled badly.
+Positive parameters are sampled as u = log(parameter). The group level is centred; group spreads
+sd_p, schedule spreads tau_p and the spread of log sigma have boundary-avoiding LogNormal priors
+(around ``group_sd``, ``run_sd`` and ``sigma_group_sd``). ``nu`` = 3 by default (robust to the
+first, badly fitted points after warmup). :func:`parameter_draws` draws the same levels with
+numpy for a new run (a fresh schedule deviation) or a new group (a new model size).
 """
 
 from __future__ import annotations
@@ -43,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.core.config import check_config
+from bayescpt.core.tables import DataError
 from bayescpt.curves.data import curve_info, schedule_ids, schedules_of
 from bayescpt.curves.laws.base import Law
 
@@ -233,3 +215,65 @@ def build_model(law: Law, prep: Prepared, config: dict):
         else:
             raise ValueError(f"noise family {noise['family']!r}; expected 'studentt' or 'normal'")
     return model
+
+
+def parameter_draws(fit, val_set: str, model_size, rng: np.random.Generator,
+                    new_run: bool = True, antithetic: bool = True) -> dict:
+    """Per-draw parameters (natural scale) of a new run in group (``val_set``, ``model_size``).
+
+    The numpy counterpart of :func:`build_model`'s levels, over the posterior draws of ``fit``
+    (a :class:`~bayescpt.curves.fit.Fit`): for a fitted group g, u = u_g; for a new group (a
+    new model size of a fitted validation set) u = mu + slope * x + sd * z_g with x its
+    standardised log size; with ``new_run`` the schedule level adds tau * z_s; z ~ N(0, 1).
+    Positive parameters are exp(u). ``_sigma`` is the residual scale on log loss (group
+    log_sigma, or a new group's draw around log_sigma_mu).
+
+    Returns {parameter: array}, shape (S,) over the S stored draws, or (2S,) with
+    ``antithetic``: every draw is used with z and with -z, which removes most of the Monte
+    Carlo noise the random deviations would add to the mean curve.
+    """
+    gi = fit.group_index(model_size, val_set)
+    pri = fit.config["priors"]
+    post = fit.idata.posterior
+    out = {}
+    if gi is None:
+        if val_set not in set(fit.groups["val_set"]):
+            raise DataError(f"validation set {val_set!r} is not in the fit "
+                            f"(known: {sorted(fit.groups['val_set'].unique())})")
+        if model_size is None or pd.isna(model_size):
+            raise DataError(f"validation set {val_set!r}: give model_size; the fit has several")
+        x = (np.log(float(model_size)) - fit.size_ref[0]) / fit.size_ref[1]
+
+    def dev(n):
+        z = rng.standard_normal(n)
+        return np.concatenate([z, -z]) if antithetic else z
+
+    def dup(a):
+        return np.concatenate([a, a]) if antithetic else a
+
+    for p in fit.law.params:
+        c = pri[p.name]
+        if gi is not None:
+            u = fit.flat(f"{p.name}_u")[:, gi]
+        else:
+            u = fit.flat(f"{p.name}_mu")
+            if f"{p.name}_slope" in post:
+                u = u + fit.flat(f"{p.name}_slope") * x
+        S = u.shape[0]
+        u = dup(u)
+        if gi is None and f"{p.name}_sd" in post:
+            u = u + dup(fit.flat(f"{p.name}_sd")) * dev(S)
+        if new_run and f"{p.name}_tau" in post:
+            u = u + dup(fit.flat(f"{p.name}_tau")) * dev(S)
+        out[p.name] = np.exp(u) if c["positive"] else u
+    if gi is not None:
+        log_sigma = fit.flat("log_sigma")[:, gi]
+    else:
+        log_sigma = fit.flat("log_sigma_mu")
+        if "log_sigma_sd" in post:
+            S = log_sigma.shape[0]
+            log_sigma = dup(log_sigma) + dup(fit.flat("log_sigma_sd")) * dev(S)
+            out["_sigma"] = np.exp(log_sigma)
+            return out
+    out["_sigma"] = np.exp(dup(log_sigma))
+    return out

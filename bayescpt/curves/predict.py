@@ -19,65 +19,12 @@ import pandas as pd
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import curve_info, schedules_of
 from bayescpt.curves.fit import Fit
-from bayescpt.curves.other_sets import other_sets
+from bayescpt.curves.hierarchy import parameter_draws
 
 CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
 
-
-def parameter_draws(fit: Fit, val_set: str, model_size, rng: np.random.Generator,
-                    new_run: bool = True, antithetic: bool = True) -> dict:
-    """Per-draw parameters (natural scale) for a new run (schedule) of the given group.
-
-    Shape (S,), or (2S,) with ``antithetic``: every posterior draw is used twice, with a new
-    schedule (and group) deviation w and with -w, which removes most of the Monte Carlo noise
-    that the random deviations would add to the mean curve.
-    """
-    gi = fit.group_index(model_size, val_set)
-    pri = fit.config["priors"]
-    post = fit.idata.posterior
-    out = {}
-    if gi is None:
-        if val_set not in set(fit.groups["val_set"]):
-            raise DataError(f"validation set {val_set!r} is not in the fit "
-                            f"(known: {sorted(fit.groups['val_set'].unique())})")
-        if model_size is None or pd.isna(model_size):
-            raise DataError(f"validation set {val_set!r}: give model_size; the fit has several")
-        x = (np.log(float(model_size)) - fit.size_ref[0]) / fit.size_ref[1]
-
-    def dev(n):
-        z = rng.standard_normal(n)
-        return np.concatenate([z, -z]) if antithetic else z
-
-    def dup(a):
-        return np.concatenate([a, a]) if antithetic else a
-
-    for p in fit.law.params:
-        c = pri[p.name]
-        if gi is not None:
-            u = fit.flat(f"{p.name}_u")[:, gi]
-        else:
-            u = fit.flat(f"{p.name}_mu")
-            if f"{p.name}_slope" in post:
-                u = u + fit.flat(f"{p.name}_slope") * x
-        S = u.shape[0]
-        u = dup(u)
-        if gi is None and f"{p.name}_sd" in post:
-            u = u + dup(fit.flat(f"{p.name}_sd")) * dev(S)
-        if new_run and f"{p.name}_tau" in post:
-            u = u + dup(fit.flat(f"{p.name}_tau")) * dev(S)
-        out[p.name] = np.exp(u) if c["positive"] else u
-    if gi is not None:
-        log_sigma = fit.flat("log_sigma")[:, gi]
-    else:
-        log_sigma = fit.flat("log_sigma_mu")
-        if "log_sigma_sd" in post:
-            S = log_sigma.shape[0]
-            log_sigma = dup(log_sigma) + dup(fit.flat("log_sigma_sd")) * dev(S)
-            out["_sigma"] = np.exp(log_sigma)
-            return out
-    out["_sigma"] = np.exp(dup(log_sigma))
-    return out
+__all__ = ["curve_draws", "other_draws", "parameter_draws", "predict_frame"]
 
 
 def curve_draws(fit: Fit, theta: dict, X: dict) -> np.ndarray:
@@ -113,7 +60,7 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     if not has_size and fit.groups["size"].nunique() > 1:
         raise DataError("the schedule has no model_size column; the fit has several model sizes "
                         f"({sorted(fit.groups['size'].unique())})")
-    others = other_sets(fit.meta)
+    others = fit.law.side_sets(fit.meta)
     pieces = []
     for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
         size = g["model_size"].iloc[0] if has_size else (

@@ -1,18 +1,24 @@
-"""The laws bayescpt models; each module fills the small interface of :mod:`.base`."""
+"""The laws bayescpt models; each module fills the small interface of :mod:`.base` and registers
+its class in :mod:`.registry` (importing this package registers the built-in laws)."""
 
+# imported in registration order, which is the order of the command line's --law choices
 from bayescpt.curves.laws.annealing import AnnealingLaw
-from bayescpt.curves.laws.base import Law, Param
-from bayescpt.curves.laws.cpt import CPTLaw
 from bayescpt.curves.laws.multipower import MultiPowerLaw
+from bayescpt.curves.laws.cpt import CPTLaw
+from bayescpt.curves.laws.base import Law, Param
+from bayescpt.curves.laws.cpt_modes import CPTMode
+from bayescpt.curves.laws.registry import (
+    LAWS,
+    LawOption,
+    cli_options,
+    get_law,
+    law_names,
+    option_groups,
+    register_law,
+    resolve_law_options,
+    unregister_law,
+)
 
-LAWS = {"annealing": AnnealingLaw, "multipower": MultiPowerLaw, "cpt": CPTLaw}
-
-
-def get_law(name: str, **options) -> Law:
-    """The law called ``name`` (``annealing``, ``multipower``, ``cpt``) with its options."""
-    if name not in LAWS:
-        raise ValueError(f"unknown law {name!r}; expected one of {sorted(LAWS)}")
-    return LAWS[name](**options)
-
-
-__all__ = ["LAWS", "AnnealingLaw", "CPTLaw", "Law", "MultiPowerLaw", "Param", "get_law"]
+__all__ = ["LAWS", "AnnealingLaw", "CPTLaw", "CPTMode", "Law", "LawOption", "MultiPowerLaw",
+           "Param", "cli_options", "get_law", "law_names", "option_groups", "register_law",
+           "resolve_law_options", "unregister_law"]

@@ -1,4 +1,4 @@
-"""LR-annealing law (Tissue, Wang, Wang 2024, arXiv 2408.11029), LAWS.md section 1.
+"""LR-annealing law (Tissue, Wang, Wang 2024, arXiv 2408.11029).
 
     L(s) = L0 + A * S1(s)^(-alpha) - C * S2(s)                       L0, A, alpha, C > 0
 
@@ -7,7 +7,7 @@ With ``size_extension=True`` it is the paper's Eq. 7 (N = non-embedding paramete
     L(s, N) = L0 + A * S1^(-alpha) + B * N^(-beta) - C * S2 * N^gamma
 
 Without it, model size enters the hierarchy instead: each parameter's group value is a regression
-on log N plus a group deviation (see :mod:`bayescpt.hierarchy`), which needs no extra parameters
+on log N plus a group deviation (see :mod:`bayescpt.curves.hierarchy`), which needs no extra parameters
 and is the default.
 
 With ``progress=True`` (not in the paper; off by default) the annealing term is scaled by the
@@ -18,8 +18,7 @@ forward area, as the multi-power law's ``progress`` term scales its loss drop::
 kappa = 0 is the paper's law; ``s1_ref`` = 3 (setting) is about the forward area in the middle of
 the training decays of the multi-power-law data (S1 2-4 there, lambda-independent), so C is the
 coefficient there. With ``size_extension`` the factor multiplies ``C * S2 * N^gamma``: it depends
-on S1 only, so the two extensions do not overlap. Motivation and numbers: ``benchmarks/RESULTS.md``
-(the law over-predicts the annealing gain late in a 3x longer cosine).
+on S1 only, so the two extensions do not overlap.
 """
 
 from __future__ import annotations
@@ -33,14 +32,21 @@ from bayescpt.curves.laws.base import (
     check_steps,
     progress_design,
     progress_factor,
+    progress_option,
     progress_param,
     size_in_millions,
 )
+from bayescpt.curves.laws.registry import LawOption, register_law
 
 
+@register_law
 class AnnealingLaw(Law):
     name = "annealing"
     default_settings = {"lam": 0.999, "warmup": "exact"}
+    options = (
+        LawOption("size_extension", False, "the paper's Eq. 7 (B N^-beta, C N^gamma)", cli=False),
+        progress_option(False),
+    )
 
     def __init__(self, size_extension: bool = False, progress: bool = False):
         self.size_extension = bool(size_extension)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bayescpt.core.schedules import Schedule
+from bayescpt.curves.laws.registry import LawOption
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Law:
 
     name: str = ""
     params: tuple[Param, ...] = ()
+    #: the constructor's keyword arguments, as data (see :mod:`.registry`)
+    options: tuple[LawOption, ...] = ()
     #: settings of the design (e.g. lambda, warmup convention); saved with the fit
     default_settings: dict = {}
 
@@ -54,9 +57,11 @@ class Law:
                info: dict | None = None) -> dict:
         """Features of ``schedule`` at ``steps`` (int array, 1 <= step <= T), as numpy arrays.
 
-        ``info`` describes the curve (see :func:`bayescpt.data.curve_info`): its ``model_size``
-        (non-embedding parameters or None), ``val_set``, ``val_role``, ``pt_end`` (last PT step,
-        0 for no PT rows) and ``replay_ratio``; laws use what they need.
+        ``info`` describes the curve (see :func:`bayescpt.curves.data.curve_info`): its
+        ``model_size`` (non-embedding parameters or None), ``val_set``, ``val_role``, ``pt_end``
+        (last PT step, 0 for no PT rows) and ``replay_ratio``; laws use what they need.
+        A pure function of its arguments: settings the design needs from the fitted data are
+        filled beforehand by :meth:`settings_from_data`, never here.
         """
         raise NotImplementedError
 
@@ -73,6 +78,28 @@ class Law:
 
     #: sampler settings (draws, tune, ...) a law or mode needs beyond the package's defaults
     default_sampler: dict = {}
+
+    @classmethod
+    def resolve_options(cls, df, given: dict) -> dict:
+        """The options a fit of table ``df`` records, from the validated ``given`` ones.
+
+        Default: the given options that differ from their defaults (a fit saves only those).
+        Laws that choose options from the data override this.
+        """
+        defaults = {o.name: o.default for o in cls.options}
+        return {k: v for k, v in given.items() if v != defaults[k]}
+
+    def split_data(self, df):
+        """(rows the law's model is fitted to, rows fitted after it by a side model or None).
+
+        Default: every row is the law's.
+        """
+        return df, None
+
+    def side_sets(self, meta: dict) -> dict:
+        """Validation sets a fit predicts as combinations of the law's sets (name -> spec with
+        ``general_set`` and ``domain_set``), read from the fit's metadata; none by default."""
+        return {}
 
     def settings_from_data(self, df, settings: dict) -> None:
         """Fill settings that come from the fitted table (saved with the fit); none by default."""
@@ -115,6 +142,17 @@ def size_in_millions(info: dict | None, law: str) -> float:
 # longer. s1_ref (setting, 3.0) is about the forward area in the middle of the training decays.
 KAPPA_SD = 0.2
 S1_REF = 3.0
+
+
+def progress_option(default: bool) -> LawOption:
+    """The ``progress`` option shared by the annealing and multi-power laws."""
+    return LawOption(
+        "progress", default, flag="--drop-progress",
+        group="multipower and annealing law option (multipower: default on; annealing: "
+              "default off)",
+        help="scale the loss drop (multipower) or annealing term C*S2 (annealing) by "
+             "(S1/s1_ref)^-kappa, kappa sampled (not in the papers; see "
+             "benchmarks/RESULTS.md); --no-drop-progress: the paper's law")
 
 
 def progress_param(doc: str) -> Param:

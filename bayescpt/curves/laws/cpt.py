@@ -1,4 +1,4 @@
-"""CPT learning-dynamics law (Wang, Tissue, Wang, Li, Zeng 2025, arXiv 2505.07796), LAWS.md section 3.
+"""CPT learning-dynamics law (Wang, Tissue, Wang, Li, Zeng 2025, arXiv 2505.07796).
 
 A continual pre-training (CPT) curve moves from the pre-training (PT) curve to a hidden curve::
 
@@ -9,101 +9,55 @@ S1pt, S2pt are the areas of the PT schedule up to the transfer step (frozen afte
 S2cpt those of the CPT segment so far, whose eta_0 is the last PT learning rate (a re-warmup
 gives a negative S2cpt). On PT rows the CPT areas are 0 and the law is the LR-annealing law.
 ``sign`` is +1 on a ``general`` validation set (the PT distribution: the loss rises) and -1 on a
-``domain`` set (the CPT distribution: the loss falls); B > 0 is its magnitude, so the sign is
-tied to the role by construction. All parameters are positive and live on the log scale.
+``domain`` set (the CPT distribution: the loss falls); B > 0 is its magnitude. All parameters
+are positive and live on the log scale. Losses in nats; areas in units of learning rate x steps.
 
 The shift is sampled as ``Bref``, its size at the reference area ``S1cpt = shift_ref`` (setting,
-default 1.0, about 5000 steps at 2e-4), and B = Bref / (1 - (1 + E * shift_ref)^(-beta)) is
-reported beside it. When E * S1cpt >> 1 over all the data (the paper's domain set has E = 5662)
-B, E and beta lie on a curved ridge that only pins their shift at the observed areas; B itself
-then sampled badly (R-hat 1.09, ESS 34 on simulated Fig. 3 data), Bref does not.
+default 1.0), and B = Bref / (1 - (1 + E * shift_ref)^(-beta)) is reported beside it: when
+E * S1cpt >> 1 over all the data, B, E and beta lie on a curved ridge that pins only the shift
+at the observed areas.
 
-Options (all of the same law; saved with the fit):
+The options form a :class:`~.cpt_modes.CPTMode` (saved with the fit):
 
 ``replay`` (Eq. 8; r = share of PT data in the CPT mixture, r_cpt = 1 - r)::
 
-    C2 -> C2 * exp(a1 * r),     shift -> shift * g_k(r_cpt),   g_k(x) = expm1(-k x) / expm1(-k)
+    C2 -> C2 * exp(a1 * (r - r_ref)),   shift -> shift * g_k(r_cpt) / g_k(1 - r_ref),
+    g_k(x) = expm1(-k x) / expm1(-k)
 
-  ``g_k`` is the paper's two shift factors in one family, rescaled so that g(1) = 1 (B keeps its
-  meaning of the shift of a pure-domain CPT run): k > 0 gives the general set's concave
-  (1 - exp(-a2 r_cpt)), k < 0 the domain set's convex (exp(a2 r_cpt) - 1); k is per validation
-  set and the data choose its sign. *Which ratio enters C2's exponent* (the paper's text and its
-  Fig. 19 caption disagree for the domain set) does not need deciding: exp(a1 r_pt) =
-  exp(a1) * exp(-a1 r_cpt), so with a1 of either sign and C2 free the two readings are the same
-  family; the fit reports a1 on r_pt, and a1 < 0 is the r_cpt reading with a positive exponent.
+  ``g_k`` is the paper's two shift factors in one family (k > 0: the general set's concave
+  1 - exp(-a2 r_cpt); k < 0: the domain set's convex exp(a2 r_cpt) - 1); k is per validation
+  set. exp(a1 r_pt) = exp(a1) * exp(-a1 r_cpt), so with a1 of either sign and C2 free the
+  paper's two readings of C2's exponent are the same family. ``r_ref`` (setting ``replay_ref``)
+  is 0 except in the checkpoint form, where it is the data's median ratio.
 
 ``size_extension`` (Eq. 7; N in millions of non-embedding parameters)::
 
     C1 -> C1 * N^gamma1,   C2 -> C2 * N^gamma2,   + F * N^(-gamma3)
 
-``unknown_pt``: runs without PT rows (an open-source base model) get S1pt as a parameter
-(shared by the validation sets, varying with model size through the hierarchy) and S2pt = 0:
-the PT is taken to have ended at learning rate 0, so its annealing term is constant and L0
-absorbs it (L0 is then not the irreducible loss for those runs).
+``unknown_pt``: runs without PT rows get S1pt as a parameter and S2pt = 0 (the PT is taken to
+have ended at learning rate 0; L0 absorbs its constant annealing term).
 
-``anchored`` (PT curves far from their floor, as the CPU lab's ~1000-step runs; asked for, not
-chosen from the data)::
+``anchored`` (the PT power law around the anchor area ``s`` = setting ``anchor_s1``, the median
+over runs of the PT area at the transfer, filled at fit time)::
 
     L0 + A * S1^(-alpha)  ->  Lr + (G * s / alpha) * ((S1 / s)^(-alpha) - 1)
 
-  is the same power law written around the anchor area ``s`` (setting ``anchor_s1``, filled at fit
-  time with the median over runs of the PT area at the transfer): Lr = L0 + A * s^(-alpha) is its
-  loss there and G = A * alpha * s^(-alpha - 1) its slope -dL/dS1. L0 and A are derived. On the
-  lab grid (25 runs, 3 sizes) sampling L0, A, alpha did not converge (R-hat 1.17-1.31, ESS 5-18;
-  L0-A correlation -0.9, L0-alpha +0.5 to +0.8, 219 leapfrog steps per draw): the PT curves are
-  nearly straight in log S1 (alpha ~ 0.01-0.2), which leaves L0 anywhere below the data. Lr and G
-  are pinned by the data (posterior sd 0.2-0.4 % and 3-8 %), alpha is only the curvature at s, per
-  group around a population value with a LogNormal prior around 0.3 (sd 0.7 on the log scale),
-  group spread around 0.3 and no size slope; alpha -> 0 is smooth (the law tends to
-  Lr - G s log(S1 / s)). On the lab grid alpha goes to ~0.01-0.02 in every group. One alpha for
-  all groups sampled the lab grid a little better but split the chains on simulated Fig. 3 data,
-  whose two sets have alpha 0.50 and 0.68 (R-hat 1.83); per group, the lab fit passes at the
-  default settings (4 x 1000 after 1000: R-hat 1.004, ESS 818, 0 divergences, 247 s).
-  Two more defaults of this option, each measured on the lab grid: runs that differ only in the
-  replay ratio share their schedule-level deviations (setting ``replay_deviation`` False; with a
-  deviation per ratio, the domain set's k and the Bref deviation at ratio 0.5 correlated at 0.8,
-  ESS 24), and k ~ N(0, 2) with group sd 2 (N(0, 4) / 3 let k wander to 12, where the shift no
-  longer depends on the ratio). **Not interpretable with this option** when alpha is near 0: L0
-  and A (derived; L0 goes far below 0 as alpha -> 0). Estimated: Lr, G, C1, C2, the shift, a1, k.
+  with Lr = L0 + A * s^(-alpha) the loss at s and G = A * alpha * s^(-alpha - 1) the slope
+  -dL/dS1 there; L0 = Lr - G s / alpha and A = G s^(alpha + 1) / alpha are derived. The form is
+  smooth as alpha -> 0 (it tends to Lr - G s log(S1 / s)).
 
-``checkpoint`` (data with one PT point: every run continues the same checkpoint and the only PT
-loss is the checkpoint's own, as in the mixing-laws experiment; chosen from the data by
-:func:`bayescpt.cpt.cpt_law_options`)::
+``checkpoint`` (one PT point: every run continues the same checkpoint, chosen from the data by
+:func:`~.cpt_options.cpt_law_options`)::
 
     L(t) = Lc + (G * S1T / alpha) * ((1 + S1cpt / S1T)^(-alpha) - 1) - C2 * S2cpt + sign * shift
 
-  is the law above rewritten around the checkpoint: with S1T, S2T the PT areas at the transfer,
-  Lc = L0 + A * S1T^(-alpha) - C1 * S2T is the loss at the checkpoint and
-  G = A * alpha * S1T^(-alpha - 1) the PT power law's slope -dL/dS1 there. One PT point fixes only
-  Lc: C1 * S2T is a constant that L0 absorbs, and the CPT covers S1 in [S1T, S1T + S1cpt] only
-  (on the mixing-law data S1cpt / S1T <= 0.28), where the power law is nearly a straight line of
-  slope G. What the mode does, and why (each measured on the mixing-law data, 2-4 chains):
-
-  * L0, A, alpha, C1 -> G: sampling them did not converge (R-hat 1.06-1.19, ESS 18-82); alpha is
-    fixed at the setting ``checkpoint_alpha`` (default 0.5; the paper's Fig. 3 values are
-    0.50 / 0.68): free, it went to 6 and bent the power law into a second shift.
-  * Lc is the checkpoint's *measured* loss per validation set (setting ``checkpoint_loss``,
-    filled from the data at fit time; its evaluation noise, ~0.07 % here, is ignored). Sampled,
-    the domain set's chains found a second mode that treats the checkpoint as an outlier of the
-    Student-t likelihood (Lc 1.65 against the measured 1.838).
-  * beta: one value for all validation sets with a tight prior at the paper's values (LogNormal
-    around 0.17, sd 0.3 on the log scale): with one CPT schedule beta -> 0, E -> infinity leave
-    the observed shift unchanged, and a per-set beta with the default prior gave R-hat 1.21.
-  * replay: Bref and C2 are defined at the data's median replay ratio (setting ``replay_ref``)
-    rather than at r = 0, an extrapolation; k gets a N(0, 1.5) prior (N(0, 4) let it wander to 8,
-    where the shift no longer depends on the ratio and the runs' own deviations carry it: R-hat
-    1.25); the per-run deviations of C2 and Bref get a tau prior centred at 0.02 (0.04 elsewhere),
-    as they trade off with a1 and k. B (derived) is still the pure-domain shift's asymptote.
-  * C2 is pooled tightly across validation sets (group sd 0.1 on the log scale; the paper's two
-    sets have 0.298 / 0.324): with the default 0.3 the domain set's C2 and G, both describing
-    the slow decline after the shift, traded off (R-hat 1.011, ESS 470).
-
-  **Not interpretable in this mode:** L0 and C1 (not estimated), alpha (fixed), A (reported,
-  derived as G * S1T^(alpha + 1) / alpha: only the local power law at the checkpoint), beta
-  (mostly its prior) and through it B and E. Estimated: G, C2, Bref, E given beta, a1, k.
-  A fit in this mode predicts CPT plans *from the same checkpoint* (any schedule, length or replay
-  ratio, on the fitted validation sets; PT rows before the transfer are predicted as NaN); plans
-  from another checkpoint are refused.
+  is the law rewritten around the checkpoint, S1T, S2T its PT areas (setting
+  ``checkpoint_areas``, filled at fit time): Lc = L0 + A * S1T^(-alpha) - C1 * S2T is the
+  checkpoint's *measured* loss per validation set (setting ``checkpoint_loss``), G = A * alpha *
+  S1T^(-alpha - 1), alpha is fixed (setting ``checkpoint_alpha``, default 0.5) and beta is one
+  value for all validation sets. A = G * S1T^(alpha + 1) / alpha is derived (the local power law
+  at the checkpoint only); L0 and C1 are not estimated. Such a fit predicts plans from the same
+  checkpoint (PT rows before the transfer are predicted as NaN) and refuses other checkpoints.
 """
 
 from __future__ import annotations
@@ -111,113 +65,53 @@ from __future__ import annotations
 import numpy as np
 
 from bayescpt.core.schedules import Schedule, areas
-from bayescpt.curves.data import schedules_of
-from bayescpt.curves.laws.base import Law, Param, check_steps, size_in_millions
+from bayescpt.curves.data import curve_info, schedules_of
+from bayescpt.curves.laws.base import Law, check_steps, size_in_millions
+from bayescpt.curves.laws.cpt_modes import BASE_SETTINGS, CPT_OPTIONS, CPTMode
+from bayescpt.curves.laws.cpt_options import cpt_law_options
+from bayescpt.curves.laws.registry import register_law
+from bayescpt.curves.other_sets import other_sets, split_other
 
 ROLE_SIGN = {"general": 1.0, "domain": -1.0}
 
 
+@register_law
 class CPTLaw(Law):
-    name = "cpt"
-    default_settings = {"lam": 0.999, "warmup": "exact", "shift_ref": 1.0}
+    """The cpt law in one :class:`~.cpt_modes.CPTMode` (given as options or as ``mode``)."""
 
-    @property
-    def derived_names(self):
-        if self.anchored:
-            return ("B", "L0", "A")
-        return ("B", "A") if self.checkpoint else ("B",)
+    name = "cpt"
+    default_settings = BASE_SETTINGS
+    options = CPT_OPTIONS
 
     def __init__(self, replay: bool = False, size_extension: bool = False,
-                 unknown_pt: bool = False, checkpoint: bool = False, anchored: bool = False):
-        self.replay = bool(replay)
-        self.size_extension = bool(size_extension)
-        self.unknown_pt = bool(unknown_pt)
-        self.checkpoint = bool(checkpoint)
-        self.anchored = bool(anchored)
-        if self.checkpoint and (self.unknown_pt or self.size_extension):
-            raise ValueError("the cpt law's checkpoint mode (one PT point, a known checkpoint) "
-                             "does not combine with unknown_pt or size_extension")
-        if self.checkpoint and self.anchored:
-            raise ValueError("the cpt law's anchored option is for data with PT curves; the "
-                             "checkpoint mode already anchors the law at its one PT point")
-        # Priors centred on the paper's fitted values (wang2025_cpt_fitted_parameters.csv, raw LR
-        # with peak 2e-4) and wide enough for the mixing-law data; group spreads are between
-        # validation sets (and sizes), where the paper's L0, B and E differ most.
-        params = (
-            Param("L0", True, np.log(2.5), 0.7, 0.5, 0.1, 0.0, "irreducible loss (nats)"),
-            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.0, "power-law amplitude"),
-            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.0, "power-law exponent in S1"),
-            Param("C1", True, np.log(0.3), 1.0, 0.3, 0.3, 0.0, "PT annealing coefficient"),
-            Param("C2", True, np.log(0.3), 1.0, 0.3, 0.3, 0.04, "CPT annealing coefficient"),
-            Param("Bref", True, np.log(0.3), 1.5, 0.7, 0.3, 0.04,
-                  "distribution shift at S1cpt = shift_ref (sign from the set's role)"),
-            Param("E", True, np.log(100.0), 2.0, 1.5, 0.3, 0.0, "shift rate in S1cpt"),
-            Param("beta", True, np.log(0.2), 1.0, 0.5, 0.2, 0.0, "shift exponent"),
-        )
-        if self.checkpoint:
-            # Lc replaces L0, G replaces A, C1 is dropped (see the module docstring). G's prior:
-            # the paper's Fig. 3 values give 0.01-0.1 per unit of S1 at their transfer areas.
-            # C2 and Bref keep their per-run deviations, with a tau prior centred at 0.02 instead
-            # of 0.04: with one checkpoint and one CPT schedule they trade off with the replay
-            # terms a1 and k (ESS 260-310 for k and the taus; 360-430 at 0.02).
-            # C2 is pooled tightly across validation sets (group sd 0.1; the paper's two sets have
-            # 0.298 / 0.324): with 0.3 the domain set's C2 traded off with its G (R-hat 1.011).
-            keep = {"C2", "Bref", "E"}
-            over = {"C2": 0.02, "Bref": 0.02}
-            pool = {"C2": 0.1}
-            self.default_settings = dict(CPTLaw.default_settings, checkpoint_alpha=0.5)
-            # G and C2 both describe the slow decline after the shift and mix slowly together:
-            # at 1000 + 1000 the joint mixing-law fit sat at R-hat 1.011. The domain set's G has
-            # a thin tail (~8 % of the mass: low G, high C2, low beta) that chains visit unevenly:
-            # at 2000 + 2000 one of the five held-out-share fits still sat at R-hat 1.0108 (ESS
-            # 803), at 3000 draws 1.0076 (ESS 1141). Sampler options override this.
-            self.default_sampler = {"draws": 3000, "tune": 2000}
-            params = (
-                Param("G", True, np.log(0.02), 1.5, 0.5, 0.3, 0.0,
-                      "slope -dL/dS1 of the PT power law at the checkpoint"),
-            ) + tuple(Param(p.name, p.positive, p.loc, p.scale, pool.get(p.name, p.group_sd),
-                            p.size_slope_sd, over.get(p.name, p.run_sd), p.doc)
-                      for p in params if p.name in keep) + (
-                Param("beta", True, np.log(0.17), 0.3, 0.0, 0.0, 0.0,
-                      "shift exponent (one value for all sets, near the paper's 0.15-0.19)"),)
-        if self.anchored:
-            # L0, A -> Lr, G at the anchor area S1 = anchor_s1 (inside the PT data); alpha is
-            # then only the curvature there, per group without a size slope (module docstring).
-            # Runs that differ only in the replay ratio share their schedule deviations: with a
-            # deviation per ratio, the domain set's k and the deviation of Bref at ratio 0.5
-            # (shared by the sizes) correlated at 0.8 on the lab grid (k's ESS 24).
-            self.default_settings = dict(CPTLaw.default_settings, anchor_s1=None,
-                                         replay_deviation=False)
-            anchor = {
-                "L0": Param("Lr", True, np.log(2.5), 0.7, 0.5, 0.1, 0.0,
-                            "PT power-law loss L0 + A * S1^-alpha at S1 = anchor_s1"),
-                "A": Param("G", True, np.log(0.1), 2.0, 0.5, 0.3, 0.0,
-                           "slope -dL/dS1 of the PT power law at S1 = anchor_s1"),
-                "alpha": Param("alpha", True, np.log(0.3), 0.7, 0.3, 0.0, 0.0,
-                               "power-law exponent in S1 (the curvature at the anchor)"),
-            }
-            params = tuple(anchor.get(p.name, p) for p in params)
-        if self.replay:
-            # checkpoint mode: a tighter prior on k. With N(0, 4) k wandered to 8, where the shift
-            # no longer depends on the ratio and the runs' own deviations carry it (R-hat 1.25).
-            # anchored: k ~ N(0, 2), group sd 2 (N(0, 4) / 3 let the domain set's k wander to
-            # 12 on the lab grid, where the shift no longer depends on the ratio: ESS 27)
-            ks = (1.5, 1.5) if self.checkpoint else (2.0, 2.0) if self.anchored else (4.0, 3.0)
-            params += (
-                Param("a1", False, 0.0, 1.0, 0.5, 0.0, 0.0, "replay exponent of C2 (on r_pt)"),
-                Param("k", False, 0.0, ks[0], ks[1], 0.0, 0.0, "curvature of the shift in r_cpt"),
-            )
-        if self.size_extension:
-            params += (
-                Param("gamma1", False, 0.0, 0.2, 0.1, 0.0, 0.0, "size exponent of C1"),
-                Param("gamma2", False, 0.0, 0.2, 0.1, 0.0, 0.0, "size exponent of C2"),
-                Param("F", True, np.log(3.0), 1.0, 0.2, 0.0, 0.0, "size amplitude"),
-                Param("gamma3", True, np.log(0.2), 0.7, 0.2, 0.0, 0.0, "size exponent"),
-            )
-        if self.unknown_pt:
-            params += (Param("S1pt", True, np.log(5.0), 1.5, 0.0, 0.5, 0.0,
-                             "PT forward area of a base model with unknown history"),)
-        self.params = params
+                 unknown_pt: bool = False, checkpoint: bool = False, anchored: bool = False,
+                 mode: CPTMode | None = None):
+        self.mode = mode if mode is not None else CPTMode(
+            replay=replay, size_extension=size_extension, unknown_pt=unknown_pt,
+            checkpoint=checkpoint, anchored=anchored)
+        self.params = self.mode.params()
+        self.default_settings = self.mode.default_settings()
+        self.default_sampler = self.mode.default_sampler()
+        self.derived_names = self.mode.derived_names()
+
+    replay = property(lambda self: self.mode.replay)
+    size_extension = property(lambda self: self.mode.size_extension)
+    unknown_pt = property(lambda self: self.mode.unknown_pt)
+    checkpoint = property(lambda self: self.mode.checkpoint)
+    anchored = property(lambda self: self.mode.anchored)
+
+    @classmethod
+    def resolve_options(cls, df, given):
+        """Given options kept, the others chosen from the data (:func:`cpt_law_options`)."""
+        return cpt_law_options(df, **given)
+
+    def split_data(self, df):
+        """``other`` validation sets are fitted after the law, as combinations of its curves."""
+        return split_other(df)
+
+    def side_sets(self, meta):
+        """The fit's ``other`` sets (:func:`~bayescpt.curves.other_sets.other_sets`)."""
+        return other_sets(meta)
 
     def derived(self, xp, theta, settings):
         """B, the shift's asymptotic magnitude, from Bref, E and beta."""
@@ -249,8 +143,7 @@ class CPTLaw(Law):
         lam = settings.get("lam", 0.999)
         t_pt = int(info.get("pt_end") or 0)
         if t_pt > 0:
-            s1p, s2p = Schedule(schedule.lr[:t_pt + 1], min(schedule.warmup_steps, t_pt)).areas(
-                lam=lam, warmup=settings.get("warmup", "exact"))
+            s1p, s2p = pt_areas(schedule, t_pt, settings)
         else:
             s1p = s2p = np.zeros(1)
         s1c, s2c = areas(schedule.lr[t_pt:], lam=lam, warmup="none")
@@ -259,7 +152,7 @@ class CPTLaw(Law):
         k_cpt = np.where(in_pt, 0, steps - t_pt)
         n = steps.size
         if self.checkpoint:
-            self._check_checkpoint(s1p[-1], s2p[-1], t_pt, steps, settings, info)
+            _check_checkpoint(s1p[-1], s2p[-1], t_pt, settings, info)
         X = {"S1pt": s1p[k_pt], "S2pt": s2p[k_pt], "S1cpt": s1c[k_cpt], "S2cpt": s2c[k_cpt],
              "sign": np.full(n, ROLE_SIGN[role]), "pt_known": np.full(n, float(t_pt > 0)),
              "shift_ref": np.full(n, float(settings.get("shift_ref", 1.0)))}
@@ -288,15 +181,19 @@ class CPTLaw(Law):
         return X
 
     def settings_from_data(self, df, settings):
-        """Checkpoint mode with replay: Bref and C2 are defined at the data's median replay ratio.
+        """Settings from the fitted table, saved with the fit (given ones are kept).
 
-        Defined at r_pt = 0 (a pure-domain CPT, the paper's convention) they are extrapolations
-        from the observed ratios (0.125-0.5 on the mixing-law data) and correlate with a1 and k
-        along a curved ridge. Other fits keep ``replay_ref`` = 0 unless the config sets it.
-        Anchored option: ``anchor_s1`` is the median over runs of the PT area at the transfer.
+        Anchored: ``anchor_s1``, the median over runs of the PT area at the transfer.
+        Checkpoint: ``checkpoint_areas`` [S1T, S2T] (:func:`checkpoint_areas`), the measured
+        ``checkpoint_loss`` per validation set (nats) and, with replay, ``replay_ref``, the data's
+        median replay ratio (Bref and C2 are defined there). Other fits keep ``replay_ref`` = 0.
         """
         if self.anchored and not settings.get("anchor_s1"):
             settings["anchor_s1"] = anchor_area(df, settings)
+        if self.checkpoint and not settings.get("checkpoint_areas"):
+            ck = checkpoint_areas(df, settings)
+            if ck is not None:
+                settings["checkpoint_areas"] = ck
         if self.checkpoint and not settings.get("checkpoint_loss"):
             pt = df[(df["phase"] == "pt") & df["loss"].notna()]
             settings["checkpoint_loss"] = {
@@ -316,24 +213,6 @@ class CPTLaw(Law):
             raise ValueError(f"run {run!r}, step {step}: a PT loss before the transfer step; "
                              "the cpt law's checkpoint mode is for data whose only PT loss is "
                              "the checkpoint's (fit without it)")
-
-    def _check_checkpoint(self, s1t, s2t, t_pt, steps, settings, info):
-        """Checkpoint mode: a known PT, no PT loss before the transfer, one checkpoint per fit.
-
-        The first curve designed (at fit time) records the checkpoint's areas in ``settings``
-        (saved with the fit); every later curve, and every plan predicted, must share them.
-        """
-        name = f"run {info.get('run')!r}" if info.get("run") is not None else "a curve"
-        if t_pt <= 0:
-            raise ValueError(f"{name}: the cpt law's checkpoint mode needs the PT schedule up to "
-                             "the transfer (phase 'pt' rows)")
-        ck = settings.get("checkpoint_areas")
-        if ck is None:
-            settings["checkpoint_areas"] = [float(s1t), float(s2t)]
-        elif not np.allclose([s1t, s2t], ck, rtol=1e-6, atol=1e-12):
-            raise ValueError(f"{name}: starts from a checkpoint with PT areas S1 {s1t:.6g}, S2 "
-                             f"{s2t:.6g}, but this checkpoint-mode fit knows only the checkpoint "
-                             f"with S1 {ck[0]:.6g}, S2 {ck[1]:.6g}")
 
     def mean(self, xp, theta, X):
         if self.checkpoint:
@@ -384,6 +263,43 @@ class CPTLaw(Law):
         return xp.where(X["before"] > 0, np.nan, out) if xp is np else out
 
 
+def pt_areas(schedule: Schedule, t_pt: int, settings: dict):
+    """S1, S2 of the PT schedule up to the transfer step ``t_pt`` (> 0), arrays of length
+    t_pt + 1, with the law's lambda and warmup convention."""
+    return Schedule(schedule.lr[:t_pt + 1], min(schedule.warmup_steps, t_pt)).areas(
+        lam=settings.get("lam", 0.999), warmup=settings.get("warmup", "exact"))
+
+
+def checkpoint_areas(df, settings) -> list[float] | None:
+    """[S1T, S2T], the PT areas at the transfer of the first run (in table order) with PT rows;
+    None when no run has any. The checkpoint form checks every curve against them."""
+    runs = df.loc[df["loss"].notna(), "run"].unique() if "loss" in df.columns else \
+        df["run"].unique()
+    for run in runs:
+        t_pt = curve_info(df, run, df.loc[df["run"] == run, "val_set"].iloc[0])["pt_end"]
+        if t_pt > 0:
+            s1, s2 = pt_areas(schedules_of(df[df["run"] == run])[run], t_pt, settings)
+            return [float(s1[-1]), float(s2[-1])]
+    return None
+
+
+def _check_checkpoint(s1t, s2t, t_pt, settings, info) -> None:
+    """Checkpoint form: a known PT, and the checkpoint of the fit (``checkpoint_areas``)."""
+    name = f"run {info.get('run')!r}" if info.get("run") is not None else "a curve"
+    if t_pt <= 0:
+        raise ValueError(f"{name}: the cpt law's checkpoint mode needs the PT schedule up to "
+                         "the transfer (phase 'pt' rows)")
+    ck = settings.get("checkpoint_areas")
+    if ck is None:
+        raise ValueError(f"{name}: the cpt law's checkpoint mode needs the setting "
+                         "checkpoint_areas (the checkpoint's PT areas S1, S2; filled from the "
+                         "data at fit time)")
+    if not np.allclose([s1t, s2t], ck, rtol=1e-6, atol=1e-12):
+        raise ValueError(f"{name}: starts from a checkpoint with PT areas S1 {s1t:.6g}, S2 "
+                         f"{s2t:.6g}, but this checkpoint-mode fit knows only the checkpoint "
+                         f"with S1 {ck[0]:.6g}, S2 {ck[1]:.6g}")
+
+
 def anchor_area(df, settings) -> float:
     """The anchored option's reference area: the median over runs of S1 at the transfer step
     (the PT's end; for CPT-only data, 1.0)."""
@@ -392,15 +308,12 @@ def anchor_area(df, settings) -> float:
         return 1.0
     ends = df[df["phase"] == "pt"].groupby("run")["step"].max()
     sched = schedules_of(df[df["run"].isin(ends.index)])
-    lam = settings.get("lam", 0.999)
     vals = []
     for run, t in ends.items():
         t = int(t)
         if t <= 0:
             continue
-        s = sched[run]
-        s1, _ = Schedule(s.lr[:t + 1], min(s.warmup_steps, t)).areas(
-            lam=lam, warmup=settings.get("warmup", "exact"))
+        s1, _ = pt_areas(sched[run], t, settings)
         vals.append(float(s1[-1]))
     return float(np.median(vals)) if vals else 1.0
 

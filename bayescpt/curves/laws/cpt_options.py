@@ -1,13 +1,5 @@
-"""Continual pre-training (CPT) runs as tables, and the decision quantities of a CPT plan.
-
-* :func:`cpt_rows` writes a PT schedule + a CPT segment as rows of the CPT data model
-  (:mod:`bayescpt.data`), for simulations and for plans to predict.
-* :func:`loss_potential` is the paper's loss potential of a PT schedule at its transfer step.
-* :func:`outlook` turns a fitted CPT law into per-draw decision quantities for plans: the final
-  general and domain losses, and the general-loss turning point.
-* :data:`PAPER_FIG3` holds the CPT-law parameters of Wang et al. 2025, Fig. 3 (FineWeb ->
-  Knowledge-Pile, 106M, raw LR with peak 2e-4), typed from the paper.
-"""
+"""The cpt law's options chosen from a CPT table (:func:`cpt_law_options`), used by
+:meth:`bayescpt.curves.laws.cpt.CPTLaw.resolve_options` when an option is not given."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Multi-power law (Luo et al. 2025, arXiv 2503.12811), LAWS.md section 2.
+"""Multi-power law (Luo et al. 2025, arXiv 2503.12811).
 
     L(t)  = L0 + A * (S1(t) + S_W)^(-alpha) - LD(t) * ((S1(t) + S_W) / s1_ref)^(-kappa)
     LD(t) = B * sum_{k=1..t} (eta_{k-1} - eta_k) * G(eta_k^(-gamma) * S_k(t)),
@@ -9,12 +9,9 @@ learning-rate increments are not decrements (they are clamped away).
 
 ``kappa`` is not in the paper (the paper's law is kappa = 0): it lets the loss drop's amplitude
 change with training progress, measured by the forward area (``s1_ref`` = 3, about the area at
-the middle of the training decays, so B is the amplitude there). Without it, the law fitted on
-24K-step runs over-predicts the drop in the middle of a 72K-step cosine by up to 0.5-0.9 % (point
-fit and posterior alike; the training cosines show the same sign in-sample, ~5x smaller). The
-training curves alone want kappa > 0 (point fits: ~0.15; the posterior: ~0.31, with the drop's
-shape then in the small-beta region, where B is sampled as Br, below). The default
-(``progress=True``); ``progress=False`` is the paper's law. See ``benchmarks/RESULTS.md``.
+the middle of the training decays, so B is the amplitude there). The default is
+``progress=True``; ``progress=False`` is the paper's law. With it, B is sampled as
+Br = B * G(Cr * sk_ref), the drop a decrement at eta_ref has made after an area ``sk_ref``.
 
 Evaluating LD exactly costs O(t) per point for a cosine, which decays at every step. The
 decrements are therefore grouped into at most ``bins_area + bins_time`` bins per schedule, with edges
@@ -36,8 +33,10 @@ from bayescpt.curves.laws.base import (
     check_steps,
     progress_design,
     progress_factor,
+    progress_option,
     progress_param,
 )
+from bayescpt.curves.laws.registry import register_law
 
 
 def _amplitude(theta, sk_ref):
@@ -93,8 +92,10 @@ def decrement_design(schedule, steps, bins_area: int = 48, bins_time: int = 48):
     return D, np.maximum(Sk, 0.0), log_eta
 
 
+@register_law
 class MultiPowerLaw(Law):
     name = "multipower"
+    options = (progress_option(True),)
     default_settings = {"warmup": "exact", "bins_area": 16, "bins_time": 16, "eta_ref": 3e-4}
     derived_names = ("C",)
 
