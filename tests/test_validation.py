@@ -274,3 +274,8 @@ def test_json_config_with_nan_is_refused(tmp_path, capsys):
     line = one_line_error(capsys, ["fit", write(tmp_path, GOOD), "--law", "annealing", "--out",
                                    tmp_path / "f.nc", "--config", cfg])
     assert "cfg.json: NaN in the config" in line
+
+
+def test_negative_exponent_number_reaches_its_option_check(capsys):
+    line = one_line_error(capsys, ["hparams", "predict", "HP.nc", "--n-params", "-1e8"])
+    assert "argument --n-params: '-1e8': expected a finite number > 0" in line
