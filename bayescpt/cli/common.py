@@ -47,8 +47,8 @@ def prepare_outputs(force: bool, inputs: dict | None = None, **outputs) -> None:
     missing or not writable; a ValueError / FileExistsError naming the option otherwise."""
     named = {"--" + k.replace("_", "-"): v for k, v in outputs.items()}
     for option, path in named.items():
-        refuse_overwrite(path, force)
         check_output(path, option)
+        refuse_overwrite(path, force)
     check_not_input(named, inputs or {})
 
 
