@@ -241,6 +241,15 @@ def test_internal_error_has_its_own_exit_code(monkeypatch, capsys):
     assert "Traceback" in capsys.readouterr().err
 
 
+def test_a_file_the_system_refuses_is_bad_input_not_a_bug(tmp_path, capsys):
+    fit = MODELS / "annealing_multipowerlaw.nc"
+    rc = main(["predict", str(fit), "--schedule", str(tmp_path), "--out",
+               str(tmp_path / "p.csv")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and str(tmp_path) in err, err
+    assert "internal error" not in err
+
+
 # ---- item 2: Ctrl-C --------------------------------------------------------------------------
 
 def _threads(pid: int) -> set[str]:

@@ -83,6 +83,10 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_PIPE
+    except OSError as err:     # a file the system refused (permissions, a folder, disk full)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"bayescpt: error: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_INPUT
     except Exception as err:  # noqa: BLE001 - anything else is a bug of ours: its own exit code
         if os.environ.get("BAYESCPT_DEBUG", "") not in ("", "0"):
             traceback.print_exc()
