@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from bayescpt.cli.main import main
 from bayescpt.curves.compare import differences, loo_table, parameter_table, shared_parameters

@@ -13,7 +13,7 @@ import pytest
 
 from bayescpt.cli.main import main
 from bayescpt.core.tables import DataError
-from bayescpt.hparams.data import cells, load_steplaw, read_grid, validate_grid
+from bayescpt.hparams.data import cells, load_steplaw, read_grid
 from conftest import SHARED
 
 LRS = 2.5e-3 * 2.0 ** np.arange(-3, 3)

@@ -2,26 +2,33 @@
 sampler options, config files, the diagnostics verdict, saving fits and figures.
 
 Exit codes: 0 success, 1 diagnostics failed under --strict (:data:`EXIT_STRICT`), 2 bad input or
-usage (:data:`EXIT_INPUT`).
+usage (:data:`EXIT_INPUT`), 3 internal error (:data:`EXIT_INTERNAL`), 130 interrupted by Ctrl-C
+(:data:`EXIT_INTERRUPTED`), 141 standard output closed by its reader (:data:`EXIT_PIPE`).
 """
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import json
 import math
-import os
+import signal
 import sys
-import tempfile
+import threading
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 from bayescpt.core.chains import drop_stuck_chains
 from bayescpt.core.tables import PLAIN_NUMBER
+from bayescpt.core.outputs import check_not_input, check_output, write_outputs
 
 EXIT_STRICT = 1
 EXIT_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130   # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+EXIT_PIPE = 141          # 128 + SIGPIPE: the reader of stdout went away (``| head``)
 
 
 def say(msg: str) -> None:
@@ -35,44 +42,79 @@ def refuse_overwrite(path, force: bool) -> None:
         raise FileExistsError(f"{path} exists; choose another --out or pass --force to replace it")
 
 
+def prepare_outputs(force: bool, inputs: dict | None = None, **outputs) -> None:
+    """The checks a command runs on its outputs before any work: each (``outputs`` maps an
+    option name, ``_`` for ``-``, to a path or None) is refused when it exists and ``force`` is
+    off, when it is one of ``inputs`` (label -> path) or another output, or when its folder is
+    missing or not writable; a ValueError / FileExistsError naming the option otherwise."""
+    named = {"--" + k.replace("_", "-"): v for k, v in outputs.items()}
+    for option, path in named.items():
+        check_output(path, option)
+        refuse_overwrite(path, force)
+    check_not_input(named, inputs or {})
+
+
+def csv_writer(df, float_format: str = "%.10g"):
+    """A writer for :func:`write_files`: ``df`` as CSV without its index."""
+    return lambda tmp: df.to_csv(tmp, index=False, float_format=float_format)
+
+
+def text_writer(text: str):
+    """A writer for :func:`write_files`: ``text`` as UTF-8."""
+    return lambda tmp: Path(tmp).write_text(text, encoding="utf-8")
+
+
+def figure_writer(fig, path, dpi: int = 110):
+    """A writer for :func:`write_files`: a matplotlib figure in the format of ``path``'s suffix
+    (matplotlib's default format, PNG, when there is none)."""
+    import matplotlib
+
+    fmt = Path(path).suffix[1:].lower() or matplotlib.rcParams["savefig.format"]
+    return lambda tmp: fig.savefig(tmp, dpi=dpi, format=fmt)
+
+
+def write_files(writers: dict, force: bool) -> list[Path]:
+    """Write several outputs all or none (``writers``: path -> writer; None paths skipped), each
+    atomically (:func:`bayescpt.core.outputs.write_outputs`); refuses to replace an existing
+    file unless ``force``. Returns the paths written."""
+    writers = {Path(p): w for p, w in writers.items() if p is not None}
+    for path in writers:
+        refuse_overwrite(path, force)
+    return write_outputs(writers)
+
+
 def write_csv(df, path, force: bool, float_format: str = "%.10g") -> Path:
     """Write a table as CSV to ``path`` atomically (a unique temporary file in the same folder,
-    then ``os.replace``), so a reader never sees half a file; refuses to replace an existing
-    file unless ``force``. Returns the path."""
-    path = Path(path)
-    refuse_overwrite(path, force)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            df.to_csv(fh, index=False, float_format=float_format)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    synced, then ``os.replace``), so a reader never sees half a file; refuses to replace an
+    existing file unless ``force``. Returns the path."""
+    return write_files({path: csv_writer(df, float_format)}, force)[0]
+
+
+def write_json_text(text: str, path, force: bool) -> Path:
+    """Write ``text`` plus a newline to ``path`` atomically; refuses to replace an existing file
+    unless ``force``. Returns the path."""
+    return write_files({path: text_writer(text + "\n")}, force)[0]
+
+
+def close_figure(fig) -> None:
+    """Release a matplotlib figure (None: nothing)."""
+    if fig is not None:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
 
 
 def save_figure(fig, path, force: bool, dpi: int = 110) -> Path:
     """Write a matplotlib figure to ``path`` and close it; the format follows the suffix
     (matplotlib's default format, PNG, when there is none).
 
-    Atomic: the image is written under a temporary name in the same folder, then moved over
-    ``path`` with ``os.replace``, so a reader never sees half a file. Refuses to replace an
+    Atomic: the image is written under a unique temporary name in the same folder, then moved
+    over ``path`` with ``os.replace``, so a reader never sees half a file. Refuses to replace an
     existing file unless ``force``. Returns the path."""
-    import matplotlib
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    refuse_overwrite(path, force)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fmt = path.suffix[1:].lower() or matplotlib.rcParams["savefig.format"]
     try:
-        fig.savefig(tmp, dpi=dpi, format=fmt)
-        os.replace(tmp, path)
+        return write_files({path: figure_writer(fig, path, dpi)}, force)[0]
     finally:
-        tmp.unlink(missing_ok=True)
-        plt.close(fig)
-    return path
+        close_figure(fig)
 
 
 def sampler_args(p: argparse.ArgumentParser) -> None:
@@ -208,15 +250,90 @@ def load_config(path):
         raise ValueError(f"{path}: not valid JSON ({err})") from None
 
 
+class Interrupted(Exception):
+    """The command was interrupted (Ctrl-C); the message says what was (not) written. Exit code
+    :data:`EXIT_INTERRUPTED`."""
+
+
+@contextmanager
+def interrupt_guard(repeat_s: float = 0.5):
+    """Within the block, SIGINT (Ctrl-C) raises KeyboardInterrupt as usual and is also recorded:
+    the yielded list is non-empty once one arrived, so an interrupt that a library caught (a
+    sampler returning its partial trace) is still seen afterwards. An interrupt that arrived
+    where Python cannot raise it (a finaliser during compilation: "Exception ignored") would be
+    lost, so after the first one KeyboardInterrupt is raised again every ``repeat_s`` seconds
+    until the block is left, and such ignored interrupts print nothing. Outside the main thread
+    (no signal handlers there) nothing is installed."""
+    hits: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield hits
+        return
+    done = threading.Event()
+    repeater: list[threading.Thread] = []
+
+    def repeat():
+        while not done.wait(repeat_s):
+            _thread.interrupt_main()
+
+    def handler(signum, frame):
+        if not repeater:
+            repeater.append(threading.Thread(target=repeat, daemon=True))
+            repeater[0].start()
+        hits.append(signum)
+        raise KeyboardInterrupt
+
+    def quiet_hook(unraisable):
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            old_hook(unraisable)
+
+    old_hook, sys.unraisablehook = sys.unraisablehook, quiet_hook
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        yield hits
+    finally:
+        done.set()
+        try:        # a last repeated interrupt lands here, still in our handler
+            for t in repeater:
+                t.join()
+        finally:
+            signal.signal(signal.SIGINT, old)
+            sys.unraisablehook = old_hook
+
+
+def refuse_partial(fit, out) -> None:
+    """Raise :class:`Interrupted` when ``fit`` holds fewer draws per chain, or fewer chains, than
+    its sampler settings asked for (a sampler stopped early returns a partial trace): such a
+    trace is never saved."""
+    asked = fit.config.get("sampler", {})
+    post = fit.idata.posterior
+    draws, want = post.sizes.get("draw", 0), asked.get("draws")
+    if want is not None and draws < int(want):
+        raise Interrupted(f"sampling stopped after {draws} of {want} draws per chain: the partial "
+                          f"trace is not saved; nothing written to {out}")
+    chains, want_chains = post.sizes.get("chain", 0), asked.get("chains")
+    dropped = "dropped_chains" in post.attrs
+    if want_chains is not None and chains < int(want_chains) and not dropped:
+        raise Interrupted(f"sampling returned {chains} of {want_chains} chains: the partial "
+                          f"trace is not saved; nothing written to {out}")
+
+
 def sample_and_save(a, run):
     """The fit commands' common part: ``run(**sampler options)`` -> fit, saved to ``a.out``, its
     time and diagnostics reported (the sampler's own warnings are replaced by that report).
     Returns (fit, diagnostics)."""
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit = run(sampler=a.sampler, chains=a.chains, draws=a.draws, tune=a.tune, seed=a.seed,
-                  progress=not a.quiet and sys.stderr.isatty(), warn=False)
+    try:
+        with warnings.catch_warnings(), interrupt_guard() as hit:
+            warnings.simplefilter("ignore")
+            fit = run(sampler=a.sampler, chains=a.chains, draws=a.draws, tune=a.tune,
+                      seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), warn=False)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted (Ctrl-C) while fitting: nothing written to {a.out}") \
+            from None
+    if hit:
+        # the sampler (nutpie, PyMC) caught the KeyboardInterrupt and returned what it had
+        raise Interrupted(f"interrupted (Ctrl-C) while fitting: nothing written to {a.out}")
+    refuse_partial(fit, a.out)
     if getattr(a, "drop_stuck_chains", False):
         drop_stuck_chains(fit.idata, inplace=True)   # recorded in the fit's attrs
     fit.save(a.out, overwrite=a.force)

@@ -7,12 +7,14 @@ from pathlib import Path
 
 from bayescpt.cli.common import nonneg_float, nonneg_int, positive_float, positive_int, probability, share
 from bayescpt.cli.common import (
+    close_figure,
+    figure_writer,
     float_list,
     int_list,
-    refuse_overwrite,
-    save_figure,
+    prepare_outputs,
     say,
     str_list,
+    write_files,
 )
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
@@ -94,9 +96,8 @@ def add_plan(sub) -> None:
 
 def cmd_plan(a) -> int:
 
-    refuse_overwrite(a.out, a.force)
-    if a.plot is not None:
-        refuse_overwrite(a.plot, a.force)
+    prepare_outputs(a.force, {"FIT.nc": a.fit, "--pt": a.pt, "--hparams": a.hparams,
+                              "--mixture": a.mixture}, out=a.out, plot=a.plot)
     fit = Fit.load(a.fit, law="cpt")
     pt = pt_schedule_from_table(read_curves(a.pt, need_loss=False), a.pt_run)
     res = run_plan(
@@ -112,7 +113,13 @@ def cmd_plan(a) -> int:
         mixture_tokens=a.mixture_tokens, mixture_model_size=a.mixture_model_size,
         mixture_label=getattr(a.mixture, "name", "the mixture fit"))
     table = res.table
-    write_plans(table, a.out)
+    fig = None if a.plot is None else plot_plans(table, tolerance=a.tolerance, risk=a.risk,
+                                                 prob=a.prob)
+    try:        # both outputs or neither
+        write_files({a.out: lambda tmp: write_plans(table, tmp),
+                     a.plot: None if fig is None else figure_writer(fig, a.plot)}, a.force)
+    finally:
+        close_figure(fig)
     say(f"evaluated {len(table)} plans x {res.draws.domain.shape[0]} draws x {a.points} steps "
         f"in {res.draws.seconds:.2f} s; wrote {a.out}")
     if res.lr_opt is not None:
@@ -138,9 +145,6 @@ def cmd_plan(a) -> int:
     else:
         say(res.infeasible)
     if a.plot is not None:
-
-        save_figure(plot_plans(table, tolerance=a.tolerance, risk=a.risk, prob=a.prob), a.plot,
-                    a.force)
         say(f"wrote {a.plot}")
     return 0
 

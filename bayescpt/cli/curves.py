@@ -12,14 +12,18 @@ from pathlib import Path
 
 from bayescpt.cli.common import nonneg_int, positive_int, probability
 from bayescpt.cli.common import (
+    close_figure,
+    csv_writer,
+    figure_writer,
     load_config,
-    refuse_overwrite,
+    prepare_outputs,
     sample_and_save,
     sampler_args,
     save_figure,
     say,
     str_list,
     verdict,
+    write_files,
 )
 from bayescpt.core.fitfile import load_fit
 from bayescpt.core.plotting import plot_diagnostics
@@ -116,7 +120,7 @@ def add_config(sub) -> None:
 
 def cmd_fit(a) -> int:
 
-    refuse_overwrite(a.out, a.force)
+    prepare_outputs(a.force, {"DATA.csv": a.data, "--config": a.config}, out=a.out)
     df = read_curves(a.data)
     if a.max_points:
         df = decimate(df, a.max_points)
@@ -137,10 +141,8 @@ def _law_options(a, df) -> dict:
 
 def cmd_predict(a) -> int:
 
-    refuse_overwrite(a.out, a.force)
-    for path in (a.outlook, a.plot):
-        if path is not None:
-            refuse_overwrite(path, a.force)
+    prepare_outputs(a.force, {"FIT.nc": a.fit, "--schedule": a.schedule}, out=a.out,
+                    outlook=a.outlook, plot=a.plot)
     fit = Fit.load(a.fit)
     if a.outlook is not None and fit.law.name != "cpt":
         raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
@@ -152,28 +154,29 @@ def cmd_predict(a) -> int:
     if pred["loss"].isna().all():
         cols.remove("loss")
     cols += ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
-    pred[cols].to_csv(a.out, index=False, float_format="%.6g")
+    # every output computed and drawn first, then written all or none
+    out = outlook(fit, sched, prob=a.prob, seed=a.seed) if a.outlook is not None else None
+    fig = None if a.plot is None else plot_predictions(
+        pred, prob=a.prob, title=f"{fit.law.name} law ({a.fit.name}): posterior mean, "
+                                 f"{a.prob:.0%} credible band and predictive interval")
+    try:
+        write_files({a.out: csv_writer(pred[cols], "%.6g"),
+                     a.outlook: None if out is None else csv_writer(out, "%.6g"),
+                     a.plot: None if fig is None else figure_writer(fig, a.plot)}, a.force)
+    finally:
+        close_figure(fig)
     say(f"wrote {len(pred)} rows to {a.out}")
-    if a.outlook is not None:
-
-        out = outlook(fit, sched, prob=a.prob, seed=a.seed)
-        out.to_csv(a.outlook, index=False, float_format="%.6g")
+    if out is not None:
         say(f"wrote the outlook of {out['run'].nunique()} plan(s) to {a.outlook}")
     if a.plot is not None:
-
-        save_figure(plot_predictions(pred, prob=a.prob,
-                                     title=f"{fit.law.name} law ({a.fit.name}): posterior mean, "
-                                           f"{a.prob:.0%} credible band and predictive interval"),
-                    a.plot, a.force)
         say(f"wrote {a.plot}")
     return 0
 
 
 def cmd_compare(a) -> int:
 
-    for path in (a.out, a.plot):
-        if path is not None:
-            refuse_overwrite(path, a.force)
+    prepare_outputs(a.force, {f"FIT.nc #{i + 1}": p for i, p in enumerate(a.fits)},
+                    out=a.out, plot=a.plot)
     if len(a.fits) < 2:
         raise ValueError("compare needs at least two fit files")
     fits = [Fit.load(p) for p in a.fits]
@@ -196,7 +199,7 @@ def cmd_compare(a) -> int:
         print(diff.drop(columns=["reference"]).to_string(
             index=False, float_format=lambda v: f"{v:.4g}"))
         if a.out is not None:
-            diff.to_csv(a.out, index=False, float_format="%.6g")
+            write_files({a.out: csv_writer(diff, "%.6g")}, a.force)
             say(f"wrote {a.out}")
     else:
         print("\nno validation set x model size in common: no pairwise differences (the forest "
@@ -223,8 +226,7 @@ def load_any_fit(path):
 
 def cmd_diagnose(a) -> int:
 
-    if a.plot is not None:
-        refuse_overwrite(a.plot, a.force)
+    prepare_outputs(a.force, {"FIT.nc": a.fit}, plot=a.plot)
     fit = load_any_fit(a.fit)
     diag = fit.diagnostics()
     print(f"{a.fit}: law {fit.meta['law']}, bayescpt {fit.meta['bayescpt_version']}, data "

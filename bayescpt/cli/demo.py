@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bayescpt.cli.common import nonneg_int
-from bayescpt.cli.common import save_figure, say
+from bayescpt.cli.common import csv_writer, nonneg_int, save_figure, say, write_files
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
@@ -86,7 +85,7 @@ def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int
                                  "sampler diagnostics"), targets["diagnostics_png"], force)
     log(f"[3/5] predicting {test['run'].nunique()} unseen schedules with 90 % intervals ...")
     pred = predict_frame(fit, test, prob=0.9, seed=seed)
-    pred.to_csv(targets["predictions"], index=False, float_format="%.6g")
+    write_files({targets["predictions"]: csv_writer(pred, "%.6g")}, force)
     table = score(pred)
     log(percent_text(table))
     save_figure(plot_predictions(pred, prob=0.9, title=f"{law} law: unseen schedules, posterior "
@@ -135,7 +134,7 @@ def _plan(csv: Path, png: Path, seed: int, force: bool, log):
     table, draws = res.table, res.draws
     log(f"[5/5] planning CPT on {CPT_REFERENCE.name} (simulated PT -> CPT runs, paper Fig. 3 "
         f"values): {len(table)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s")
-    write_plans(table, csv)
+    write_files({csv: lambda tmp: write_plans(table, tmp)}, force)
     c = res.chosen
     if c is not None:
         log(f"      chosen: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps from"

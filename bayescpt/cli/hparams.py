@@ -7,12 +7,16 @@ from pathlib import Path
 
 from bayescpt.cli.common import json_text, nonneg_float, nonneg_int, positive_float, probability
 from bayescpt.cli.common import (
+    close_figure,
+    figure_writer,
     load_config,
-    refuse_overwrite,
+    prepare_outputs,
     sample_and_save,
     save_figure,
     say,
+    text_writer,
     verdict,
+    write_files,
 )
 from bayescpt.core.tables import DataError
 from bayescpt.hparams.data import describe_grid, grid_hash, load_steplaw, read_grid
@@ -125,8 +129,7 @@ def run(a) -> int:
 
 def cmd_fit(a) -> int:
 
-    refuse_overwrite(a.out, a.force)
-    refuse_overwrite(a.plot, a.force)
+    prepare_outputs(a.force, {"GRID.csv": a.data, "--config": a.config}, out=a.out, plot=a.plot)
     df = read_any_grid(a.data)
     cfg = load_config(a.config) or {}
     if a.optimum_law:
@@ -146,8 +149,7 @@ def cmd_fit(a) -> int:
 
 def cmd_predict(a) -> int:
 
-    refuse_overwrite(a.out, a.force)
-    refuse_overwrite(a.plot, a.force)
+    prepare_outputs(a.force, {"HP.nc": a.fit}, out=a.out, plot=a.plot)
     fit = HparamsFit.load(a.fit)
     if (a.grid_lrs is None) != (a.grid_batches is None):
         raise ValueError("--grid-lrs and --grid-batches go together (the grid's learning rates "
@@ -156,18 +158,19 @@ def cmd_predict(a) -> int:
                           cpt_tokens=a.cpt_tokens, init_loss_sd=a.init_loss_sd, prob=a.prob,
                           seed=a.seed, grid_lrs=a.grid_lrs, grid_batch_sizes=a.grid_batches,
                           keep_draws=a.plot is not None)
-    if a.plot is not None:
-
-        save_figure(plot_optimum(res), a.plot, a.force)
-        say(f"wrote {a.plot}")
+    fig = None if a.plot is None else plot_optimum(res)
     res.pop("_draws", None)
     for w in res["warnings"]:
         say(f"warning: {w}")
     text = json_text(res)
+    try:        # both outputs or neither
+        write_files({a.out: text_writer(text + "\n"),
+                     a.plot: None if fig is None else figure_writer(fig, a.plot)}, a.force)
+    finally:
+        close_figure(fig)
+    if a.plot is not None:
+        say(f"wrote {a.plot}")
     if a.out:
-        tmp = a.out.with_name(a.out.name + ".tmp")
-        tmp.write_text(text + "\n")
-        tmp.replace(a.out)
         say(f"wrote {a.out}")
     print(text if not a.out else _short(res))
     return 0
@@ -198,7 +201,7 @@ def _short(res: dict) -> str:
 
 def cmd_plot(a) -> int:
 
-    refuse_overwrite(a.out, a.force)
+    prepare_outputs(a.force, {"HP.nc": a.fit, "GRID.csv": a.data}, out=a.out)
     fit = HparamsFit.load(a.fit)
     df = read_any_grid(a.data)
 

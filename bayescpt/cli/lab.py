@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bayescpt.cli.common import save_figure, say
+from bayescpt.cli.common import csv_writer, save_figure, say, write_files
 from bayescpt.lab.config import load_config
 from bayescpt.lab.phenomena import per_run
 from bayescpt.lab.plots import plot_all
@@ -60,7 +60,7 @@ def _dispatch(a: argparse.Namespace) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     table = out / "phenomena.csv"
-    per_run(curves, runs).to_csv(table, index=False, float_format="%.4f")
+    write_files({table: csv_writer(per_run(curves, runs), "%.4f")}, force=True)
     say(f"wrote {table}")
     for name, fig in plot_all(curves, runs).items():   # replaced on every call, as before
         say(f"wrote {save_figure(fig, out / f'{name}.png', force=True)}")

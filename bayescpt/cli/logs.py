@@ -11,8 +11,7 @@ import argparse
 import warnings
 from pathlib import Path
 
-from bayescpt.cli.common import positive_float
-from bayescpt.cli.common import refuse_overwrite, say, write_csv
+from bayescpt.cli.common import positive_float, prepare_outputs, say, write_csv
 from bayescpt.curves.data import DEFAULT_VAL_SET, PHASES, VAL_ROLES
 from bayescpt.datasets.logs import FORMATS, import_logs
 from bayescpt.datasets.schedule_spec import parse_schedule_spec
@@ -46,7 +45,7 @@ def add_commands(sub, sampler_args=None) -> dict:
 
 
 def cmd_import(a: argparse.Namespace) -> int:
-    refuse_overwrite(a.out, a.force)
+    prepare_outputs(a.force, {f"SRC #{i + 1}": p for i, p in enumerate(a.src)}, out=a.out)
     schedule = parse_schedule_spec(a.schedule) if a.schedule else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -4,19 +4,32 @@ The commands live in command-group modules (``cli.curves``: fit, predict, compar
 config; ``cli.cpt``: plan; ``cli.demo``; the plugins ``cli.lab``, ``cli.mixture``,
 ``cli.hparams``); this module assembles the parser and dispatches.
 
-Exit codes: 0 success, 1 diagnostics failed under --strict, 2 bad input or usage.
+Exit codes: 0 success, 1 diagnostics failed under --strict, 2 bad input or usage, 3 internal
+error (a bug: one line asking for a report; the traceback with ``BAYESCPT_DEBUG=1``), 130
+interrupted (Ctrl-C), 141 standard output closed by its reader (``bayescpt config | head -1``:
+quiet, as command-line tools are).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 import warnings
 from importlib import import_module
 
 from bayescpt import __version__
 from bayescpt.cli import cpt, curves, demo
-from bayescpt.cli.common import EXIT_INPUT, allow_negative_numbers, sampler_args
+from bayescpt.cli.common import (
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_PIPE,
+    Interrupted,
+    allow_negative_numbers,
+    sampler_args,
+)
 from bayescpt.core.tables import DataError, DataWarning
 from bayescpt.curves.fit import FitError
 
@@ -60,10 +73,42 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             warnings.simplefilter("always", DataWarning)
-            return COMMANDS[args.command](args)
+            code = COMMANDS[args.command](args)
+        sys.stdout.flush()      # a closed pipe shows here, not at exit
+        return code
     except (DataError, FitError, FileExistsError, ValueError) as err:
         print(f"bayescpt: error: {err}", file=sys.stderr)
         return EXIT_INPUT
+    except Interrupted as err:
+        print(f"bayescpt: {err}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("bayescpt: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE
+    except OSError as err:     # a file the system refused (permissions, a folder, disk full)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"bayescpt: error: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_INPUT
+    except Exception as err:  # noqa: BLE001 - anything else is a bug of ours: its own exit code
+        if os.environ.get("BAYESCPT_DEBUG", "") not in ("", "0"):
+            traceback.print_exc()
+        msg = str(err).splitlines()[0] if str(err) else ""
+        print(f"bayescpt: internal error: {type(err).__name__}{': ' + msg if msg else ''} -- "
+              "please report it (BAYESCPT_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so Python's flush at exit raises no second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 _SHOW = warnings.showwarning

@@ -7,12 +7,15 @@ from pathlib import Path
 
 from bayescpt.cli.common import finite_float, json_text, positive_float, probability
 from bayescpt.cli.common import (
+    close_figure,
+    figure_writer,
     load_config,
-    refuse_overwrite,
+    prepare_outputs,
     sample_and_save,
-    save_figure,
     say,
+    text_writer,
     verdict,
+    write_files,
 )
 from bayescpt.core.config import merge_config
 from bayescpt.mixture.data import describe, read_mixture
@@ -92,7 +95,7 @@ def cmd_config(a) -> int:
 
 def cmd_fit(a) -> int:
 
-    refuse_overwrite(a.out, a.force)
+    prepare_outputs(a.force, {"DATA.csv": a.data, "--config": a.config}, out=a.out)
     df = read_mixture(a.data)
     cfg = load_config(a.config) or {}
     if a.ratio_form:
@@ -108,9 +111,7 @@ def cmd_fit(a) -> int:
 
 def cmd_cmr(a) -> int:
 
-    for path in (a.out, a.plot):
-        if path is not None:
-            refuse_overwrite(path, a.force)
+    prepare_outputs(a.force, {"MIX.nc": a.fit}, out=a.out, plot=a.plot)
     if not 0 < a.risk < 1:
         raise ValueError(f"--risk {a.risk:g}; expected a probability in (0, 1)")
     if not 0 < a.prob < 1:
@@ -124,8 +125,13 @@ def cmd_cmr(a) -> int:
     if len(results) == 1:
         out.update({k: results[0][k] for k in ("cmr", "cmr_at_risk", "p_feasible")})
     text = json_text(out)
+    fig = None if a.plot is None else plot_cmr(fit, results, prob=a.prob, risk=a.risk)
+    try:        # both outputs or neither
+        write_files({a.out: text_writer(text + "\n"),
+                     a.plot: None if fig is None else figure_writer(fig, a.plot)}, a.force)
+    finally:
+        close_figure(fig)
     if a.out:
-        a.out.write_text(text + "\n")
         say(f"wrote {a.out}")
     else:
         print(text)
@@ -135,6 +141,5 @@ def cmd_cmr(a) -> int:
             f"[{c['lower']:.3f}, {c['upper']:.3f}] ({a.prob:.0%}), CMR at risk {a.risk:g}: "
             f"{r['cmr_at_risk']:.3f}" + "".join(f"\n  note: {n}" for n in r["notes"]))
     if a.plot:
-        save_figure(plot_cmr(fit, results, prob=a.prob, risk=a.risk), a.plot, a.force)
         say(f"wrote {a.plot}")
     return 0

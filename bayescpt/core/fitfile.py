@@ -11,7 +11,6 @@ reads any fit file as the class registered for its law.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import pandas as pd
 
 from bayescpt import __version__
 from bayescpt.core.diagnostics import Diagnostics, summarize
+from bayescpt.core.outputs import write_outputs
 
 FORMAT = "bayescpt-fit/1"
 
@@ -28,15 +28,15 @@ class FitError(ValueError):
 
 
 def save_idata(idata, attrs: dict, path, overwrite: bool = False) -> Path:
-    """Write ``idata`` with ``attrs`` (on its posterior) to ``path`` atomically."""
+    """Write ``idata`` with ``attrs`` (on its posterior) to ``path`` atomically: a unique
+    temporary in the same folder, synced, then renamed over ``path`` (see
+    :mod:`bayescpt.core.outputs`), so ``path`` is always the old file or the complete new one."""
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; choose another name or allow overwriting "
                               "(--force on the command line)")
     idata.posterior.attrs.update(attrs)
-    tmp = path.with_name(path.name + ".tmp")
-    idata.to_netcdf(str(tmp))
-    os.replace(tmp, path)
+    write_outputs({path: lambda tmp: idata.to_netcdf(str(tmp))})
     return path
 
 

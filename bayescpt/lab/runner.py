@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 import bayescpt
+from bayescpt.core.outputs import write_text
 from bayescpt.lab import require_torch
 from bayescpt.lab.config import LabConfig
 from bayescpt.lab.corpora import Corpus, load_corpus
@@ -235,6 +236,5 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
 
 
 def _atomic_write(path: Path, text: str):
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    """``text`` to ``path`` through a unique synced temporary (:mod:`bayescpt.core.outputs`)."""
+    write_text(path, text)
