@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from pathlib import Path
 
 from bayescpt.cli.common import (
@@ -31,6 +32,7 @@ from bayescpt.curves.compare import (
     shared_parameters,
 )
 from bayescpt.curves.data import decimate, describe, read_curves
+from bayescpt.curves.extrapolation import ExtrapolationWarning, RangeUnknownWarning
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.hierarchy import default_config
 from bayescpt.curves.laws import (
@@ -145,7 +147,7 @@ def cmd_predict(a) -> int:
         raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
                          "needs a cpt fit")
     sched = read_curves(a.schedule, need_loss=False)
-    pred = predict_frame(fit, sched, prob=a.prob, seed=a.seed)
+    pred = _predict_telling(fit, sched, a.prob, a.seed)
     cols = [c for c in ("run", "step", "lr", "phase", "val_set", "val_role", "model_size",
                         "replay_ratio", "loss") if c in pred.columns]
     if pred["loss"].isna().all():
@@ -166,6 +168,23 @@ def cmd_predict(a) -> int:
                     a.plot, a.force)
         say(f"wrote {a.plot}")
     return 0
+
+
+def _predict_telling(fit, sched, prob, seed):
+    """:func:`predict_frame`, with each extrapolation warning as one stderr line (also when the
+    prediction is then refused as impossible); other warnings pass on unchanged."""
+    ours = (ExtrapolationWarning, RangeUnknownWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ExtrapolationWarning)
+        warnings.simplefilter("always", RangeUnknownWarning)
+        try:
+            return predict_frame(fit, sched, prob=prob, seed=seed)
+        finally:
+            for w in caught:
+                if issubclass(w.category, ours):
+                    say(f"warning: {w.message}")
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def cmd_compare(a) -> int:
