@@ -21,6 +21,7 @@ from bayescpt.cli.common import (
     str_list,
     verdict,
 )
+from bayescpt.cli.progress import stage
 from bayescpt.core.fitfile import load_fit
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.outlook import outlook
@@ -44,6 +45,7 @@ from bayescpt.curves.laws import (
 )
 from bayescpt.curves.plots import plot_forest, plot_predictions
 from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
 from bayescpt.hparams.fit import HparamsFit  # noqa: F401 - registers the hparams fit class
 from bayescpt.mixture.fit import MixtureFit  # noqa: F401 - registers the mixture fit class
 
@@ -57,6 +59,9 @@ def add_fit(sub) -> None:
     f.add_argument("--out", required=True, type=Path, metavar="FIT.nc")
     f.add_argument("--max-points", type=int, default=None,
                    help="thin each curve to about this many loss points (decay phases kept dense)")
+    f.add_argument("--all-points", action="store_true",
+                   help=f"fit every loss point; by default curves with more than "
+                   f"{AUTO_THIN_ABOVE} loss points are thinned to about {AUTO_MAX_POINTS}")
     for title, options in option_groups():   # every law's options, from the law registry
         grp = f.add_argument_group(title)
         for opt in options:
@@ -118,9 +123,7 @@ def add_config(sub) -> None:
 def cmd_fit(a) -> int:
 
     refuse_overwrite(a.out, a.force)
-    df = read_curves(a.data)
-    if a.max_points:
-        df = decimate(df, a.max_points)
+    df = _read_for_fit(a)
     law_options = _law_options(a, df)
     if not a.quiet:
         say(f"data: {a.data} {describe(df)}")
@@ -130,6 +133,24 @@ def cmd_fit(a) -> int:
     _, diag = sample_and_save(a, lambda **kw: Fit.run(
         df, law=a.law, law_options=law_options, config=load_config(a.config), **kw))
     return verdict(diag, a.strict)
+
+
+def _read_for_fit(a):
+    """The table to fit: read (progress lines when that is slow), then thinned as asked, or by
+    default where curves are very long (:func:`thin_long_curves`, with one line saying so)."""
+    quiet = {"out": lambda msg: None} if a.quiet else {}
+    mb = a.data.stat().st_size / 1e6 if a.data.is_file() else 0.0
+    with stage(f"reading {a.data} ({mb:.0f} MB)", **quiet):
+        df = read_curves(a.data)
+    if a.max_points:
+        return decimate(df, a.max_points)
+    if a.all_points:
+        return df
+    with stage("thinning long curves", **quiet):
+        df, note = thin_long_curves(df)
+    if note is not None:
+        say(f"{note} (--all-points keeps every point; --max-points N sets the number)")
+    return df
 
 
 def _law_options(a, df) -> dict:
