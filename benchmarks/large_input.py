@@ -7,7 +7,8 @@ process per N, times each stage ``bayescpt fit`` goes through before compiling: 
 (:func:`bayescpt.curves.thinning.thin_long_curves`) and the model's index and design
 (:func:`bayescpt.curves.hierarchy.prepare`), and the peak resident memory of that process.
 
-    python benchmarks/large_input.py [--rows 1e4,1e5,1e6,3e6] [--runs 30] [--dir /tmp]
+    python benchmarks/large_input.py [--rows 1e4,1e5,1e6,3e6] [--runs 30] [--dir /tmp] \
+        [--all-points]
 
 Prints one table row per N: file MB, seconds per stage, peak RSS in MB, loss points kept.
 """
@@ -47,7 +48,7 @@ def write_table(path: Path, rows: int, runs: int, seed: int = 0) -> None:
                 fh, header=False, index=False, float_format="%.6g")
 
 
-def measure(path: str) -> dict:
+def measure(path: str, thin: bool = True) -> dict:
     """Stage times and the peak RSS of this process (run in a fresh one per table)."""
     from bayescpt.curves.data import read_curves
     from bayescpt.curves.hierarchy import make_config, prepare
@@ -59,7 +60,7 @@ def measure(path: str) -> dict:
     df = read_curves(path)
     out["read_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    df, note = thin_long_curves(df)
+    df, note = thin_long_curves(df) if thin else (df, None)
     out["thin_s"] = time.perf_counter() - t
     law = get_law("annealing")
     t = time.perf_counter()
@@ -76,10 +77,12 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", default="1e4,1e5,1e6,3e6")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--dir", type=Path, default=None, help="scratch folder (default: a temp one)")
+    ap.add_argument("--all-points", action="store_true",
+                    help="skip the automatic thinning (what `fit --all-points` prepares)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.measure:
-        print(json.dumps(measure(a.measure)))
+        print(json.dumps(measure(a.measure, thin=not a.all_points)))
         return
     print(f"{'rows':>9} {'MB':>6} {'read s':>7} {'thin s':>7} {'prep s':>7} {'peak MB':>8} "
           f"{'points':>7}")
@@ -87,7 +90,8 @@ def main(argv=None) -> None:
         for n in (int(float(x)) for x in a.rows.split(",")):
             path = Path(tmp) / f"large_{n}.csv"
             write_table(path, n, a.runs)
-            res = subprocess.run([sys.executable, __file__, "--measure", str(path)],
+            res = subprocess.run([sys.executable, __file__, "--measure", str(path)]
+                                 + (["--all-points"] if a.all_points else []),
                                  capture_output=True, text=True, env=dict(os.environ),
                                  check=True)
             m = json.loads(res.stdout.strip().splitlines()[-1])
