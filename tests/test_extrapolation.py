@@ -154,3 +154,10 @@ def test_cli_prints_one_line_per_warning_and_exits_2_on_impossible(small_fit_fil
                "--out", str(tmp_path / "d.csv")])
     err = capsys.readouterr().err
     assert rc == 2 and "run 'dead'" in err and not (tmp_path / "d.csv").exists()
+
+
+def test_bad_input_gives_its_error_without_extrapolation_lines(fit):
+    df = table(schedule("hot", peak=100 * PEAK).assign(val_set="elsewhere"))
+    err, warned, unknown = caught(lambda: predict_frame(fit, df))
+    assert isinstance(err, ValueError) and not isinstance(err, ImpossiblePrediction)
+    assert warned == [] and unknown == []

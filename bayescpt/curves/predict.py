@@ -21,6 +21,7 @@ import pandas as pd
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import curve_info, schedules_of
 from bayescpt.curves.extrapolation import (
+    ImpossiblePrediction,
     RangeUnknownWarning,
     check_extrapolation,
     check_possible,
@@ -68,21 +69,37 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
         raise ValueError(f"prob={prob}; expected a probability strictly between 0 and 1")
     rng = np.random.default_rng(seed)
     sched = schedules_of(df)
-    q = [(1 - prob) / 2, (1 + prob) / 2]
-    nu = fit.config["noise"].get("nu", 5.0)
-    student = fit.config["noise"]["family"] == "studentt"
     has_size = "model_size" in df.columns
     if not has_size and fit.groups["size"].nunique() > 1:
         raise DataError("the schedule has no model_size column; the fit has several model sizes "
                         f"({sorted(fit.groups['size'].unique())})")
     others = fit.law.side_sets(fit.meta)
     trained = range_of_fit(fit)
-    note = unknown_note(trained)
-    if note is not None:
-        warnings.warn(RangeUnknownWarning(note), stacklevel=2)
     found = check_extrapolation(trained, df, sched)
-    for w in found:
-        warnings.warn(w, stacklevel=2)
+
+    def tell():   # after the input passed its checks: with the result, or with the refusal
+        note = unknown_note(trained)
+        for w in ([RangeUnknownWarning(note)] if note is not None else []) + found:
+            warnings.warn(w, stacklevel=3)
+
+    try:
+        pieces = _predict_runs(fit, df, sched, has_size, others, prob, rng)
+    except ImpossiblePrediction:
+        tell()
+        raise
+    tell()
+    if not pieces:
+        raise DataError("nothing to predict: no rows with step >= 1")
+    out = pd.concat(pieces).sort_index()
+    out.attrs["extrapolation"] = found
+    return out
+
+
+def _predict_runs(fit, df, sched, has_size, others, prob, rng) -> list:
+    """:func:`predict_frame`'s table of each (run, val_set), a list."""
+    q = [(1 - prob) / 2, (1 + prob) / 2]
+    nu = fit.config["noise"].get("nu", 5.0)
+    student = fit.config["noise"]["family"] == "studentt"
     pieces = []
     for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
         size = g["model_size"].iloc[0] if has_size else (
@@ -114,11 +131,7 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
         else:
             check_possible(res, OUTPUT_COLUMNS)
         pieces.append(res)
-    if not pieces:
-        raise DataError("nothing to predict: no rows with step >= 1")
-    out = pd.concat(pieces).sort_index()
-    out.attrs["extrapolation"] = found
-    return out
+    return pieces
 
 
 def other_draws(fit: Fit, vs: str, spec: dict, schedule, steps, info: dict,
