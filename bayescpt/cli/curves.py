@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from pathlib import Path
 
 from bayescpt.cli.common import nonneg_int, positive_int, probability
@@ -25,6 +26,7 @@ from bayescpt.cli.common import (
     verdict,
     write_files,
 )
+from bayescpt.cli.progress import stage
 from bayescpt.core.fitfile import load_fit
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.outlook import outlook
@@ -36,6 +38,7 @@ from bayescpt.curves.compare import (
     shared_parameters,
 )
 from bayescpt.curves.data import decimate, describe, read_curves
+from bayescpt.curves.extrapolation import ExtrapolationWarning, RangeUnknownWarning
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.hierarchy import default_config
 from bayescpt.curves.laws import (
@@ -47,6 +50,7 @@ from bayescpt.curves.laws import (
 )
 from bayescpt.curves.plots import plot_forest, plot_predictions
 from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
 from bayescpt.hparams.fit import HparamsFit  # noqa: F401 - registers the hparams fit class
 from bayescpt.mixture.fit import MixtureFit  # noqa: F401 - registers the mixture fit class
 
@@ -60,6 +64,9 @@ def add_fit(sub) -> None:
     f.add_argument("--out", required=True, type=Path, metavar="FIT.nc")
     f.add_argument("--max-points", type=positive_int, default=None,
                    help="thin each curve to about this many loss points (decay phases kept dense)")
+    f.add_argument("--all-points", action="store_true",
+                   help=f"fit every loss point; by default curves with more than "
+                   f"{AUTO_THIN_ABOVE} loss points are thinned to about {AUTO_MAX_POINTS}")
     for title, options in option_groups():   # every law's options, from the law registry
         grp = f.add_argument_group(title)
         for opt in options:
@@ -121,9 +128,7 @@ def add_config(sub) -> None:
 def cmd_fit(a) -> int:
 
     prepare_outputs(a.force, {"DATA.csv": a.data, "--config": a.config}, out=a.out)
-    df = read_curves(a.data)
-    if a.max_points:
-        df = decimate(df, a.max_points)
+    df = _read_for_fit(a)
     law_options = _law_options(a, df)
     if not a.quiet:
         say(f"data: {a.data} {describe(df)}")
@@ -133,6 +138,24 @@ def cmd_fit(a) -> int:
     _, diag = sample_and_save(a, lambda **kw: Fit.run(
         df, law=a.law, law_options=law_options, config=load_config(a.config), **kw))
     return verdict(diag, a.strict)
+
+
+def _read_for_fit(a):
+    """The table to fit: read (progress lines when that is slow), then thinned as asked, or by
+    default where curves are very long (:func:`thin_long_curves`, with one line saying so)."""
+    quiet = {"out": lambda msg: None} if a.quiet else {}
+    mb = a.data.stat().st_size / 1e6 if a.data.is_file() else 0.0
+    with stage(f"reading {a.data} ({mb:.0f} MB)", **quiet):
+        df = read_curves(a.data)
+    if a.max_points:
+        return decimate(df, a.max_points)
+    if a.all_points:
+        return df
+    with stage("thinning long curves", **quiet):
+        df, note = thin_long_curves(df)
+    if note is not None:
+        say(f"{note} (--all-points keeps every point; --max-points N sets the number)")
+    return df
 
 
 def _law_options(a, df) -> dict:
@@ -148,7 +171,7 @@ def cmd_predict(a) -> int:
         raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
                          "needs a cpt fit")
     sched = read_curves(a.schedule, need_loss=False)
-    pred = predict_frame(fit, sched, prob=a.prob, seed=a.seed)
+    pred = _predict_telling(fit, sched, a.prob, a.seed)
     cols = [c for c in ("run", "step", "lr", "phase", "val_set", "val_role", "model_size",
                         "replay_ratio", "loss") if c in pred.columns]
     if pred["loss"].isna().all():
@@ -171,6 +194,23 @@ def cmd_predict(a) -> int:
     if a.plot is not None:
         say(f"wrote {a.plot}")
     return 0
+
+
+def _predict_telling(fit, sched, prob, seed):
+    """:func:`predict_frame`, with each extrapolation warning as one stderr line (also when the
+    prediction is then refused as impossible); other warnings pass on unchanged."""
+    ours = (ExtrapolationWarning, RangeUnknownWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ExtrapolationWarning)
+        warnings.simplefilter("always", RangeUnknownWarning)
+        try:
+            return predict_frame(fit, sched, prob=prob, seed=seed)
+        finally:
+            for w in caught:
+                if issubclass(w.category, ours):
+                    say(f"warning: {w.message}")
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def cmd_compare(a) -> int:

@@ -28,6 +28,8 @@ from bayescpt.core.sampling import (
     sample_model,
 )
 from bayescpt.core.tables import data_hash
+from bayescpt.curves.data import schedules_of
+from bayescpt.curves.extrapolation import training_range
 from bayescpt.curves.hierarchy import Prepared, build_model, make_config, prepare
 from bayescpt.curves.laws import LAWS, get_law
 from bayescpt.curves.laws.base import Law
@@ -187,7 +189,9 @@ class CompiledFit:
 
 
 def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: float) -> dict:
-    """What a fit file records about where it came from."""
+    """What a fit file records about where it came from, with the training range the
+    extrapolation warnings compare predictions with (:func:`training_range`, JSON)."""
     return {"format": FORMAT, "law": law.name, "law_options": law_options or {},
             "bayescpt_version": __version__, "data_hash": data_hash(df),
-            "n_points": int(len(prep.points)), "fit_seconds": round(seconds, 3)}
+            "n_points": int(len(prep.points)), "fit_seconds": round(seconds, 3),
+            "train_range": json.dumps(training_range(df, schedules_of(df)))}

@@ -13,11 +13,21 @@ curve (``curve_lower``, ``curve_upper``) and the predictive interval of an obser
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import curve_info, schedules_of
+from bayescpt.curves.extrapolation import (
+    ImpossiblePrediction,
+    RangeUnknownWarning,
+    check_extrapolation,
+    check_possible,
+    range_of_fit,
+    unknown_note,
+)
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.hierarchy import parameter_draws
 
@@ -36,7 +46,7 @@ def curve_draws(fit: Fit, theta: dict, X: dict) -> np.ndarray:
     out = np.empty((S, n))
     for a in range(0, S, step):
         th = {name: v[a:a + step, None] for name, v in theta.items() if not name.startswith("_")}
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             out[a:a + step] = fit.law.mean(np, th, X)
     return out
 
@@ -48,19 +58,48 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     median, lower, upper, curve_lower, curve_upper``. Rows inside a run's initial warmup are left
     empty when the fit excluded such losses (``settings.skip_warmup``, the default): the laws do
     not describe them (the forward area is near zero there, and the power law blows up).
+
+    Every run that leaves the fit's training range (peak LR, length, forward area S1, model size;
+    :mod:`bayescpt.curves.extrapolation`) gives an ``ExtrapolationWarning`` through
+    :func:`warnings.warn`; the list of them is also in the result's ``attrs["extrapolation"]``.
+    A predicted loss that is not finite and positive (outside the warmup rows left empty) raises
+    ``ImpossiblePrediction`` (a DataError) naming the run and step: it is never returned.
     """
     if not 0 < prob < 1:
         raise ValueError(f"prob={prob}; expected a probability strictly between 0 and 1")
     rng = np.random.default_rng(seed)
     sched = schedules_of(df)
-    q = [(1 - prob) / 2, (1 + prob) / 2]
-    nu = fit.config["noise"].get("nu", 5.0)
-    student = fit.config["noise"]["family"] == "studentt"
     has_size = "model_size" in df.columns
     if not has_size and fit.groups["size"].nunique() > 1:
         raise DataError("the schedule has no model_size column; the fit has several model sizes "
                         f"({sorted(fit.groups['size'].unique())})")
     others = fit.law.side_sets(fit.meta)
+    trained = range_of_fit(fit)
+    found = check_extrapolation(trained, df, sched)
+
+    def tell():   # after the input passed its checks: with the result, or with the refusal
+        note = unknown_note(trained)
+        for w in ([RangeUnknownWarning(note)] if note is not None else []) + found:
+            warnings.warn(w, stacklevel=3)
+
+    try:
+        pieces = _predict_runs(fit, df, sched, has_size, others, prob, rng)
+    except ImpossiblePrediction:
+        tell()
+        raise
+    tell()
+    if not pieces:
+        raise DataError("nothing to predict: no rows with step >= 1")
+    out = pd.concat(pieces).sort_index()
+    out.attrs["extrapolation"] = found
+    return out
+
+
+def _predict_runs(fit, df, sched, has_size, others, prob, rng) -> list:
+    """:func:`predict_frame`'s table of each (run, val_set), a list."""
+    q = [(1 - prob) / 2, (1 + prob) / 2]
+    nu = fit.config["noise"].get("nu", 5.0)
+    student = fit.config["noise"]["family"] == "studentt"
     pieces = []
     for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
         size = g["model_size"].iloc[0] if has_size else (
@@ -80,16 +119,19 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
                 rng.standard_normal(curves.shape)
             y_rep = curves * np.exp(theta["_sigma"][:, None] * noise)
         res = g.copy()
-        res["mean"] = curves.mean(axis=0)
-        res["median"] = np.median(curves, axis=0)
-        res["lower"], res["upper"] = np.quantile(y_rep, q, axis=0)
-        res["curve_lower"], res["curve_upper"] = np.quantile(curves, q, axis=0)
+        with np.errstate(invalid="ignore"):   # inf curves: refused just below
+            res["mean"] = curves.mean(axis=0)
+            res["median"] = np.median(curves, axis=0)
+            res["lower"], res["upper"] = np.quantile(y_rep, q, axis=0)
+            res["curve_lower"], res["curve_upper"] = np.quantile(curves, q, axis=0)
         if fit.config["settings"].get("skip_warmup", True):
-            res.loc[res["step"] < sched[run].warmup_steps, OUTPUT_COLUMNS] = np.nan
+            warm = res["step"] < sched[run].warmup_steps
+            res.loc[warm, OUTPUT_COLUMNS] = np.nan
+            check_possible(res[~warm], OUTPUT_COLUMNS)
+        else:
+            check_possible(res, OUTPUT_COLUMNS)
         pieces.append(res)
-    if not pieces:
-        raise DataError("nothing to predict: no rows with step >= 1")
-    return pd.concat(pieces).sort_index()
+    return pieces
 
 
 def other_draws(fit: Fit, vs: str, spec: dict, schedule, steps, info: dict,
