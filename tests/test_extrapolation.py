@@ -105,11 +105,10 @@ def test_predict_frame_warns_and_lists(fit):
 
 
 def test_all_zero_lr_is_an_error_not_inf(fit):
-    df = table(schedule("dead", peak=0.0))
-    err, warned, _ = caught(lambda: predict_frame(fit, df))
-    assert isinstance(err, ImpossiblePrediction)
-    assert "run 'dead'" in str(err) and "step" in str(err) and "inf" in str(err)
-    assert any(w.quantity == "lr" and w.factor == np.inf for w in warned)
+    err, _, _ = caught(lambda: predict_frame(fit, table(schedule("dead", peak=0.0))))
+    # refused when the schedule is validated, before any prediction (never an inf loss)
+    assert isinstance(err, DataError)
+    assert "run 'dead'" in str(err) and "learning rate is 0 on every row" in str(err)
 
 
 def test_negative_mean_is_an_error():
@@ -149,7 +148,7 @@ def test_cli_prints_one_line_per_warning_and_exits_2_on_impossible(small_fit_fil
         assert rc == 2 and "bayescpt: error: run 'hot'" in err
 
     dead = tmp_path / "dead.csv"
-    table(schedule("dead", peak=0.0)).to_csv(dead, index=False)
+    schedule("dead", peak=0.0).to_csv(dead, index=False)
     rc = main(["predict", str(small_fit_file[1]), "--schedule", str(dead),
                "--out", str(tmp_path / "d.csv")])
     err = capsys.readouterr().err

