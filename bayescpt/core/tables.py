@@ -87,6 +87,22 @@ def parse_numeric(raw: pd.Series, column: str, source, runs: pd.Series, lines: p
     return values.astype(float)
 
 
+def number_column(df: pd.DataFrame, column: str, source, lines, run_column: str | None = None
+                  ) -> pd.Series:
+    """A column that must hold a number in every row, as floats; the first empty or non-numeric
+    cell is one :class:`DataError` naming the file, line, run (``run_column``) and column."""
+    text = df[column].astype(str).str.strip()
+    values = pd.to_numeric(text.where(text != ""), errors="coerce")
+    bad = values.isna()
+    if bad.any():
+        i = int(bad.to_numpy().argmax())
+        what = ("empty" if text.iloc[i] in ("", "nan", "None")
+                else f"value {df[column].iloc[i]!r} is not a number")
+        run = None if run_column is None else df[run_column].iloc[i]
+        raise DataError(f"{where(source, run, column, line=lines[i])}: {what}; expected a number")
+    return values.astype(float)
+
+
 def read_text_csv(path) -> pd.DataFrame:
     """A CSV file as text columns (validation parses them), or a one-line DataError.
 

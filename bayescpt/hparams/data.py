@@ -25,6 +25,7 @@ from bayescpt.core.tables import (
     MAX_RAW_LR,
     MIN_MODEL_SIZE,
     DataError,
+    number_column,
     read_text_csv,
     start_table,
     where,
@@ -49,23 +50,11 @@ def read_grid(path) -> pd.DataFrame:
     return validate_grid(raw, source=path, _lines=True)
 
 
-def _numbers(df, column, source, lines) -> pd.Series:
-    text = df[column].astype(str).str.strip()
-    values = pd.to_numeric(text, errors="coerce")
-    bad = values.isna() | (text == "")
-    if bad.any():
-        i = int(bad.to_numpy().argmax())
-        what = "empty" if text.iloc[i] == "" else f"value {df[column].iloc[i]!r} is not a number"
-        raise DataError(f"{where(source, column=column, line=lines[i])}: {what}; every run needs "
-                        f"a number in {column!r}")
-    return values.astype(float)
-
-
 def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) -> pd.DataFrame:
     """Check a grid table; returns a clean copy sorted by cell, with float columns and ``group``."""
     df, lines = start_table(df, source, REQUIRED, "group", _lines)
     for c in REQUIRED:
-        df[c] = _numbers(df, c, source, lines)
+        df[c] = number_column(df, c, source, lines)
 
     def fail(mask, column, expected):
         i = int(np.asarray(mask).argmax())

@@ -29,6 +29,7 @@ import pandas as pd
 from bayescpt.core.tables import (
     MIN_MODEL_SIZE,
     DataError,
+    number_column,
     read_text_csv,
     start_table,
     where,
@@ -46,18 +47,6 @@ def read_mixture(path) -> pd.DataFrame:
     path = Path(path)
     raw = read_text_csv(path)
     return validate_mixture(raw, source=path, _from_text=True)
-
-
-def _numbers(df, col, source, lines) -> pd.Series:
-    text = df[col].astype(str).str.strip()
-    vals = pd.to_numeric(text.where(text != ""), errors="coerce")
-    bad = vals.isna()
-    if bad.any():
-        i = int(bad.to_numpy().argmax())
-        what = "empty" if text.iloc[i] in ("", "nan", "None") else f"value {df[col].iloc[i]!r}"
-        raise DataError(f"{where(source, df['run'].iloc[i], col, line=lines[i])}: {what}; "
-                        "expected a number")
-    return vals.astype(float)
 
 
 def _fail(source, df, lines, mask, col, expected, raw=None):
@@ -83,7 +72,7 @@ def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = 
         df[col] = s
     raw = df.copy()
     for col in ("model_size", "ratio", "tokens", "loss"):
-        df[col] = _numbers(df, col, source, lines)
+        df[col] = number_column(df, col, source, lines, run_column="run")
 
     bad = ~np.isfinite(df["loss"]) | (df["loss"] <= 0)
     if bad.any():
