@@ -279,3 +279,13 @@ def test_json_config_with_nan_is_refused(tmp_path, capsys):
 def test_negative_exponent_number_reaches_its_option_check(capsys):
     line = one_line_error(capsys, ["hparams", "predict", "HP.nc", "--n-params", "-1e8"])
     assert "argument --n-params: '-1e8': expected a finite number > 0" in line
+
+
+def test_a_zero_tolerance_is_a_valid_mixture_question():
+    """CMR with tolerance 0 (the general loss may not rise at all) is the paper's definition and
+    the README's example; option checks refuse only non-finite values there."""
+    from bayescpt.cli.main import build_parser
+
+    a = build_parser().parse_args(["mixture", "cmr", "MIX.nc", "--tolerance", "0", "--tokens",
+                                   "1e4"])
+    assert a.tolerance == 0.0

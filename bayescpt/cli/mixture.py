@@ -61,7 +61,7 @@ def add_commands(sub, sampler_args) -> dict:
                         description="P(feasible) over a ratio grid, the CMR's posterior and the "
                         "CMR at risk delta, per model size, at a CPT budget.")
     c.add_argument("fit", type=Path, metavar="MIX.nc")
-    c.add_argument("--tolerance", required=True, type=positive_float, metavar="EPS",
+    c.add_argument("--tolerance", required=True, type=finite_float, metavar="EPS",
                    help="allowed rise of the general loss: nats (default; the paper uses 0.05) "
                    "or a fraction with --relative")
     c.add_argument("--relative", action="store_true", help="EPS is relative (0.01 = 1 %%)")
