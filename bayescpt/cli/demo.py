@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from bayescpt.cli.common import csv_writer, nonneg_int, save_figure, say, write_files
@@ -23,6 +24,7 @@ from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
 from bayescpt.curves.compare import loo_table, parameter_table, shared_parameters
 from bayescpt.curves.data import read_curves
+from bayescpt.curves.extrapolation import QUANTITIES, ExtrapolationWarning
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.plots import plot_forest, plot_predictions
 from bayescpt.curves.predict import predict_frame
@@ -84,7 +86,18 @@ def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int
     save_figure(plot_diagnostics(fit.idata, diag, title=f"{law} law on the multipowerlaw runs: "
                                  "sampler diagnostics"), targets["diagnostics_png"], force)
     log(f"[3/5] predicting {test['run'].nunique()} unseen schedules with 90 % intervals ...")
-    pred = predict_frame(fit, test, prob=0.9, seed=seed)
+    with warnings.catch_warnings():     # summarised in one line below
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        pred = predict_frame(fit, test, prob=0.9, seed=seed)
+    beyond = pred.attrs.get("extrapolation", [])
+    if beyond:
+        worst = {}
+        for w in beyond:
+            worst[w.quantity] = max(worst.get(w.quantity, 1.0), w.factor)
+        log(f"      {len({w.run for w in beyond})} of {test['run'].nunique()} unseen schedules "
+            "run beyond the training range (up to " + ", ".join(
+                f"{f:.3g}x in {QUANTITIES[q]}" for q, f in worst.items()) +
+            "): extrapolation, which is what this check tests")
     write_files({targets["predictions"]: csv_writer(pred, "%.6g")}, force)
     table = score(pred)
     log(percent_text(table))
