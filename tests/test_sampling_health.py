@@ -113,8 +113,10 @@ def test_cli_flag_drops_and_records(stuck, tmp_path):
                                       "--drop-stuck-chains"])
     assert args.drop_stuck_chains
 
-    class Toy:   # the interface sample_and_save uses: idata, save, diagnostics
+    class Toy:   # the interface sample_and_save uses: idata, config, save, diagnostics
         idata = stuck.copy()
+        config = {"sampler": {"chains": stuck.posterior.sizes["chain"],
+                              "draws": stuck.posterior.sizes["draw"]}}
 
         def save(self, path, overwrite=False):
             return save_idata(self.idata, {"format": FORMAT, "law": "two_modes",
