@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bayescpt.core.chains import drop_stuck_chains
-from bayescpt.core.tables import PLAIN_NUMBER
 from bayescpt.core.outputs import check_not_input, check_output, write_outputs
+from bayescpt.core.tables import PLAIN_NUMBER
 
 EXIT_STRICT = 1
 EXIT_INPUT = 2

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bayescpt.cli.common import nonneg_float, nonneg_int, positive_float, positive_int, probability, share
 from bayescpt.cli.common import (
     close_figure,
     figure_writer,
     float_list,
     int_list,
+    nonneg_float,
+    nonneg_int,
+    positive_float,
+    positive_int,
     prepare_outputs,
+    probability,
     say,
+    share,
     str_list,
     write_files,
 )
@@ -23,7 +28,6 @@ from bayescpt.curves.data import read_curves
 from bayescpt.curves.fit import Fit
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.mixture.fit import MixtureFit
-
 
 
 def add_plan(sub) -> None:

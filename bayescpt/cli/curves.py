@@ -11,13 +11,15 @@ import json
 import warnings
 from pathlib import Path
 
-from bayescpt.cli.common import nonneg_int, positive_int, probability
 from bayescpt.cli.common import (
     close_figure,
     csv_writer,
     figure_writer,
     load_config,
+    nonneg_int,
+    positive_int,
     prepare_outputs,
+    probability,
     sample_and_save,
     sampler_args,
     save_figure,

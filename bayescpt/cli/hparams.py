@@ -5,12 +5,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bayescpt.cli.common import json_text, nonneg_float, nonneg_int, positive_float, probability
 from bayescpt.cli.common import (
     close_figure,
     figure_writer,
+    json_text,
     load_config,
+    nonneg_float,
+    nonneg_int,
+    positive_float,
     prepare_outputs,
+    probability,
     sample_and_save,
     save_figure,
     say,

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bayescpt.cli.common import finite_float, json_text, positive_float, probability
 from bayescpt.cli.common import (
     close_figure,
     figure_writer,
+    finite_float,
+    json_text,
     load_config,
+    positive_float,
     prepare_outputs,
+    probability,
     sample_and_save,
     say,
     text_writer,
