@@ -22,6 +22,7 @@ from bayescpt.core.chains import (
     dropped_record,
     find_stuck_chains,
 )
+from bayescpt.core.init import StartReport
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -53,6 +54,7 @@ class Diagnostics:
     per_chain: pd.DataFrame | None = None
     dropped: tuple = ()
     max_tree_depth: int = DEFAULT_MAX_DEPTH
+    start: StartReport | None = None
 
     @property
     def judged(self) -> pd.DataFrame:
@@ -115,8 +117,9 @@ class Diagnostics:
         per_chain = ("\nper chain:\n" + shown.to_string(float_format=fmt)
                      if shown is not None and len(shown.columns) else "")
         notes = "".join(f"\nnote: {n}" for n in self.notes())
+        start = f"\nstart: {self.start.text()}" if self.start is not None else ""
         return head + "\n" + self.table[cols].to_string(float_format=fmt) + note + per_chain + \
-            notes + "\n" + verdict
+            start + notes + "\n" + verdict
 
 
 def summarize(idata, var_names: list[str], derived=()) -> Diagnostics:
@@ -130,9 +133,12 @@ def summarize(idata, var_names: list[str], derived=()) -> Diagnostics:
     stats = idata.sample_stats if "sample_stats" in idata else None
     depth = int(stats.attrs.get("max_tree_depth", DEFAULT_MAX_DEPTH)) if stats is not None \
         else DEFAULT_MAX_DEPTH
+    init = stats.attrs.get("init") if stats is not None else None
+    start = StartReport.from_json(init) if isinstance(init, str) and init.startswith("{") \
+        else None
     return Diagnostics(table, div, int(post.sizes["draw"]), int(post.sizes["chain"]),
                        tuple(derived), tuple(find_stuck_chains(idata, var_names)),
-                       chain_stats(idata), tuple(dropped_record(idata)), depth)
+                       chain_stats(idata), tuple(dropped_record(idata)), depth, start)
 
 
 def warn_if_bad(diag: Diagnostics) -> None:

@@ -3,6 +3,11 @@
 Every fitted model in bayescpt (loss-curve laws, the hyperparameter law, the mixture laws) samples
 through :func:`sample_model`, so all share the same samplers, defaults and warning handling.
 
+Every chain starts from its own jittered point around the posterior mode found by multi-start
+L-BFGS (setting ``init="map"``, the default; :mod:`bayescpt.core.init`), for every sampler; the
+optimisations' record is kept in ``sample_stats.attrs['init']``. ``init="jitter"`` keeps each
+sampler's own start (support point + U(-1, 1) jitter).
+
 Two settings bound what a bad run can do: ``max_tree_depth`` (None: each sampler's default, 10
 doublings, i.e. at most 1023 leapfrog steps per draw) caps the cost of one draw, and
 ``drop_stuck_chains`` (off by default) removes chains stuck in a minor mode of the log density
@@ -11,15 +16,17 @@ doublings, i.e. at most 1023 leapfrog steps per draw) caps the cost of one draw,
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 
 from bayescpt.core.chains import DEFAULT_MAX_DEPTH, drop_stuck_chains
+from bayescpt.core.init import INITS, model_starts
 
 SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
 DEFAULT_SAMPLER_SETTINGS = {"chains": 4, "draws": 1000, "tune": 1000, "target_accept": 0.95,
                             "seed": 0, "low_rank": True, "max_tree_depth": None,
-                            "drop_stuck_chains": False}
+                            "drop_stuck_chains": False, "init": "map"}
 
 
 def default_sampler() -> str:
@@ -56,7 +63,37 @@ def resolve_settings(base: dict | None = None, sampler: str | None = "auto", **o
     s = dict(DEFAULT_SAMPLER_SETTINGS, **(base or {}))
     s.update({k: v for k, v in overrides.items() if v is not None})
     s["sampler"] = check_sampler(sampler or s.get("sampler") or "auto")
+    if s.get("init", "map") not in INITS:
+        raise ValueError(f"sampler setting init = {s['init']!r}; expected one of {INITS}")
     return s
+
+
+def find_starts(model, s: dict):
+    """The chains' starting points for settings ``s`` (:class:`bayescpt.core.init.Starts`), or
+    None with ``init="jitter"`` (each sampler's own start)."""
+    if s.get("init", "map") != "map":
+        return None
+    return model_starts(model).starts(int(s["chains"]), int(s["seed"]))
+
+
+def nutpie_with_starts(compiled, starts):
+    """A compiled nutpie model whose chain with seed k starts at ``starts.flat(k)``."""
+    if starts is None:
+        return compiled
+    import numpy as np
+
+    names, slices = compiled.shape_info[0], compiled.shape_info[1]
+    n = compiled.n_dim
+
+    def initial_point(seed):
+        point = starts.point(seed)
+        flat = np.zeros(n)
+        for name, sl in zip(names, slices):
+            if name in point and sl.stop <= n:
+                flat[sl] = np.ravel(point[name])
+        return flat
+
+    return dataclasses.replace(compiled, initial_point_func=initial_point)
 
 
 def sample_model(model, s: dict, progress: bool = False, cores: int | None = None,
@@ -74,6 +111,9 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
     ncores = cores or min(s["chains"], os.cpu_count() or 1)
     kw = dict(draws=s["draws"], tune=s["tune"], chains=s["chains"], random_seed=s["seed"],
               progressbar=progress, model=model, target_accept=s["target_accept"])
+    starts = find_starts(model, s) if initvals is None else None
+    if starts is not None and s["sampler"] != "nutpie":
+        initvals = starts.initvals(s["chains"], s["seed"])
     if initvals is not None:
         kw["initvals"] = initvals
     depth = s.get("max_tree_depth")
@@ -87,7 +127,12 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
         warnings.filterwarnings("ignore", message=".*[Dd]ivergen.*")
         warnings.filterwarnings("ignore", message=".*R-hat.*|.*effective sample size.*")
         if s["sampler"] == "pymc":
-            idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": True}, **cap, **kw)
+            # given starts are used as they are (PyMC's default init would jitter them again)
+            init = {"init": "adapt_diag"} if initvals is not None else {}
+            idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": True}, **init, **cap,
+                              **kw)
+        elif s["sampler"] == "nutpie" and starts is not None:
+            idata = _sample_nutpie(model, s, ncores, cap, starts, progress)
         elif s["sampler"] == "nutpie":
             # The low-rank mass-matrix adaptation follows strong posterior correlations (L0-A-alpha
             # in the loss laws) that a diagonal one cannot: 10x faster and no divergences there.
@@ -99,8 +144,9 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
             # chains) fails when there are fewer devices than chains, as on a 1-device CPU.
             idata = pm.sample(nuts_sampler=s["sampler"], idata_kwargs={"log_likelihood": True},
                               nuts_sampler_kwargs={"chain_method": "vectorized",
+                                                   "jitter": initvals is None,
                                                    **({"nuts_kwargs": cap} if cap else {})}, **kw)
-        finish_trace(idata, s)
+        finish_trace(idata, s, starts)
         if "log_likelihood" not in idata:
             # PyMC cannot rebuild a model with custom initial values for this (NotImplementedError);
             # they have done their job once sampling is over.
@@ -110,12 +156,40 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
     return idata
 
 
-def finish_trace(idata, s: dict) -> None:
+def _sample_nutpie(model, s: dict, ncores: int, cap: dict, starts, progress: bool):
+    """nutpie on ``model`` from ``starts``, with observed and constant data as PyMC adds them."""
+    import nutpie
+    import pymc as pm
+    from pymc.backends.arviz import (
+        coords_and_dims_for_inferencedata,
+        dict_to_dataset,
+        find_constants,
+        find_observations,
+    )
+
+    compiled = nutpie_with_starts(nutpie.compile_pymc_model(model), starts)
+    idata = nutpie.sample(compiled, draws=s["draws"], tune=s["tune"], chains=s["chains"],
+                          target_accept=s["target_accept"], seed=int(s["seed"]),
+                          progress_bar=progress, save_warmup=False, cores=ncores,
+                          low_rank_modified_mass_matrix=s.get("low_rank", True), **cap)
+    coords, dims = coords_and_dims_for_inferencedata(model)
+    groups = {name: dict_to_dataset(fn(model), library=pm, coords=coords, dims=dims,
+                                    default_dims=[])
+              for name, fn in (("constant_data", find_constants),
+                               ("observed_data", find_observations))}
+    idata.add_groups(groups, coords=coords, dims=dims)
+    return idata
+
+
+def finish_trace(idata, s: dict, starts=None) -> None:
     """After sampling with settings ``s``, in place: tuning draws removed, the depth cap used
-    recorded (``sample_stats.attrs['max_tree_depth']``), stuck chains dropped and recorded when
-    ``s['drop_stuck_chains']``. For callers that run a sampler themselves (compiled nutpie)."""
+    recorded (``sample_stats.attrs['max_tree_depth']``), the start report of ``starts``
+    (``sample_stats.attrs['init']``, JSON; "jitter" without), stuck chains dropped and recorded
+    when ``s['drop_stuck_chains']``. For callers that run a sampler themselves (compiled nutpie)."""
     drop_warmup(idata)
     idata.sample_stats.attrs["max_tree_depth"] = int(s.get("max_tree_depth") or DEFAULT_MAX_DEPTH)
+    idata.sample_stats.attrs["init"] = starts.report.to_json() if starts is not None \
+        else "jitter"
     if s.get("drop_stuck_chains"):
         drop_stuck_chains(idata, inplace=True)
 

@@ -23,7 +23,9 @@ from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, FitError
 from bayescpt.core.sampling import (
     DEFAULT_SAMPLER_SETTINGS,
+    find_starts,
     finish_trace,
+    nutpie_with_starts,
     resolve_settings,
     sample_model,
 )
@@ -159,24 +161,27 @@ class CompiledFit:
     def fit(self, df: pd.DataFrame, seed: int | None = None, warn: bool = False) -> Fit:
         import arviz as az
         import nutpie
+        import pymc as pm
 
         prep = prepare(df, self.law, self.config["settings"], size_ref=self.prep.size_ref)
         if len(prep.points) != len(self.prep.points) or not np.array_equal(
                 prep.points["step"].to_numpy(), self.prep.points["step"].to_numpy()):
             raise ValueError("the table does not have the template's runs and steps")
-        s = self.settings
+        s = self.settings if seed is None else dict(self.settings, seed=seed)
         t0 = time.perf_counter()
+        pm.set_data({"y_obs": prep.y}, model=self.model)   # the starts see the new losses
+        starts = find_starts(self.model, s)
+        compiled = nutpie_with_starts(self.compiled.with_data(y_obs=prep.y), starts)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            trace = nutpie.sample(self.compiled.with_data(y_obs=prep.y), chains=s["chains"],
-                                  draws=s["draws"], tune=s["tune"],
-                                  target_accept=s["target_accept"],
-                                  seed=s["seed"] if seed is None else seed, progress_bar=False,
+            trace = nutpie.sample(compiled, chains=s["chains"], draws=s["draws"], tune=s["tune"],
+                                  target_accept=s["target_accept"], seed=s["seed"],
+                                  progress_bar=False, save_warmup=False,
                                   low_rank_modified_mass_matrix=s.get("low_rank", True),
                                   cores=min(s["chains"], os.cpu_count() or 1),
                                   **({"maxdepth": int(s["max_tree_depth"])}
                                      if s.get("max_tree_depth") else {}))
-        finish_trace(trace, s)
+        finish_trace(trace, s, starts)
         trace.add_groups(observed_data=az.dict_to_dataset(
             {"y": prep.y}, coords={"obs": np.arange(len(prep.y))}, dims={"y": ["obs"]},
             default_dims=[]))
