@@ -43,6 +43,10 @@ SHARED = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
 
 from bayescpt.core.fitfile import load_fit  # noqa: E402
+# importing the fit classes registers them with load_fit
+import bayescpt.curves.fit  # noqa: E402,F401
+import bayescpt.hparams.fit  # noqa: E402,F401
+import bayescpt.mixture.fit  # noqa: E402,F401
 
 FAMILIES = ("annealing_mpl", "multipower_mpl", "annealing_olmo", "cpt_simulated",
             "cpt_mixinglaws", "cpt_lab", "hparams", "mixture")

@@ -129,6 +129,10 @@ def sampler_args(p: argparse.ArgumentParser) -> None:
                    help="JSON file overriding priors/structure (see `bayescpt config --law L`)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when R-hat > 1.01, bulk ESS < 400 or any divergence")
+    p.add_argument("--init", choices=["map", "jitter"],
+                   help="where chains start: map (default) = each its own draw around the "
+                        "posterior mode found by multi-start optimisation; jitter = each "
+                        "sampler's own start (prior support point + U(-1, 1))")
     p.add_argument("--drop-stuck-chains", action="store_true",
                    help="drop chains stuck in a minor mode (mean log density far below the "
                         "others); the drop is recorded in the fit file and shown by diagnose")
@@ -326,7 +330,8 @@ def sample_and_save(a, run):
         with warnings.catch_warnings(), interrupt_guard() as hit:
             warnings.simplefilter("ignore")
             fit = run(sampler=a.sampler, chains=a.chains, draws=a.draws, tune=a.tune,
-                      seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), warn=False)
+                      seed=a.seed, init=a.init, progress=not a.quiet and sys.stderr.isatty(),
+                      warn=False)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted (Ctrl-C) while fitting: nothing written to {a.out}") \
             from None

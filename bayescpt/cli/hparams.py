@@ -22,28 +22,10 @@ from bayescpt.cli.common import (
     verdict,
     write_files,
 )
-from bayescpt.core.tables import DataError
-from bayescpt.hparams.data import describe_grid, grid_hash, load_steplaw, read_grid
+from bayescpt.hparams.data import describe_grid, grid_hash, read_any_grid
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.plots import plot_fit, plot_optimum
 from bayescpt.hparams.predict import law_text, predict_optimum
-
-
-def read_any_grid(path):
-    """A grid CSV in bayescpt's columns, or the Step Law file (recognised by its header)."""
-    import pandas as pd
-
-
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: no such file")
-    try:
-        head = list(pd.read_csv(path, nrows=0).columns)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
-    if {"N", "D", "bs", "smooth loss"} <= set(head) and "model_size" not in head:
-        return load_steplaw(path)
-    return read_grid(path)
 
 
 def _number_list(text: str) -> list[float]:

@@ -8,6 +8,12 @@ L-BFGS (setting ``init="map"``, the default; :mod:`bayescpt.core.init`), for eve
 optimisations' record is kept in ``sample_stats.attrs['init']``. ``init="jitter"`` keeps each
 sampler's own start (support point + U(-1, 1) jitter).
 
+**Same seed, same numbers, on any machine.** The BLAS library that PyTensor's compiled code and
+scipy call sums in an order that depends on its thread count; a 2-core machine and a worker
+process with one BLAS thread (as Dask starts them) would part ways in the last bit and then, NUTS
+being chaotic, in every draw. Fits therefore run with BLAS on one thread
+(:func:`one_blas_thread`; the chains run in parallel, each calls BLAS on small arrays).
+
 Two settings bound what a bad run can do: ``max_tree_depth`` (None: each sampler's default, 10
 doublings, i.e. at most 1023 leapfrog steps per draw) caps the cost of one draw, and
 ``drop_stuck_chains`` (off by default) removes chains stuck in a minor mode of the log density
@@ -16,6 +22,7 @@ doublings, i.e. at most 1023 leapfrog steps per draw) caps the cost of one draw,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import warnings
@@ -27,6 +34,15 @@ SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
 DEFAULT_SAMPLER_SETTINGS = {"chains": 4, "draws": 1000, "tune": 1000, "target_accept": 0.95,
                             "seed": 0, "low_rank": True, "max_tree_depth": None,
                             "drop_stuck_chains": False, "init": "map"}
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS (OpenBLAS, MKL: every one loaded) on one thread inside the block (module doc)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def default_sampler() -> str:
@@ -98,10 +114,18 @@ def nutpie_with_starts(compiled, starts):
 
 def sample_model(model, s: dict, progress: bool = False, cores: int | None = None,
                  initvals=None):
+    """Sample ``model`` with the settings ``s`` (:func:`_sample_model`), BLAS on one thread."""
+    with one_blas_thread():
+        return _sample_model(model, s, progress, cores, initvals)
+
+
+def _sample_model(model, s: dict, progress: bool = False, cores: int | None = None,
+                  initvals=None):
     """Sample ``model`` with the settings ``s``; returns InferenceData with log likelihood.
 
-    The tuning draws are dropped, so the result holds only the posterior. ``initvals``: start
-    points as PyMC takes them (one dict, or a list with one dict per chain; nutpie ignores them).
+    No sampler stores its tuning draws (nutpie's ``save_warmup=False``), so the result holds only
+    the posterior. Chains start as ``s['init']`` says (module doc); ``initvals``: start points as
+    PyMC takes them instead (one dict, or a list with one dict per chain; nutpie ignores them).
     ``sample_stats.attrs['max_tree_depth']`` records the depth cap used; with
     ``s['drop_stuck_chains']`` chains in a minor mode are dropped and recorded in the posterior
     attrs (``dropped_chains``).
@@ -132,13 +156,17 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
             idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": True}, **init, **cap,
                               **kw)
         elif s["sampler"] == "nutpie" and starts is not None:
-            idata = _sample_nutpie(model, s, ncores, cap, starts, progress)
+            import nutpie
+
+            idata = sample_compiled(nutpie.compile_pymc_model(model), model, s, starts,
+                                    cores=ncores, progress=progress, log_likelihood=False,
+                                    finish=False)
         elif s["sampler"] == "nutpie":
             # The low-rank mass-matrix adaptation follows strong posterior correlations (L0-A-alpha
             # in the loss laws) that a diagonal one cannot: 10x faster and no divergences there.
             idata = pm.sample(nuts_sampler="nutpie", nuts_sampler_kwargs={
-                "low_rank_modified_mass_matrix": s.get("low_rank", True), "cores": ncores, **cap},
-                **kw)
+                "low_rank_modified_mass_matrix": s.get("low_rank", True), "cores": ncores,
+                "save_warmup": False, **cap}, **kw)
         else:
             # JAX samplers: chains vectorised on one device. Their default ('parallel', pmap over
             # chains) fails when there are fewer devices than chains, as on a 1-device CPU.
@@ -148,16 +176,27 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
                                                    **({"nuts_kwargs": cap} if cap else {})}, **kw)
         finish_trace(idata, s, starts)
         if "log_likelihood" not in idata:
-            # PyMC cannot rebuild a model with custom initial values for this (NotImplementedError);
-            # they have done their job once sampling is over.
-            for rv in model.rvs_to_initial_values:
-                model.rvs_to_initial_values[rv] = None
-            pm.compute_log_likelihood(idata, model=model, progressbar=False)
+            add_log_likelihood(idata, model)
     return idata
 
 
-def _sample_nutpie(model, s: dict, ncores: int, cap: dict, starts, progress: bool):
-    """nutpie on ``model`` from ``starts``, with observed and constant data as PyMC adds them."""
+def add_log_likelihood(idata, model) -> None:
+    """The pointwise log likelihood of ``model`` (its current data) at the draws, in place."""
+    import pymc as pm
+
+    # PyMC cannot rebuild a model with custom initial values for this (NotImplementedError);
+    # they have done their job once sampling is over.
+    for rv in model.rvs_to_initial_values:
+        model.rvs_to_initial_values[rv] = None
+    pm.compute_log_likelihood(idata, model=model, progressbar=False)
+
+
+def sample_compiled(compiled, model, s: dict, starts=None, cores: int | None = None,
+                    progress: bool = False, log_likelihood: bool = True, finish: bool = True):
+    """nutpie on a compiled ``model`` (``nutpie.compile_pymc_model``, its data as ``model``'s)
+    from ``starts``: the trace with observed and constant data as PyMC adds them, finished
+    (:func:`finish_trace`, unless ``finish`` is False) and with the log likelihood when asked. What :func:`sample_model`
+    does for nutpie, for callers that compile once and sample many times."""
     import nutpie
     import pymc as pm
     from pymc.backends.arviz import (
@@ -167,36 +206,40 @@ def _sample_nutpie(model, s: dict, ncores: int, cap: dict, starts, progress: boo
         find_observations,
     )
 
-    compiled = nutpie_with_starts(nutpie.compile_pymc_model(model), starts)
-    idata = nutpie.sample(compiled, draws=s["draws"], tune=s["tune"], chains=s["chains"],
-                          target_accept=s["target_accept"], seed=int(s["seed"]),
-                          progress_bar=progress, save_warmup=False, cores=ncores,
-                          low_rank_modified_mass_matrix=s.get("low_rank", True), **cap)
-    coords, dims = coords_and_dims_for_inferencedata(model)
-    groups = {name: dict_to_dataset(fn(model), library=pm, coords=coords, dims=dims,
-                                    default_dims=[])
-              for name, fn in (("constant_data", find_constants),
-                               ("observed_data", find_observations))}
-    idata.add_groups(groups, coords=coords, dims=dims)
+    depth = s.get("max_tree_depth")
+    with warnings.catch_warnings(), one_blas_thread():
+        warnings.simplefilter("ignore")
+        idata = nutpie.sample(nutpie_with_starts(compiled, starts), draws=s["draws"],
+                              tune=s["tune"], chains=s["chains"],
+                              target_accept=s["target_accept"], seed=int(s["seed"]),
+                              progress_bar=progress, save_warmup=False,
+                              cores=cores or min(s["chains"], os.cpu_count() or 1),
+                              low_rank_modified_mass_matrix=s.get("low_rank", True),
+                              **({"maxdepth": int(depth)} if depth else {}))
+        coords, dims = coords_and_dims_for_inferencedata(model)
+        groups = {name: dict_to_dataset(fn(model), library=pm, coords=coords, dims=dims,
+                                        default_dims=[])
+                  for name, fn in (("constant_data", find_constants),
+                                   ("observed_data", find_observations))}
+        idata.add_groups(groups, coords=coords, dims=dims)
+        if finish:
+            finish_trace(idata, s, starts)
+        if log_likelihood:
+            add_log_likelihood(idata, model)
     return idata
 
 
 def finish_trace(idata, s: dict, starts=None) -> None:
-    """After sampling with settings ``s``, in place: tuning draws removed, the depth cap used
-    recorded (``sample_stats.attrs['max_tree_depth']``), the start report of ``starts``
+    """After sampling with settings ``s``, in place: the depth cap used recorded
+    (``sample_stats.attrs['max_tree_depth']``), the start report of ``starts``
     (``sample_stats.attrs['init']``, JSON; "jitter" without), stuck chains dropped and recorded
-    when ``s['drop_stuck_chains']``. For callers that run a sampler themselves (compiled nutpie)."""
-    drop_warmup(idata)
+    when ``s['drop_stuck_chains']``. For callers that run a sampler themselves (compiled nutpie,
+    which must be called with ``save_warmup=False``: fit files hold only the posterior)."""
+    for group in ("warmup_posterior", "warmup_sample_stats"):
+        if group in idata.groups():
+            raise ValueError(f"the trace holds {group}: sample with save_warmup=False")
     idata.sample_stats.attrs["max_tree_depth"] = int(s.get("max_tree_depth") or DEFAULT_MAX_DEPTH)
     idata.sample_stats.attrs["init"] = starts.report.to_json() if starts is not None \
         else "jitter"
     if s.get("drop_stuck_chains"):
         drop_stuck_chains(idata, inplace=True)
-
-
-def drop_warmup(idata) -> None:
-    """Remove the tuning draws (nutpie stores them) so fit files hold only the posterior."""
-    for group in ("warmup_posterior", "warmup_sample_stats"):
-        if group in idata.groups():
-            delattr(idata, group)
-            idata._groups_warmup = [g for g in idata._groups_warmup if g != group]

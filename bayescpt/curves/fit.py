@@ -9,9 +9,7 @@ and the group/curve index tables. It is saved as one NetCDF file.
 from __future__ import annotations
 
 import json
-import os
 import time
-import warnings
 from dataclasses import dataclass, field
 from io import StringIO
 
@@ -22,11 +20,10 @@ from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, FitError
 from bayescpt.core.sampling import (
-    DEFAULT_SAMPLER_SETTINGS,
     find_starts,
-    finish_trace,
-    nutpie_with_starts,
+    one_blas_thread,
     resolve_settings,
+    sample_compiled,
     sample_model,
 )
 from bayescpt.core.tables import data_hash
@@ -62,8 +59,8 @@ class Fit(FitBase, laws=tuple(LAWS)):
     def run(cls, df: pd.DataFrame, law: str = "annealing", law_options: dict | None = None,
             config: dict | None = None, sampler: str = "auto", chains: int | None = None,
             draws: int | None = None, tune: int | None = None, seed: int | None = None,
-            target_accept: float | None = None, progress: bool = False, cores: int | None = None,
-            warn: bool = True) -> "Fit":
+            target_accept: float | None = None, init: str | None = None, progress: bool = False,
+            cores: int | None = None, warn: bool = True) -> "Fit":
         """Fit ``law`` to the validated table ``df`` with NUTS.
 
         ``config`` overrides the law's defaults (:func:`bayescpt.curves.hierarchy.make_config`).
@@ -72,7 +69,7 @@ class Fit(FitBase, laws=tuple(LAWS)):
         law_obj = get_law(law, **(law_options or {}))
         cfg = make_config(law_obj, config)
         s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
-                             seed=seed, target_accept=target_accept)
+                             seed=seed, target_accept=target_accept, init=init)
         cfg["sampler"] = s
         df_law, other = law_obj.split_data(df)   # e.g. the cpt law's 'other' sets: fitted after
         prep = prepare(df_law, law_obj, cfg["settings"])
@@ -83,8 +80,9 @@ class Fit(FitBase, laws=tuple(LAWS)):
         meta = _meta(law_obj, law_options, df, prep, wall)
         if other is not None:
             post = idata.posterior
-            arrays, summary = fit_other(df, other, post.sizes["chain"], post.sizes["draw"],
-                                        seed=s["seed"])
+            with one_blas_thread():   # same numbers on any machine (core.sampling)
+                arrays, summary = fit_other(df, other, post.sizes["chain"], post.sizes["draw"],
+                                            seed=s["seed"])
             add_to_posterior(idata, arrays, summary)
             meta["other_sets"] = json.dumps(summary)
         fit = cls(idata, law_obj, cfg, prep.groups, prep.curves, prep.size_ref, meta)
@@ -138,8 +136,9 @@ class Fit(FitBase, laws=tuple(LAWS)):
 class CompiledFit:
     """Compile a law's model once (nutpie), then fit many loss tables of the same shape.
 
-    For simulation studies, bootstraps and warm timings: tables must have the same runs, steps
-    and groups as ``template`` (only the losses differ). Each call of :meth:`fit` returns a Fit.
+    For simulation studies, bootstraps, seed sweeps and warm timings: tables must have the same
+    runs, steps and groups as ``template`` (only the losses differ). Each call of :meth:`fit`
+    returns a Fit, with the same draws as :meth:`Fit.run` of that table with the same settings.
     """
 
     def __init__(self, template: pd.DataFrame, law: str = "annealing", config: dict | None = None,
@@ -149,8 +148,7 @@ class CompiledFit:
         self.law = get_law(law, **(law_options or {}))
         self.law_options = law_options or {}
         self.config = make_config(self.law, config)
-        self.settings = dict(DEFAULT_SAMPLER_SETTINGS, **self.config.get("sampler", {}),
-                             **sampler, sampler="nutpie")
+        self.settings = resolve_settings(self.config.get("sampler"), "nutpie", **sampler)
         self.config["sampler"] = self.settings
         self.prep = prepare(template, self.law, self.config["settings"])
         self.model = build_model(self.law, self.prep, self.config)
@@ -158,9 +156,12 @@ class CompiledFit:
         self.compiled = nutpie.compile_pymc_model(self.model)
         self.compile_seconds = time.perf_counter() - t0
 
-    def fit(self, df: pd.DataFrame, seed: int | None = None, warn: bool = False) -> Fit:
-        import arviz as az
-        import nutpie
+    def fit(self, df: pd.DataFrame, seed: int | None = None, warn: bool = False,
+            log_likelihood: bool = False, cores: int | None = None) -> Fit:
+        """Fit the table ``df`` (the template's runs and steps, other losses) with the compiled
+        model; the same draws as :meth:`Fit.run` with the same settings and seed.
+        ``log_likelihood``: also store the pointwise log likelihood (for LOO; costs time);
+        ``cores``: threads for the chains (default: one per chain, up to the machine's cores)."""
         import pymc as pm
 
         prep = prepare(df, self.law, self.config["settings"], size_ref=self.prep.size_ref)
@@ -170,23 +171,13 @@ class CompiledFit:
         s = self.settings if seed is None else dict(self.settings, seed=seed)
         t0 = time.perf_counter()
         pm.set_data({"y_obs": prep.y}, model=self.model)   # the starts see the new losses
-        starts = find_starts(self.model, s)
-        compiled = nutpie_with_starts(self.compiled.with_data(y_obs=prep.y), starts)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            trace = nutpie.sample(compiled, chains=s["chains"], draws=s["draws"], tune=s["tune"],
-                                  target_accept=s["target_accept"], seed=s["seed"],
-                                  progress_bar=False, save_warmup=False,
-                                  low_rank_modified_mass_matrix=s.get("low_rank", True),
-                                  cores=min(s["chains"], os.cpu_count() or 1),
-                                  **({"maxdepth": int(s["max_tree_depth"])}
-                                     if s.get("max_tree_depth") else {}))
-        finish_trace(trace, s, starts)
-        trace.add_groups(observed_data=az.dict_to_dataset(
-            {"y": prep.y}, coords={"obs": np.arange(len(prep.y))}, dims={"y": ["obs"]},
-            default_dims=[]))
+        with one_blas_thread():
+            trace = sample_compiled(self.compiled.with_data(y_obs=prep.y), self.model, s,
+                                    find_starts(self.model, s), cores=cores,
+                                    log_likelihood=log_likelihood)
         meta = _meta(self.law, self.law_options, df, prep, time.perf_counter() - t0)
-        fit = Fit(trace, self.law, self.config, prep.groups, prep.curves, prep.size_ref, meta)
+        config = dict(self.config, sampler=dict(s))   # the seed this fit used
+        fit = Fit(trace, self.law, config, prep.groups, prep.curves, prep.size_ref, meta)
         fit._write_attrs()
         if warn:
             warn_if_bad(fit.diagnostics())

@@ -156,3 +156,17 @@ def describe_grid(df: pd.DataFrame) -> str:
     return (f"{len(df)} runs in {df.groupby(['group', 'model_size', 'tokens']).ngroups} cells; "
             f"model sizes {sorted({f'{x:.3g}' for x in df['model_size']}, key=float)}; tokens "
             f"{df['tokens'].min():.3g}-{df['tokens'].max():.3g}")
+
+
+def read_any_grid(path):
+    """A grid CSV in bayescpt's columns, or the Step Law file (recognised by its header)."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    try:
+        head = list(pd.read_csv(path, nrows=0).columns)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+    if {"N", "D", "bs", "smooth loss"} <= set(head) and "model_size" not in head:
+        return load_steplaw(path)
+    return read_grid(path)

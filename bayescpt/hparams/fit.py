@@ -49,16 +49,17 @@ class HparamsFit(FitBase, laws=(LAW,)):
     @classmethod
     def run(cls, df: pd.DataFrame, config: dict | None = None, sampler: str = "auto",
             chains: int | None = None, draws: int | None = None, tune: int | None = None,
-            seed: int | None = None, target_accept: float | None = None,
-            progress: bool = False, warn: bool = True) -> "HparamsFit":
+            seed: int | None = None, target_accept: float | None = None, init: str | None = None,
+            progress: bool = False, cores: int | None = None,
+            warn: bool = True) -> "HparamsFit":
         """Fit the grid ``df`` (validated, see :mod:`.data`) with NUTS; diagnostics warned."""
         cfg = make_config(config)
         s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
-                             seed=seed, target_accept=target_accept)
+                             seed=seed, target_accept=target_accept, init=init)
         cfg["sampler"] = s
         model, ct, refs = build_model(df, cfg)
         t0 = time.perf_counter()
-        idata = sample_model(model, s, progress=progress)
+        idata = sample_model(model, s, progress=progress, cores=cores)
         meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
                 "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 3)}
         fit = cls(idata, cfg, ct, refs, meta)

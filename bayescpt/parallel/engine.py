@@ -1,0 +1,156 @@
+"""Run a sweep's fits on Dask distributed: a LocalCluster, an existing scheduler, or Slurm.
+
+    run_sweep(specs, out_dir, workers=N | scheduler="tcp://HOST:PORT" | client=CLIENT)
+
+1. Every fit whose output ``out_dir/NAME.nc`` already holds the fit of the same inputs (its
+   ``sweep_key``) is skipped (status "done": a rerun of a finished sweep fits nothing). An
+   output of other inputs is refused unless ``force`` (nothing is replaced without asking); an
+   unreadable one (not a finished fit) is fitted again.
+2. The others are submitted, one Dask task each (:func:`bayescpt.parallel.tasks.run_fit`,
+   ``pure=False``, keyed by the fit's key). A worker that dies takes its running fit with it;
+   the scheduler runs that task again on another worker (up to ``allowed-failures`` times), and
+   since outputs are written whole or not at all (and a task finding its own finished output
+   does not refit), every fit finishes exactly once.
+3. As fits finish (in any order) their rows go to ``out_dir/summary.csv`` (rewritten whole
+   after each, atomically) and one progress line each to ``say``; ``out_dir/journal.csv``
+   gets one line per finished task (append-only: how many times each fit ran).
+
+Embedded default: ``LocalCluster(n_workers=workers, threads_per_worker=1)``, one worker process
+per core, each fit's chains on its worker's one thread; each worker process gets its own
+PyTensor compile folder (:func:`compile_dir_plugin`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from bayescpt.core.outputs import write_outputs
+from bayescpt.parallel.spec import FitSpec
+from bayescpt.parallel.tasks import ROW_KEYS, existing_key, finished_row, run_fit
+
+
+class SweepOutputError(ValueError):
+    """An output that holds the fit of other inputs (replaced only when forced)."""
+
+
+def compile_dir_plugin(base: str):
+    """A Dask worker plugin: each worker process compiles PyTensor code in its own folder
+    (``base/WORKER``), set before PyTensor is imported there (a worker that imported it already
+    keeps its folder). Concurrent compiles then never wait on one another's lock."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class WorkerCompileDir(WorkerPlugin):
+        name = "bayescpt-compiledir"
+
+        def setup(self, worker):
+            import sys
+
+            if "pytensor" in sys.modules:
+                return
+            folder = Path(base) / "".join(c if c.isalnum() else "_" for c in str(worker.name))
+            folder.mkdir(parents=True, exist_ok=True)
+            flags = os.environ.get("PYTENSOR_FLAGS", "")
+            os.environ["PYTENSOR_FLAGS"] = ",".join(
+                x for x in (flags, f"base_compiledir={folder}") if x)
+
+    return WorkerCompileDir()
+
+
+def plan_sweep(specs: list[FitSpec], out_dir: Path, force: bool = False):
+    """(finished rows, specs to run): step 1 of the module doc."""
+    done, todo, clash = [], [], []
+    for spec in specs:
+        path = out_dir / spec.file_name
+        row = finished_row(spec, path)
+        if row is not None:
+            done.append(dict(row, status="done"))
+        elif path.exists() and existing_key(path) is not None and not force:
+            clash.append(path)
+        else:
+            todo.append(spec)
+    if clash:
+        more = f" (and {len(clash) - 1} more)" if len(clash) > 1 else ""
+        raise SweepOutputError(f"{clash[0]}{more}: holds the fit of other inputs (the sweep file "
+                               "or the data changed); use another --out folder or --force to "
+                               "replace them")
+    return done, todo
+
+
+def _client(workers: int | None, scheduler: str | None, compile_base: Path):
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        client = Client(scheduler, timeout="30s")
+        cluster = None
+    else:
+        n = workers or max(1, os.cpu_count() or 1)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", silence_logs=40)
+        client = Client(cluster)
+    client.register_plugin(compile_dir_plugin(str(compile_base)))
+    return client, cluster
+
+
+def write_summary(out_dir: Path, rows: list[dict]) -> Path:
+    """``out_dir/summary.csv``: one row per fit (ROW_KEYS), in name order."""
+    table = pd.DataFrame(rows, columns=list(ROW_KEYS)).sort_values("name", kind="stable")
+    path = out_dir / "summary.csv"
+    write_outputs({path: lambda tmp: table.to_csv(tmp, index=False)})
+    return path
+
+
+def _journal(out_dir: Path, row: dict) -> None:
+    buf = io.StringIO()
+    csv.writer(buf).writerow([time.strftime("%Y-%m-%dT%H:%M:%S"), row["key"], row["name"],
+                              row["status"], row["worker"]])
+    with open(out_dir / "journal.csv", "a", encoding="utf-8") as fh:
+        fh.write(buf.getvalue())
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def run_sweep(specs: list[FitSpec], out_dir, workers: int | None = None,
+              scheduler: str | None = None, client=None, force: bool = False,
+              say=lambda msg: None) -> pd.DataFrame:
+    """Run ``specs`` (see the module doc); returns the summary table (one row per spec)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done, todo = plan_sweep(specs, out_dir, force)
+    rows = {r["key"]: r for r in done}
+    say(f"sweep: {len(specs)} fits, {len(done)} already done, {len(todo)} to run")
+    if todo:
+        own = client is None
+        cluster = None
+        if own:
+            client, cluster = _client(workers, scheduler, out_dir / ".compiledir")
+        try:
+            where = scheduler or f"a local cluster of {len(client.scheduler_info()['workers'])} " \
+                                 "workers"
+            say(f"sweep: running on {where}")
+            from distributed import as_completed
+
+            futures = [client.submit(run_fit, s.to_json(), str(out_dir), 1, pure=False,
+                                     key=f"bayescpt-fit-{s.key}") for s in todo]
+            for i, fut in enumerate(as_completed(futures), 1):
+                row = fut.result()
+                rows[row["key"]] = row
+                _journal(out_dir, row)
+                write_summary(out_dir, list(rows.values()))
+                say(f"[{i}/{len(todo)}] {row['name']}: {row['status']}"
+                    + (f" (R-hat {row['max_rhat']:.4f}, ESS {row['min_ess_bulk']:.0f}, "
+                       f"{row['divergences']} divergences, {row['seconds']:.1f} s)"
+                       if row["status"] in ("ok", "diagnostics") else
+                       f": {row['error']}"))
+        finally:
+            if own:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+    write_summary(out_dir, list(rows.values()))
+    return pd.DataFrame([rows[s.key] for s in specs], columns=list(ROW_KEYS))

@@ -1,0 +1,167 @@
+"""bayescpt sweep on a real Dask engine: a LocalCluster, and a scheduler with two worker
+processes one of which is killed mid-sweep; the fits equal serial fits with the same seeds."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayescpt.cli.main import main
+from bayescpt.curves.data import read_curves
+from bayescpt.curves.fit import Fit
+from bayescpt.parallel.engine import SweepOutputError, run_sweep
+from bayescpt.parallel.spec import SweepError, read_sweep
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+SAMPLER = 'sampler = { chains = 2, draws = 150, tune = 150 }'
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def tiny_csv(tmp_path_factory, small_curves):
+    df = small_curves[0]
+    path = tmp_path_factory.mktemp("sweepdata") / "tiny.csv"
+    df[df["run"].str.startswith("100M/")].to_csv(path, index=False)
+    return path
+
+
+def sweep_file(folder: Path, data: Path, seeds, extra: str = "") -> Path:
+    path = folder / "sweep.toml"
+    path.write_text(f'[[fit]]\nname = "tiny"\ndata = "{data}"\nlaw = "annealing"\n'
+                    f"seeds = {list(seeds)}\n{SAMPLER}\n{extra}")
+    return path
+
+
+def serial(data: Path, seed: int) -> Fit:
+    return Fit.run(read_curves(data), law="annealing", chains=2, draws=150, tune=150, seed=seed,
+                   warn=False)
+
+
+def same_draws(a: Path, fit: Fit) -> float:
+    saved = Fit.load(a)
+    assert saved.config["sampler"] == fit.config["sampler"]
+    post = saved.idata.posterior
+    return max(float(np.max(np.abs(post[v].values - fit.idata.posterior[v].values)))
+               for v in ("L0", "A", "alpha", "C"))
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[fit]]\ndata = "D"\nfamliy = "curves"\n', "fit entry 1, key 'famliy': unknown key"),
+    ('[[fit]]\ndata = "D"\nfamily = "curve"\n', "key 'family': 'curve'; expected one of"),
+    ('[[fit]]\ndata = "nope.csv"\n', "key 'data': "),
+    ('[[fit]]\ndata = "D"\nseeds = [0, -1]\n', "key 'seeds': [0, -1]; expected non-negative"),
+    ('[[fit]]\ndata = "D"\nsampler = { draw = 10 }\n', "key 'sampler.draw': unknown sampler"),
+    ('[[fit]]\ndata = "D"\n[fit.grid]\nprogress = [true]\n', "grid key 'progress'"),
+    ('[fit]\ndata = "D"\n', "no [[fit]] entries"),
+    ('[[fit]]\ndata = "D"\n[[fit]]\ndata = "D"\n', "appear more than once"),
+])
+def test_a_bad_sweep_file_is_one_line_naming_entry_and_key(tmp_path, tiny_csv, text, message):
+    path = tmp_path / "s.toml"
+    path.write_text(text.replace('"D"', f'"{tiny_csv}"'))
+    with pytest.raises(SweepError) as err:
+        read_sweep(path)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_grid_is_every_combination_with_its_own_name(tmp_path, tiny_csv):
+    path = sweep_file(tmp_path, tiny_csv, [0, 1],
+                      '[fit.grid]\n"sampler.target_accept" = [0.9, 0.95]\n')
+    specs = read_sweep(path)
+    assert len(specs) == 4 and len({s.key for s in specs}) == 4
+    assert "tiny__target_accept=0.9__seed1" in [s.name for s in specs]
+
+
+def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(tmp_path,
+                                                                              tiny_csv):
+    path = sweep_file(tmp_path, tiny_csv, [0, 1, 2])
+    with open(path, "a") as fh:     # a fit that fails at fit time: its config has a bad key
+        fh.write(f'\n[[fit]]\nname = "bad"\ndata = "{tiny_csv}"\nconfig = {{ nosie = 1 }}\n'
+                 f"{SAMPLER}\n")
+    out = tmp_path / "out"
+    table = run_sweep(read_sweep(path), out, workers=2)
+    # (150 draws: too few for the ESS bar, so "diagnostics" is a finished fit too)
+    finished = {"ok", "diagnostics"}
+    assert set(table["status"].iloc[:3]) <= finished and table["status"].iloc[3] == "failed"
+    assert "nosie" in table["error"].iloc[3]
+    # the worker cache: 3 same-shape fits on 2 workers, so at least one reused a compiled model
+    assert (table["compiled"].iloc[:3] == False).sum() >= 1  # noqa: E712
+    summary = pd.read_csv(out / "summary.csv")
+    assert len(summary) == 4 and set(summary["status"]) <= finished | {"failed"}
+    assert same_draws(out / "tiny__seed1.nc", serial(tiny_csv, 1)) == 0.0
+    # a rerun fits nothing (the failed fit is tried again and fails again)
+    journal = (out / "journal.csv").read_text().splitlines()
+    again = run_sweep(read_sweep(path), out, workers=1)
+    assert list(again["status"]) == ["done", "done", "done", "failed"]
+    assert len((out / "journal.csv").read_text().splitlines()) == len(journal) + 1
+    # an output of other inputs is never replaced without --force
+    path.write_text(path.read_text().replace("seeds = [0, 1, 2]", "seeds = [0, 1, 2]\n"
+                                             "options = { progress = true }"))
+    with pytest.raises(SweepOutputError, match="holds the fit of other inputs"):
+        run_sweep(read_sweep(path), out, workers=1)
+
+
+def _start(args, log):
+    return subprocess.Popen([str(BIN / "dask"), *args], stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_csv):
+    """A real scheduler and two worker processes on 127.0.0.1; one worker is killed (SIGKILL)
+    once the first fit has finished; every fit still finishes exactly once, with the numbers of
+    serial fits, and a rerun does nothing."""
+    if shutil.which("dask", path=str(BIN)) is None:
+        pytest.skip("dask's command line is not installed")
+    sched_file = tmp_path / "scheduler.json"
+    log = open(tmp_path / "cluster.log", "w")
+    procs = [_start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                     "--scheduler-file", str(sched_file)], log)]
+    try:
+        for _ in range(200):
+            if sched_file.exists() and sched_file.stat().st_size:
+                break
+            time.sleep(0.1)
+        import json
+        address = json.loads(sched_file.read_text())["address"]
+        for i in range(2):
+            procs.append(_start(["worker", address, "--nthreads", "1", "--nworkers", "1",
+                                 "--name", f"w{i}", "--no-dashboard", "--no-nanny"], log))
+        path = sweep_file(tmp_path, tiny_csv, [0, 1, 2, 3])
+        out = tmp_path / "out"
+        sweep = subprocess.Popen([str(BIN / "bayescpt"), "sweep", str(path), "--out", str(out),
+                                  "--scheduler", address], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        journal = out / "journal.csv"
+        t0 = time.time()
+        while not (journal.exists() and journal.read_text().strip()) and time.time() - t0 < 300:
+            time.sleep(0.2)
+        assert journal.exists(), "no fit finished"
+        os.killpg(procs[1].pid, signal.SIGKILL)     # worker w0, while fits are still running
+        stdout, stderr = sweep.communicate(timeout=600)
+        assert sweep.returncode == 0, stderr     # (no --strict: too few draws for the bars)
+        rows = journal.read_text().splitlines()
+        keys = [r.split(",")[1] for r in rows]
+        assert len(keys) == 4 and len(set(keys)) == 4, rows     # each fit finished once
+        summary = pd.read_csv(out / "summary.csv")
+        assert set(summary["status"]) <= {"ok", "diagnostics"} and len(summary) == 4
+        # a result lost with the killed worker is fetched again: the rerun task finds the saved
+        # output and does not fit (noted), so nothing was fitted twice
+        for seed in (0, 3):
+            assert same_draws(out / f"tiny__seed{seed}.nc", serial(tiny_csv, seed)) == 0.0
+        assert not list(out.glob(".*.tmp"))      # no partial output left behind
+        rc = main(["sweep", str(path), "--out", str(out), "--scheduler", address, "--quiet"])
+        assert rc == 0 and len(journal.read_text().splitlines()) == 4   # a rerun does nothing
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=30)
+        log.close()
