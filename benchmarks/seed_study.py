@@ -126,6 +126,12 @@ def main(argv=None):
     ap.add_argument("--sampler", default="auto")
     ap.add_argument("--json", type=Path, default=Path(__file__).with_name("seed_study.json"))
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "seed_study")
+    ap.add_argument("--warm", action="store_true",
+                    help="before a family's seeds, one untimed short fit (seed 99, 20 + 20 "
+                         "draws) fills the compile caches, so no seed pays the first compile")
+    ap.add_argument("--redo", default="",
+                    help="family:seed,... to fit again (the earlier wall time is kept as "
+                         "first_wall_seconds)")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     families = [f for f in a.families.split(",") if f]
@@ -138,9 +144,17 @@ def main(argv=None):
     config = a.work / f"sampler_{a.init}_{a.sampler}.json"
     config.write_text(json.dumps({"sampler": {"init": a.init}}))
     extra = ["--config", str(config)] + ([] if a.sampler == "auto" else ["--sampler", a.sampler])
+    redo = {tuple(x.split(":")) for x in a.redo.split(",") if x}
     for family in families:
+        if a.warm and any(key_of(family, s, a.init, a.sampler) not in results for s in seeds):
+            subprocess.run(command(family, data, 99, a.work / "warm.nc",
+                                   extra + ["--draws", "20", "--tune", "20"]),
+                           capture_output=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
         for seed in seeds:
             key = key_of(family, seed, a.init, a.sampler)
+            first = None
+            if (family, str(seed)) in redo and key in results:
+                first = results.pop(key).get("wall_seconds")
             if key in results:
                 continue
             out = a.work / f"{family}_{seed}_{a.init}_{a.sampler}.nc"
@@ -152,6 +166,8 @@ def main(argv=None):
             row = {"family": family, "seed": seed, "init": a.init, "sampler": a.sampler,
                    "wall_seconds": round(wall, 1), "exit": proc.returncode,
                    "command": " ".join(["bayescpt"] + cmd[1:])}
+            if first is not None:
+                row["first_wall_seconds"] = first
             if out.exists():
                 row.update(record(out))
             else:

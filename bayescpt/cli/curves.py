@@ -42,7 +42,7 @@ from bayescpt.curves.compare import (
 from bayescpt.curves.data import decimate, describe, read_curves
 from bayescpt.curves.extrapolation import ExtrapolationWarning, RangeUnknownWarning
 from bayescpt.curves.fit import Fit
-from bayescpt.curves.hierarchy import default_config
+from bayescpt.curves.hierarchy import default_config, make_config
 from bayescpt.curves.laws import (
     cli_options,
     get_law,
@@ -132,13 +132,15 @@ def cmd_fit(a) -> int:
     prepare_outputs(a.force, {"DATA.csv": a.data, "--config": a.config}, out=a.out)
     df = _read_for_fit(a)
     law_options = _law_options(a, df)
+    config = load_config(a.config)
+    make_config(get_law(a.law, **law_options), config)   # a bad config: one line, before work
     if not a.quiet:
         say(f"data: {a.data} {describe(df)}")
         opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
         say(f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
             "sampling; this takes a minute or more)")
     _, diag = sample_and_save(a, lambda **kw: Fit.run(
-        df, law=a.law, law_options=law_options, config=load_config(a.config), **kw))
+        df, law=a.law, law_options=law_options, config=config, **kw))
     return verdict(diag, a.strict)
 
 
