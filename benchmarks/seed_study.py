@@ -110,7 +110,7 @@ def record(path: Path) -> dict:
                      for k, v in row.items()} for c, row in per.iterrows()},
         "highest_rhat": {k: round(float(v), 4) for k, v in worst["r_hat"].items()},
         "stuck": [s.text() for s in d.stuck],
-        "init": json.loads(init) if init.startswith("{") else init,
+        "start": json.loads(init) if init.startswith("{") else init,
     }
 
 

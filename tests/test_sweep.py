@@ -100,6 +100,10 @@ def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(t
     again = run_sweep(read_sweep(path), out, workers=1)
     assert list(again["status"]) == ["done", "done", "done", "failed"]
     assert len((out / "journal.csv").read_text().splitlines()) == len(journal) + 1
+    # compare lines the sweep's finished fits up by name (the failed one is left out)
+    rc = main(["compare", str(out), "--out", str(tmp_path / "diff.csv")])
+    diff = pd.read_csv(tmp_path / "diff.csv")
+    assert rc == 0 and {"tiny__seed1", "tiny__seed2"} <= set(diff["fit"])
     # an output of other inputs is never replaced without --force
     path.write_text(path.read_text().replace("seeds = [0, 1, 2]", "seeds = [0, 1, 2]\n"
                                              "options = { progress = true }"))
@@ -165,3 +169,12 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_c
                 pass
             p.wait(timeout=30)
         log.close()
+
+
+def test_compare_takes_a_folder_of_fit_files(tmp_path, capsys):
+    models = Path(__file__).resolve().parents[1] / "models"
+    for name in ("annealing_multipowerlaw.nc", "annealing_olmo_c4.nc"):
+        shutil.copy(models / name, tmp_path / name)
+    assert main(["compare", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "annealing_multipowerlaw: " in text and "annealing_olmo_c4: " in text

@@ -55,6 +55,7 @@ from bayescpt.curves.predict import predict_frame
 from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
 from bayescpt.hparams.fit import HparamsFit  # noqa: F401 - registers the hparams fit class
 from bayescpt.mixture.fit import MixtureFit  # noqa: F401 - registers the mixture fit class
+from bayescpt.parallel.engine import sweep_outputs
 
 
 def add_fit(sub) -> None:
@@ -101,7 +102,9 @@ def add_compare(sub) -> None:
                         description="Compare fits of the same law on different data (parameter "
                         "differences with P(difference > 0), against the first fit) and fits of "
                         "the same data with different laws or options (PSIS-LOO).")
-    cm.add_argument("fits", nargs="+", type=Path, metavar="FIT.nc")
+    cm.add_argument("fits", nargs="+", type=Path, metavar="FIT.nc",
+                    help="fit files; a sweep's folder or summary.csv stands for its finished "
+                         "fits (labelled by their names)")
     cm.add_argument("--names", type=str_list, help="labels for the fits (comma-separated)")
     cm.add_argument("--params", type=str_list,
                     help="parameters to compare (default: every law parameter the fits share)")
@@ -219,6 +222,18 @@ def _predict_telling(fit, sched, prob, seed):
 
 def cmd_compare(a) -> int:
 
+    names, paths = [], []
+    for p in a.fits:           # a sweep's folder or summary.csv stands for its finished fits
+        if p.is_dir() or p.suffix == ".csv":
+            for name, fit_path in sweep_outputs(p):
+                names.append(name)
+                paths.append(fit_path)
+        else:
+            names.append(None)
+            paths.append(p)
+    a.fits = paths
+    if a.names is None and any(n is not None for n in names):
+        a.names = [n or f"fit{i + 1}" for i, n in enumerate(names)]
     prepare_outputs(a.force, {f"FIT.nc #{i + 1}": p for i, p in enumerate(a.fits)},
                     out=a.out, plot=a.plot)
     if len(a.fits) < 2:

@@ -154,3 +154,30 @@ def run_sweep(specs: list[FitSpec], out_dir, workers: int | None = None,
                     cluster.close()
     write_summary(out_dir, list(rows.values()))
     return pd.DataFrame([rows[s.key] for s in specs], columns=list(ROW_KEYS))
+
+
+FINISHED = ("ok", "diagnostics", "done")
+
+
+def sweep_outputs(path) -> list[tuple[str, Path]]:
+    """(name, fit file) of every finished fit of a sweep: ``path`` is its ``summary.csv`` or its
+    folder (then its summary.csv, or without one every ``*.nc`` in it, by name). Raises
+    ValueError when there is none."""
+    path = Path(path)
+    summary = path / "summary.csv" if path.is_dir() else path
+    if summary.is_file():
+        table = pd.read_csv(summary)
+        missing = {"name", "status", "output"} - set(table.columns)
+        if missing:
+            raise ValueError(f"{summary}: not a sweep summary (no column {sorted(missing)})")
+        rows = table[table["status"].isin(FINISHED)]
+        out = [(str(r.name), Path(str(r.output))) for r in rows.itertuples()]
+        out = [(n, p if p.is_absolute() else summary.parent / p.name) for n, p in out]
+    elif path.is_dir():
+        out = [(p.stem, p) for p in sorted(path.glob("*.nc")) if not p.name.startswith(".")]
+    else:
+        raise ValueError(f"{path}: no such sweep folder or summary")
+    out = [(n, p) for n, p in out if p.is_file()]
+    if not out:
+        raise ValueError(f"{path}: no finished fit in this sweep")
+    return out
