@@ -64,8 +64,19 @@ def test_a_minor_basin_is_reported_when_the_finished_optimisations_disagree():
     assert "1 starts had no finite log density" in rep.text()
 
 
+@pytest.fixture
+def jax_x64_restored():
+    """PyMC's JAX samplers switch JAX to float64 for the whole process; later tests (the plan's
+    JAX evaluation) check that nothing else did, so the setting is put back."""
+    import jax
+
+    before = bool(jax.config.jax_enable_x64)
+    yield
+    jax.config.update("jax_enable_x64", before)
+
+
 @pytest.mark.parametrize("sampler", ["nutpie", "pymc", "numpyro", "blackjax"])
-def test_every_sampler_starts_all_chains_in_the_major_mode(sampler):
+def test_every_sampler_starts_all_chains_in_the_major_mode(sampler, jax_x64_restored):
     """With ``init="jitter"`` (the samplers' own starts) some chain of seed 0..5 lands in the
     minor mode, which shows the model can fail; with the default ``init="map"`` none does."""
     model = two_modes()
