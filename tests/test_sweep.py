@@ -147,6 +147,7 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_c
             time.sleep(0.2)
         assert journal.exists(), "no fit finished"
         os.killpg(procs[1].pid, signal.SIGKILL)     # worker w0, while fits are still running
+        procs[1].wait(timeout=30)   # reaped, as its parent would: its temporaries are then stale
         stdout, stderr = sweep.communicate(timeout=600)
         assert sweep.returncode == 0, stderr     # (no --strict: too few draws for the bars)
         rows = journal.read_text().splitlines()
