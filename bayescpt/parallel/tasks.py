@@ -109,7 +109,7 @@ def finished_row(spec: FitSpec, path: Path) -> dict | None:
         return None
     if fit.idata.posterior.attrs.get("sweep_key") != spec.key:
         return None
-    return _row(spec, path, fit, status=None, seconds=fit.meta.get("fit_seconds"))
+    return _row(spec, path, fit, seconds=fit.meta.get("fit_seconds"))
 
 
 def existing_key(path: Path) -> str | None:
@@ -142,7 +142,7 @@ def run_fit(spec_json: str, out_dir: str, cores: int | None = None) -> dict:
         return {**{k: None for k in ROW_KEYS}, **_spec_cols(spec), "status": "failed",
                 "seconds": round(time.perf_counter() - t0, 2), "worker": _worker(),
                 "error": f"{type(err).__name__}: {text}"[:500]}
-    return _row(spec, path, fit, status=None, seconds=time.perf_counter() - t0,
+    return _row(spec, path, fit, seconds=time.perf_counter() - t0,
                 compiled=compiled)
 
 
@@ -155,9 +155,9 @@ def _worker() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _row(spec: FitSpec, path: Path, fit, status, seconds, compiled=None) -> dict:
+def _row(spec: FitSpec, path: Path, fit, seconds, compiled=None) -> dict:
     d = fit.diagnostics()
-    return {**_spec_cols(spec), "status": status or ("ok" if d.ok else "diagnostics"),
+    return {**_spec_cols(spec), "status": "ok" if d.ok else "diagnostics",
             "max_rhat": round(d.max_rhat, 5), "min_ess_bulk": round(d.min_ess_bulk, 1),
             "min_ess_tail": round(d.min_ess_tail, 1), "divergences": int(d.divergences),
             "seconds": None if seconds is None else round(float(seconds), 2),
