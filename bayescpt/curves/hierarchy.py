@@ -9,7 +9,9 @@ Levels (``u`` is a parameter on its natural scale, or its log when the parameter
                                                                 that ran schedule s
     point i     log y_i ~ StudentT(nu, log L(theta_c(i), design_i), sigma_g(i))
 
-Positive parameters are sampled as u = log(parameter). The group level is centred; group spreads
+Positive parameters are sampled as u = log(parameter). The group level is centred (non-centred,
+u_g = loc_g + sd * z_g, for a parameter whose prior says ``group_centered`` False, or for all
+with config ``centered.group`` False); group spreads
 sd_p, schedule spreads tau_p and the spread of log sigma have boundary-avoiding LogNormal priors
 (around ``group_sd``, ``run_sd`` and ``sigma_group_sd``). ``nu`` = 3 by default (robust to the
 first, badly fitted points after warmup). :func:`parameter_draws` draws the same levels with
@@ -39,7 +41,8 @@ def default_config(law: Law) -> dict:
     return extra | {
         "priors": {p.name: {"positive": p.positive, "loc": float(p.loc), "scale": float(p.scale),
                             "group_sd": float(p.group_sd), "size_slope_sd": float(p.size_slope_sd),
-                            "run_sd": float(p.run_sd), "run_sd_spread": 0.5}
+                            "run_sd": float(p.run_sd), "run_sd_spread": 0.5,
+                            "group_centered": bool(p.group_centered)}
                    for p in law.params},
         "noise": dict(DEFAULT_NOISE),
         "centered": {"group": True, "schedule": True},
@@ -172,7 +175,7 @@ def build_model(law: Law, prep: Prepared, config: dict):
                 # data cannot tell sd = 0 from a small sd, and prior mass near 0 makes a funnel
                 # in (mu, slope, sd) when the group values are sharply determined.
                 sd = pm.LogNormal(f"{p.name}_sd", np.log(c["group_sd"]), 0.5)
-                if centered.get("group", True):
+                if centered.get("group", True) and c.get("group_centered", True):
                     u_g = pm.Normal(f"{p.name}_u", loc_g * np.ones(G), sd, dims="group")
                 else:
                     z = pm.Normal(f"{p.name}_z", 0.0, 1.0, dims="group")

@@ -28,6 +28,9 @@ class Param:
     ``size_slope_sd``: Normal scale of the slope on log model size (0 disables it).
     ``run_sd``: HalfNormal scale of the spread between runs (schedules) around their group; 0 keeps
     the parameter identical for every run of a group.
+    ``group_centered``: sample the group level as u_g ~ Normal(loc_g, sd) (True) or as
+    u_g = loc_g + sd * z_g, z_g ~ Normal(0, 1) (False: for a parameter the data pin only weakly
+    in each group, where the centred form is a funnel in (u_g, sd)). The same model either way.
     """
 
     name: str
@@ -38,6 +41,7 @@ class Param:
     size_slope_sd: float = 0.0
     run_sd: float = 0.0
     doc: str = ""
+    group_centered: bool = True
 
 
 class Law:
