@@ -11,7 +11,8 @@ Levels (``u`` is a parameter on its natural scale, or its log when the parameter
 
 Positive parameters are sampled as u = log(parameter). The group level is centred (non-centred,
 u_g = loc_g + sd * z_g, for a parameter whose prior says ``group_centered`` False, or for all
-with config ``centered.group`` False); group spreads
+with config ``centered.group`` False; the schedule level likewise with ``run_centered`` and
+``centered.schedule``); group spreads
 sd_p, schedule spreads tau_p and the spread of log sigma have boundary-avoiding LogNormal priors
 (around ``group_sd``, ``run_sd`` and ``sigma_group_sd``). ``nu`` = 3 by default (robust to the
 first, badly fitted points after warmup). :func:`parameter_draws` draws the same levels with
@@ -42,7 +43,8 @@ def default_config(law: Law) -> dict:
         "priors": {p.name: {"positive": p.positive, "loc": float(p.loc), "scale": float(p.scale),
                             "group_sd": float(p.group_sd), "size_slope_sd": float(p.size_slope_sd),
                             "run_sd": float(p.run_sd), "run_sd_spread": 0.5,
-                            "group_centered": bool(p.group_centered)}
+                            "group_centered": bool(p.group_centered),
+                            "run_centered": bool(p.run_centered)}
                    for p in law.params},
         "noise": dict(DEFAULT_NOISE),
         "centered": {"group": True, "schedule": True},
@@ -189,7 +191,7 @@ def build_model(law: Law, prep: Prepared, config: dict):
                 # unseen schedules, 0.15-0.36 %, correspond to tau ~ 0.05 on A, alpha and C).
                 tau = pm.LogNormal(f"{p.name}_tau", np.log(c["run_sd"]), c.get("run_sd_spread", 0.5))
                 # one deviation per schedule (and val set), shared by the model sizes that ran it
-                if centered.get("schedule", True):
+                if centered.get("schedule", True) and c.get("run_centered", True):
                     dev = pm.Normal(f"{p.name}_w", 0.0, tau, dims="schedule")
                 else:
                     dev = tau * pm.Normal(f"{p.name}_w", 0.0, 1.0, dims="schedule")

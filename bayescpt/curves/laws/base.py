@@ -31,6 +31,7 @@ class Param:
     ``group_centered``: sample the group level as u_g ~ Normal(loc_g, sd) (True) or as
     u_g = loc_g + sd * z_g, z_g ~ Normal(0, 1) (False: for a parameter the data pin only weakly
     in each group, where the centred form is a funnel in (u_g, sd)). The same model either way.
+    ``run_centered``: the same choice for the schedule level (w_s ~ Normal(0, tau), or tau * z_s).
     """
 
     name: str
@@ -42,6 +43,7 @@ class Param:
     run_sd: float = 0.0
     doc: str = ""
     group_centered: bool = True
+    run_centered: bool = True
 
 
 class Law:
