@@ -114,8 +114,8 @@ def record(path: Path) -> dict:
     }
 
 
-def key_of(family, seed, init, sampler) -> str:
-    return f"{family}|{seed}|{init}|{sampler}"
+def key_of(family, seed, init, sampler, tune=None) -> str:
+    return f"{family}|{seed}|{init}|{sampler}" + ("" if tune is None else f"|tune{tune}")
 
 
 def main(argv=None):
@@ -124,6 +124,9 @@ def main(argv=None):
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--init", default="map", choices=["map", "jitter"])
     ap.add_argument("--sampler", default="auto")
+    ap.add_argument("--tune", type=int, default=None,
+                    help="tuning steps per chain (default: the law's); to measure what the "
+                         "start buys in warmup (compare --init map and jitter)")
     ap.add_argument("--json", type=Path, default=Path(__file__).with_name("seed_study.json"))
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "seed_study")
     ap.add_argument("--warm", action="store_true",
@@ -141,29 +144,32 @@ def main(argv=None):
     seeds = [int(s) for s in a.seeds.split(",")]
     data = data_files(a.work / "data")
     results = json.loads(a.json.read_text()) if a.json.exists() else {}
-    config = a.work / f"sampler_{a.init}_{a.sampler}.json"
-    config.write_text(json.dumps({"sampler": {"init": a.init}}))
+    tag = f"{a.init}_{a.sampler}" + ("" if a.tune is None else f"_tune{a.tune}")
+    config = a.work / f"sampler_{tag}.json"
+    config.write_text(json.dumps({"sampler": {"init": a.init}
+                                  | ({} if a.tune is None else {"tune": a.tune})}))
     extra = ["--config", str(config)] + ([] if a.sampler == "auto" else ["--sampler", a.sampler])
     redo = {tuple(x.split(":")) for x in a.redo.split(",") if x}
     for family in families:
-        if a.warm and any(key_of(family, s, a.init, a.sampler) not in results for s in seeds):
+        if a.warm and any(key_of(family, s, a.init, a.sampler, a.tune) not in results for s in seeds):
             subprocess.run(command(family, data, 99, a.work / "warm.nc",
                                    extra + ["--draws", "20", "--tune", "20"]),
                            capture_output=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
         for seed in seeds:
-            key = key_of(family, seed, a.init, a.sampler)
+            key = key_of(family, seed, a.init, a.sampler, a.tune)
             first = None
             if (family, str(seed)) in redo and key in results:
                 first = results.pop(key).get("wall_seconds")
             if key in results:
                 continue
-            out = a.work / f"{family}_{seed}_{a.init}_{a.sampler}.nc"
+            out = a.work / f"{family}_{seed}_{tag}.nc"
             cmd = command(family, data, seed, out, extra)
             t0 = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True,
                                   env={**os.environ, "PYTHONWARNINGS": "ignore"})
             wall = time.perf_counter() - t0
             row = {"family": family, "seed": seed, "init": a.init, "sampler": a.sampler,
+                   **({} if a.tune is None else {"tune": a.tune}),
                    "wall_seconds": round(wall, 1), "exit": proc.returncode,
                    "command": " ".join(["bayescpt"] + cmd[1:])}
             if first is not None:
@@ -181,16 +187,16 @@ def main(argv=None):
                   f"div {row.get('divergences', '-')}  "
                   f"{'ok' if row.get('ok') else 'FAIL ' + '; '.join(row.get('stuck', []))}",
                   flush=True)
-    print(table(results, families, a.init, a.sampler))
+    print(table(results, families, a.init, a.sampler, a.tune))
 
 
-def table(results: dict, families, init: str, sampler: str) -> str:
+def table(results: dict, families, init: str, sampler: str, tune=None) -> str:
     """Markdown table per family: worst R-hat, ESS over seeds, divergences, wall times."""
     lines = ["| family | seeds passing | max R-hat (worst seed) | min bulk / tail ESS | "
              "divergences | wall s: median, slowest (ratio) |", "|---|---|---|---|---|---|"]
     for fam in families:
         rows = [r for r in results.values() if r["family"] == fam and r["init"] == init
-                and r["sampler"] == sampler and "max_rhat" in r]
+                and r["sampler"] == sampler and r.get("tune") == tune and "max_rhat" in r]
         if not rows:
             continue
         walls = np.array([r["wall_seconds"] for r in rows])

@@ -1,4 +1,8 @@
-"""``bayescpt sweep SWEEP.toml --out DIR [--workers N | --scheduler ADDRESS]``: many fits on Dask.
+"""Many fits on Dask: ``bayescpt sweep`` (a sweep file) and ``bayescpt cv`` (cross-validation).
+
+    bayescpt sweep SWEEP.toml --out DIR [--workers N | --scheduler ADDRESS]
+    bayescpt cv DATA.csv --law L --by schedule|run|model_size [--train G,G] [--prob 0.9] --out DIR
+    bayescpt sbc --law L --sims N --out DIR [--design DESIGN.csv]
 
 The sweep file's format is :mod:`bayescpt.parallel.spec`; how fits are run, resumed and
 recorded is :mod:`bayescpt.parallel.engine`. Progress is one line per finished fit on stderr;
@@ -8,9 +12,20 @@ the summary table (``DIR/summary.csv``) is printed at the end. Exit 0 when every
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from bayescpt.cli.common import EXIT_INPUT, positive_int, say
+from bayescpt.cli.common import (
+    EXIT_INPUT,
+    load_config,
+    nonneg_int,
+    positive_int,
+    probability,
+    save_figure,
+    say,
+    str_list,
+)
+from bayescpt.curves.laws import law_names, option_groups
 from bayescpt.parallel.engine import run_sweep
 from bayescpt.parallel.spec import read_sweep
 
@@ -36,7 +51,185 @@ def add_commands(sub, sampler_args=None) -> dict:
     p.add_argument("--force", action="store_true",
                    help="replace outputs that hold fits of other inputs")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    return {"sweep": cmd_sweep}
+    add_cv(sub)
+    add_sbc(sub)
+    return {"sweep": cmd_sweep, "cv": cmd_cv, "sbc": cmd_sbc}
+
+
+def _where(p) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=positive_int,
+                       help="local worker processes (default: one per core)")
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help="use a running Dask scheduler")
+
+
+def _sampling(p, what: str) -> None:
+    s = p.add_argument_group(f"sampling ({what})")
+    s.add_argument("--sampler", default="auto")
+    s.add_argument("--chains", type=positive_int)
+    s.add_argument("--draws", type=positive_int)
+    s.add_argument("--tune", type=nonneg_int)
+    s.add_argument("--init", choices=["map", "jitter"])
+    s.add_argument("--config", type=Path, help="JSON file overriding priors/structure")
+
+
+def _law_options(p) -> None:
+    for title, options in option_groups():
+        grp = p.add_argument_group(title)
+        for opt in options:
+            kind = {"action": argparse.BooleanOptionalAction} if opt.type is bool else \
+                {"type": opt.type}
+            grp.add_argument(opt.cli_flag, dest=opt.name, default=None, help=opt.help, **kind)
+
+
+def _given(a) -> tuple[dict, dict]:
+    """(law options, sampler settings) given on the command line."""
+    from bayescpt.curves.laws import cli_options
+
+    options = {o.name: getattr(a, o.name) for o in cli_options()
+               if getattr(a, o.name, None) is not None}
+    sampler = {k: getattr(a, k) for k in ("chains", "draws", "tune", "init")
+               if getattr(a, k) is not None}
+    if a.sampler != "auto":
+        sampler["sampler"] = a.sampler
+    return options, sampler
+
+
+def add_sbc(sub) -> None:
+    p = sub.add_parser("sbc", help="simulation-based calibration of a law's default model, "
+                       "fitted on Dask",
+                       description="Simulate loss curves from the prior of a law's model on a "
+                       "design, fit every simulation (a sweep), rank the true values among the "
+                       "posterior draws and test the ranks for uniformity (chi-square per "
+                       "quantity); rank histograms in DIR/ranks.png.")
+    p.add_argument("--law", required=True, choices=law_names())
+    p.add_argument("--sims", required=True, type=positive_int, help="number of simulations")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR")
+    p.add_argument("--design", type=Path, metavar="DESIGN.csv",
+                   help="runs, steps, learning rates (and sizes) to simulate on; default for the "
+                        "annealing and multipower laws: the bundled multi-power-law training "
+                        "curves (3 schedules x 25M/100M/400M) at 40 points per curve")
+    p.add_argument("--ranks", type=positive_int, default=99,
+                   help="posterior draws each truth is ranked among (default 99)")
+    p.add_argument("--bins", type=positive_int, default=10,
+                   help="bins of the uniformity test and histograms (default 10)")
+    p.add_argument("--seed", type=nonneg_int, default=0,
+                   help="seed of the simulations; fit i uses seed + i (default 0)")
+    _law_options(p)
+    _sampling(p, "every simulation's fit")
+    _where(p)
+    p.add_argument("--force", action="store_true",
+                   help="replace fits that hold other inputs")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def cmd_sbc(a) -> int:
+    from bayescpt.core.plotting import plot_ranks
+    from bayescpt.curves.data import decimate, read_curves
+    from bayescpt.parallel.sbc import run_sbc
+
+    if a.out.exists() and not a.out.is_dir():
+        raise ValueError(f"--out {a.out}: not a folder")
+    if a.design is not None:
+        design = read_curves(a.design, need_loss=False)
+    elif a.law in ("annealing", "multipower"):
+        from bayescpt.datasets.bundled import bundled_multipowerlaw, split
+
+        design = decimate(split(bundled_multipowerlaw())[0], 40)
+    else:
+        raise ValueError(f"--design: the {a.law} law has no default design; give a curve "
+                         "table whose runs, steps and learning rates to simulate on")
+    options, sampler = _given(a)
+    res = run_sbc(design, a.out, a.law, sims=a.sims, options=options,
+                  config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
+                  ranks=a.ranks, bins=a.bins, workers=a.workers, scheduler=a.scheduler,
+                  force=a.force, say=(lambda msg: None) if a.quiet else say)
+    t = res.tests
+    print(f"SBC of the {a.law} law: {len(res.ranks)} simulations fitted, ranks 0-{res.ranks_max}, "
+          f"{a.bins} bins")
+    print(t.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    bad = res.ranks[~res.ranks["diagnostics_ok"]]
+    print(f"smallest p-value {t['p_value'].min():.3g} ({t.loc[t['p_value'].idxmin(), 'quantity']}); "
+          f"Bonferroni-adjusted over {len(t)} quantities: {res.p_min_bonferroni:.3g}; "
+          f"{len(bad)} of {len(res.ranks)} fits fail the diagnostics")
+    labels = list(t["quantity"])
+    save_figure(plot_ranks(res.ranks, labels, res.ranks_max, a.bins,
+                           dict(zip(labels, t["p_value"]))), a.out / "ranks.png", force=True)
+    if not a.quiet:
+        say(f"wrote {a.out / 'sbc.csv'}, {a.out / 'ranks.csv'}, {a.out / 'truth.csv'}, "
+            f"{a.out / 'ranks.png'}")
+    return 0
+
+
+def add_cv(sub) -> None:
+    p = sub.add_parser("cv", help="cross-validate a law's predictions on your curves (held-out "
+                       "schedules, runs or sizes), fitted on Dask",
+                       description="Leave-one-group-out cross-validation of a loss-curve law: "
+                       "each fold fits the law on every other group and predicts the held-out "
+                       "rows; prints per held-out group and model size the mean and worst "
+                       "relative error, the interval's coverage, width and interval score, and "
+                       "draws them (DIR/cv.png).")
+    p.add_argument("data", type=Path, metavar="DATA.csv")
+    p.add_argument("--law", required=True, choices=law_names())
+    p.add_argument("--by", required=True, choices=["schedule", "run", "model_size"],
+                   help="what a fold holds out (schedule: the schedule column, else the run "
+                        "name after its last '/')")
+    p.add_argument("--train", type=str_list, metavar="G,G",
+                   help="one fold instead: train on these groups, hold out all the others")
+    p.add_argument("--prob", type=probability, default=0.9,
+                   help="predictive interval probability (default 0.9)")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                   help="folder for folds/, fits/, cv.csv, cv_by_size.csv, predictions.csv.gz, "
+                        "cv.png")
+    _law_options(p)
+    _sampling(p, "every fold")
+    p.add_argument("--seed", type=nonneg_int, default=0,
+                   help="seed of every fold's fit and prediction (default 0)")
+    _where(p)
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when a fold's fit fails R-hat <= 1.01, bulk ESS >= 400, "
+                        "0 divergences")
+    p.add_argument("--force", action="store_true",
+                   help="replace fold fits that hold other inputs (cv.csv, cv_by_size.csv, "
+                        "predictions.csv.gz and cv.png are the folder's results, rewritten by "
+                        "every run)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def cmd_cv(a) -> int:
+    from bayescpt.curves.plots import plot_cv
+    from bayescpt.curves.scores import percent_text
+    from bayescpt.parallel.cv import run_cv
+
+    if not a.data.is_file():
+        raise FileNotFoundError(f"{a.data}: no such file")
+    if a.out.exists() and not a.out.is_dir():
+        raise ValueError(f"--out {a.out}: not a folder")
+    options, sampler = _given(a)
+    res = run_cv(a.data, a.out, a.law, by=a.by, train=a.train, options=options,
+                 config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
+                 prob=a.prob, workers=a.workers, scheduler=a.scheduler, force=a.force,
+                 say=(lambda msg: None) if a.quiet else say)
+    for note in res.notes:
+        say(f"note: {note}")
+    cols = ["fold", "group", "model_size", "points", "mean_rel_err", "worst_rel_err",
+            "coverage", "rel_width", "interval_score"]
+    print(f"held-out groups ({a.prob:.0%} intervals):")
+    print(percent_text(res.table[cols]))
+    print("\nall held-out points, per model size:")
+    print(percent_text(res.by_size.drop(columns=["r2"])))
+    save_figure(plot_cv(res.table, prob=a.prob), a.out / "cv.png", force=True)
+    if not a.quiet:
+        say(f"wrote {a.out / 'cv.csv'}, {a.out / 'cv_by_size.csv'}, "
+            f"{a.out / 'predictions.csv.gz'}, {a.out / 'cv.png'}")
+    bad = res.fits[res.fits["status"] == "diagnostics"]
+    if len(bad):
+        say(f"warning: {len(bad)} fold fit(s) fail the diagnostics: "
+            + ", ".join(bad["name"]) + f" (see {a.out / 'fits' / 'summary.csv'})")
+        if a.strict:
+            return 1
+    return 0
 
 
 def cmd_sweep(a) -> int:

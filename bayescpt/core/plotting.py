@@ -95,3 +95,37 @@ def plot_diagnostics(idata, diag, *, n_rank: int = 4, title: str = "", fig=None)
                  f"{diag.divergences} divergences)")
     fig.tight_layout()
     return fig
+
+
+def plot_ranks(ranks, labels, ranks_max: int, bins: int = 10, p_values=None, ncols: int = 4,
+               fig=None):
+    """Simulation-based-calibration rank histograms, one panel per quantity.
+
+    ``ranks``: a table with one column of ranks (0..``ranks_max``) per label; ``bins`` equal
+    bins; the grey band is the central 99 % range of a bin's count under uniform ranks
+    (binomial), the line its expectation; ``p_values`` (label -> p) go into the titles. Returns
+    the Figure; nothing is written."""
+    from scipy import stats
+
+    plt = pyplot()
+    n = len(ranks)
+    nrows = int(np.ceil(len(labels) / ncols))
+    if fig is None:
+        fig = plt.figure(figsize=(3.0 * ncols, 2.3 * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    edges = np.linspace(0, ranks_max + 1, bins + 1)
+    share = np.diff(edges) / (ranks_max + 1)
+    lo, hi = stats.binom.ppf(0.005, n, share[0]), stats.binom.ppf(0.995, n, share[0])
+    for ax, label in zip(axes.flat, labels):
+        ax.axhspan(lo, hi, color="0.85", zorder=0)
+        ax.axhline(n * share[0], color="0.4", lw=1)
+        ax.hist(np.asarray(ranks[label]), bins=edges, color="C0", edgecolor="white")
+        title = label if p_values is None else f"{label}  (p = {p_values[label]:.2g})"
+        ax.set_title(title, fontsize=8)
+        ax.set_xlim(0, ranks_max + 1)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(labels):]:
+        ax.axis("off")
+    fig.suptitle(f"SBC rank histograms ({n} simulations, ranks 0-{ranks_max})", fontsize=10)
+    fig.tight_layout()
+    return fig

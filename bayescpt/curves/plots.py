@@ -106,3 +106,42 @@ def plot_forest(table: pd.DataFrame, *, prob: float = 0.9, fig=None):
     fig.suptitle(f"posterior means and central {prob:.0%} intervals per fit", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def plot_cv(table: pd.DataFrame, *, prob: float = 0.9, fig=None):
+    """Cross-validation scores per held-out group: mean (dot) and worst (bar top) relative error,
+    coverage of the ``prob`` interval against the nominal level, and the interval's relative
+    width, one colour per model size. ``table`` is :class:`bayescpt.parallel.cv.CVResult`'s
+    ``table`` (columns group, model_size, mean_rel_err, worst_rel_err, coverage, rel_width).
+    Returns the Figure; nothing is written."""
+    plt = pyplot()
+
+    groups = list(dict.fromkeys(table["group"]))
+    sizes = list(dict.fromkeys(table["model_size"]))
+    if fig is None:
+        fig = plt.figure(figsize=(max(6.0, 0.9 * len(groups) + 2.5), 7.5))
+    axes = fig.subplots(3, 1, sharex=True)
+    width = 0.8 / max(len(sizes), 1)
+    for j, size in enumerate(sizes):
+        t = table[table["model_size"] == size].set_index("group").reindex(groups)
+        x = np.arange(len(groups)) + (j - (len(sizes) - 1) / 2) * width
+        label = None if size == "-" else size
+        axes[0].bar(x, 100 * t["worst_rel_err"], width, color=f"C{j}", alpha=0.35)
+        axes[0].plot(x, 100 * t["mean_rel_err"], "o", color=f"C{j}", ms=5, label=label)
+        axes[1].bar(x, 100 * t["coverage"], width, color=f"C{j}", alpha=0.8, label=label)
+        axes[2].bar(x, 100 * t["rel_width"], width, color=f"C{j}", alpha=0.8, label=label)
+    axes[0].set_ylabel("relative error, %\n(dot: mean, bar: worst)")
+    axes[1].axhline(100 * prob, color="k", lw=1, ls="--", label=f"nominal {prob:.0%}")
+    axes[1].set_ylim(0, 105)
+    axes[1].set_ylabel(f"{prob:.0%} interval\ncoverage, %")
+    axes[2].set_ylabel("interval width,\n% of the loss")
+    axes[2].set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=8)
+    axes[2].set_xlabel("held-out group")
+    for ax in axes:
+        ax.grid(alpha=0.3, axis="y")
+    if any(s != "-" for s in sizes):
+        axes[0].legend(fontsize=7, title="model size", title_fontsize=7)
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.suptitle("cross-validated predictions of held-out groups", fontsize=10)
+    fig.tight_layout()
+    return fig
