@@ -84,13 +84,13 @@ def test_cv_equals_the_fold_fitted_and_predicted_by_hand_and_resumes(tmp_path, c
     pd.testing.assert_frame_equal(again.table, res.table)
 
 
-def test_cv_command_prints_the_table_and_draws_it(tmp_path, curves_csv, capsys):
+def test_cv_command_prints_the_table_and_draws_it(tmp_path, curves_csv, capsys, client):
     out = tmp_path / "cvcli"
     df = read_curves(curves_csv)
     train = ",".join(list(dict.fromkeys(group_labels(df, "schedule")))[:2])
     rc = main(["cv", str(curves_csv), "--law", "annealing", "--by", "schedule", "--train", train,
                "--out", str(out), "--chains", "2", "--draws", "200", "--tune", "200",
-               "--workers", "1", "--quiet"])
+               "--scheduler", client.scheduler.address, "--quiet"])
     text = capsys.readouterr().out
     assert rc == 0 and "coverage_%" in text and "interval_score_%" in text
     assert (out / "cv.png").stat().st_size > 10_000
