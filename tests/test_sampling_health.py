@@ -163,3 +163,14 @@ def test_nutpie_takes_the_depth_cap():
         warnings.simplefilter("ignore")
         stats = chain_stats(sample_model(model, s, cores=1))
     assert (stats["depth_max"] == 1).all() and (stats["at_max"] > 0.3).all()
+
+
+def test_slow_mixing_on_a_spread_points_at_the_non_centred_level():
+    rng = np.random.default_rng(0)
+    draws = rng.standard_normal((4, 300))
+    draws[3] += 0.6                     # chains disagree, but no chain sits in a minor mode
+    idata = az.from_dict(posterior={"alpha_sd": np.exp(draws), "mu": draws})
+    for name, expected in (("alpha_sd", "non-centred"), ("mu", "run longer")):
+        diag = summarize(idata, [name])
+        line = next(p for p in diag.problems() if p.startswith("R-hat"))
+        assert expected in line, line

@@ -77,8 +77,17 @@ class Diagnostics:
         out = []
         if not np.isfinite(self.max_rhat) or self.max_rhat > rhat_max:
             worst = self.judged["r_hat"].idxmax()
-            why = ("; ".join(s.text() for s in self.stuck) if self.stuck else
-                   "chains disagree; run longer (--tune, --draws) or check the priors")
+            base = str(worst).split("[")[0]
+            if self.stuck:
+                why = "; ".join(s.text() for s in self.stuck)
+            elif base.endswith(("_sd", "_tau")):
+                # a spread of a hierarchy mixing slowly: the funnel of a level the data barely
+                # inform (the cpt law's alpha on the lab's curves, C2's schedule spread)
+                why = ("chains mix slowly on a spread of the hierarchy; sample its level "
+                       "non-centred (config priors.P.group_centered / run_centered false, or "
+                       "centered) or draw more (--draws)")
+            else:
+                why = "chains disagree; run longer (--tune, --draws) or check the priors"
             out.append(f"R-hat {self.max_rhat:.3f} > {rhat_max} (worst: {worst}): {why}")
         elif self.stuck:
             out.extend(s.text() for s in self.stuck)
