@@ -3,7 +3,7 @@
 The protocol (``multipower_protocol.py``, LAWS.md section 7) fits ``cosine_24000,
 constant_24000, wsdcon_9`` at 25M/100M/400M and predicts the six other schedules. Here the same
 split is one fold of ``bayescpt cv --by schedule --train cosine_24000,constant_24000,wsdcon_9``
-(fitted through the sweep engine, a LocalCluster), and the protocol's own path (a CompiledFit,
+(fitted through the sweep engine, a LocalCluster), and the protocol's own path (a CompiledFit on the table as read back,
 ``predict_frame``, ``score``) runs beside it in this process. Prints both per-size tables and
 their largest difference (0 expected: same draws, same predictions), and the cv command's
 per-schedule table.
@@ -29,8 +29,9 @@ sys.path.insert(0, str(ROOT))
 from bayescpt.curves.fit import CompiledFit  # noqa: E402
 from bayescpt.curves.predict import predict_frame  # noqa: E402
 from bayescpt.curves.scores import percent_text, score  # noqa: E402
-from bayescpt.datasets.bundled import TRAIN_SCHEDULES, bundled_multipowerlaw, split  # noqa: E402
-from bayescpt.parallel.cv import run_cv  # noqa: E402
+from bayescpt.curves.data import read_curves  # noqa: E402
+from bayescpt.datasets.bundled import TRAIN_SCHEDULES, bundled_multipowerlaw  # noqa: E402
+from bayescpt.parallel.cv import group_labels, run_cv  # noqa: E402
 
 COLS = ["points", "mean_rel_err", "worst_rel_err", "coverage", "rel_width", "interval_score"]
 
@@ -51,7 +52,11 @@ def main(argv=None):
         res = run_cv(data, Path(tmp) / "cv", a.law, by="schedule", train=list(TRAIN_SCHEDULES),
                      seed=a.seed, workers=a.workers, say=print)
         t_cv = time.perf_counter() - t0
-    train, test = split(df)
+        # the protocol's split of the table as the cv command reads it (read_curves sorts the
+        # rows, which orders the curves and so the model's coordinates: same order, same draws)
+        table = read_curves(data)
+    in_train = group_labels(table, "schedule").isin(TRAIN_SCHEDULES)
+    train, test = table[in_train], table[~in_train]
     t0 = time.perf_counter()
     fit = CompiledFit(train, a.law).fit(train, seed=a.seed)
     direct = score(predict_frame(fit, test, prob=0.9, seed=a.seed))
