@@ -307,7 +307,8 @@ def test_checkpoint_mode_samples_longer_by_default_and_options_override():
     cfg = default_config(get_law("cpt", checkpoint=True))
     assert resolve_settings(cfg["sampler"], "auto")["draws"] == 3000
     assert resolve_settings(cfg["sampler"], "auto", draws=300)["draws"] == 300
-    assert "sampler" not in default_config(get_law("cpt"))     # the full law: package defaults
+    # the full law: 2000 draws (the shift's ridge), the package's tuning
+    assert default_config(get_law("cpt"))["sampler"] == {"draws": 2000}
 
 
 def test_anchored_option_is_the_same_law_with_lr_and_g_at_the_anchor():

@@ -25,8 +25,15 @@ from bayescpt.cli.common import (
     say,
     str_list,
 )
-from bayescpt.curves.laws import law_names, option_groups
+from bayescpt.core.plotting import plot_ranks
+from bayescpt.curves.data import decimate, read_curves
+from bayescpt.curves.laws import cli_options, law_names, option_groups
+from bayescpt.curves.plots import plot_cv
+from bayescpt.curves.scores import percent_text
+from bayescpt.datasets.bundled import bundled_multipowerlaw, split
+from bayescpt.parallel.cv import run_cv
 from bayescpt.parallel.engine import run_sweep
+from bayescpt.parallel.sbc import run_sbc
 from bayescpt.parallel.spec import read_sweep
 
 SHOWN = ["name", "status", "max_rhat", "min_ess_bulk", "divergences", "seconds"]
@@ -85,8 +92,6 @@ def _law_options(p) -> None:
 
 def _given(a) -> tuple[dict, dict]:
     """(law options, sampler settings) given on the command line."""
-    from bayescpt.curves.laws import cli_options
-
     options = {o.name: getattr(a, o.name) for o in cli_options()
                if getattr(a, o.name, None) is not None}
     sampler = {k: getattr(a, k) for k in ("chains", "draws", "tune", "init")
@@ -125,17 +130,12 @@ def add_sbc(sub) -> None:
 
 
 def cmd_sbc(a) -> int:
-    from bayescpt.core.plotting import plot_ranks
-    from bayescpt.curves.data import decimate, read_curves
-    from bayescpt.parallel.sbc import run_sbc
 
     if a.out.exists() and not a.out.is_dir():
         raise ValueError(f"--out {a.out}: not a folder")
     if a.design is not None:
         design = read_curves(a.design, need_loss=False)
     elif a.law in ("annealing", "multipower"):
-        from bayescpt.datasets.bundled import bundled_multipowerlaw, split
-
         design = decimate(split(bundled_multipowerlaw())[0], 40)
     else:
         raise ValueError(f"--design: the {a.law} law has no default design; give a curve "
@@ -198,9 +198,6 @@ def add_cv(sub) -> None:
 
 
 def cmd_cv(a) -> int:
-    from bayescpt.curves.plots import plot_cv
-    from bayescpt.curves.scores import percent_text
-    from bayescpt.parallel.cv import run_cv
 
     if not a.data.is_file():
         raise FileNotFoundError(f"{a.data}: no such file")

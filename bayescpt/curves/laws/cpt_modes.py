@@ -135,12 +135,11 @@ class CPTMode:
                             "PT power-law loss L0 + A * S1^-alpha at S1 = anchor_s1"),
                 "A": Param("G", True, np.log(0.1), 2.0, 0.5, 0.3, 0.0,
                            "slope -dL/dS1 of the PT power law at S1 = anchor_s1"),
-                # non-centred group level: the lab's curves put alpha near 0 in every group,
-                # where the form is flat in log alpha (bounded above only) and the centred
-                # group level mixed slowly (R-hat up to 1.03 on alpha_sd, seed study)
+                # centred group level: non-centred mixed the lab's curves better (alpha near 0
+                # in every group) but failed on simulated Fig. 3 data, where alpha is pinned
+                # (R-hat 1.26, ESS 6 on alpha_sd in test_cpt); see benchmarks/RESULTS.md
                 "alpha": Param("alpha", True, np.log(0.3), 0.7, 0.3, 0.0, 0.0,
-                               "power-law exponent in S1 (the curvature at the anchor)",
-                               group_centered=False),
+                               "power-law exponent in S1 (the curvature at the anchor)"),
             }
             params = tuple(anchor.get(p.name, p) for p in params)
         if self.form == "full":
