@@ -69,9 +69,7 @@ def checked_quantities(model, law) -> list[tuple[str, int | None, str]]:
     names = {v.name for v in model.free_RVs} | {v.name for v in model.deterministics}
     for name in sorted(names):
         if name.startswith("log_sigma") or name.endswith(POPULATION_SUFFIXES):
-            if name in ("log_sigma",):
-                continue
-            if model.named_vars_to_dims.get(name):
+            if model.named_vars_to_dims.get(name):   # group-level values (log_sigma) below
                 continue
             out.append((name, None, name))
     groups = list(model.coords.get("group", ()))
