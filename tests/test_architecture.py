@@ -82,7 +82,7 @@ def test_import_contract_holds():
     ("curves/scores.py", "import torch", "torch is imported only by bayescpt.lab",
      "bayescpt.curves.scores -> torch"),
     ("core/sampling.py", "import numpyro",
-     "The JAX stack stays out of core and the domains (one lazy JAX evaluation path)",
+     "The JAX stack stays out of core and the domains (two lazy JAX paths)",
      "bayescpt.core.sampling -> numpyro"),
     ("cli/demo.py", "import pymc", "The CLI holds no statistics (no modelling or sampling library)",
      "bayescpt.cli.demo -> pymc"),

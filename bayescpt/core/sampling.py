@@ -5,8 +5,11 @@ through :func:`sample_model`, so all share the same samplers, defaults and warni
 
 Every chain starts from its own jittered point around the posterior mode found by multi-start
 L-BFGS (setting ``init="map"``, the default; :mod:`bayescpt.core.init`), for every sampler; the
-optimisations' record is kept in ``sample_stats.attrs['init']``. ``init="jitter"`` keeps each
-sampler's own start (support point + U(-1, 1) jitter).
+optimisations' record is kept in ``sample_stats.attrs['init']``. From there the JAX samplers
+(numpyro, blackjax) sample on coordinates whitened by the Laplace approximation at the mode
+(:mod:`bayescpt.core.jax_nuts`): their diagonal mass matrices cannot follow the laws' posterior
+correlations alone. ``init="jitter"`` keeps each sampler's own start (support point + U(-1, 1)
+jitter) and each sampler's own NUTS as PyMC runs it.
 
 **Same seed, same numbers, on any machine.** The BLAS library that PyTensor's compiled code and
 scipy call sums in an order that depends on its thread count; a 2-core machine and a worker
@@ -136,7 +139,7 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
     kw = dict(draws=s["draws"], tune=s["tune"], chains=s["chains"], random_seed=s["seed"],
               progressbar=progress, model=model, target_accept=s["target_accept"])
     starts = find_starts(model, s) if initvals is None else None
-    if starts is not None and s["sampler"] != "nutpie":
+    if starts is not None and s["sampler"] == "pymc":
         initvals = starts.initvals(s["chains"], s["seed"])
     if initvals is not None:
         kw["initvals"] = initvals
@@ -167,13 +170,23 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
             idata = pm.sample(nuts_sampler="nutpie", nuts_sampler_kwargs={
                 "low_rank_modified_mass_matrix": s.get("low_rank", True), "cores": ncores,
                 "save_warmup": False, **cap}, **kw)
+        elif starts is not None:
+            # JAX samplers from the mode: on coordinates whitened by the Laplace approximation
+            # there, which their diagonal mass matrices cannot find themselves (core.jax_nuts)
+            from bayescpt.core.jax_nuts import sample_jax
+
+            idata = sample_jax(model, s, starts, progress=progress)
         else:
-            # JAX samplers: chains vectorised on one device. Their default ('parallel', pmap over
+            # JAX samplers from their own starts: chains vectorised on one device. Their default ('parallel', pmap over
             # chains) fails when there are fewer devices than chains, as on a 1-device CPU.
             idata = pm.sample(nuts_sampler=s["sampler"], idata_kwargs={"log_likelihood": True},
                               nuts_sampler_kwargs={"chain_method": "vectorized",
                                                    "jitter": initvals is None,
                                                    **({"nuts_kwargs": cap} if cap else {})}, **kw)
+            if s["sampler"] == "numpyro" and "lp" in idata.sample_stats:
+                # PyMC stores numpyro's potential energy, -log p, as 'lp'; the mode report reads
+                # 'lp' as the log density (blackjax's and every other sampler's)
+                idata.sample_stats["lp"] = -idata.sample_stats["lp"]
         finish_trace(idata, s, starts)
         if "log_likelihood" not in idata:
             add_log_likelihood(idata, model)
