@@ -152,9 +152,15 @@ def main(argv=None):
     redo = {tuple(x.split(":")) for x in a.redo.split(",") if x}
     for family in families:
         if a.warm and any(key_of(family, s, a.init, a.sampler, a.tune) not in results for s in seeds):
-            subprocess.run(command(family, data, 99, a.work / "warm.nc",
-                                   extra + ["--draws", "20", "--tune", "20"]),
-                           capture_output=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+            t0 = time.perf_counter()
+            warm = subprocess.run(command(family, data, 99, a.work / "warm.nc",
+                                          extra + ["--draws", "20", "--tune", "20"]),
+                                  capture_output=True, text=True,
+                                  env={**os.environ, "PYTHONWARNINGS": "ignore"})
+            print(f"{family:15s} warm-up fit (untimed): {time.perf_counter() - t0:.0f} s, exit "
+                  f"{warm.returncode}" + ("" if warm.returncode in (0, 1) else
+                                          f": {(warm.stderr.strip().splitlines() or [''])[-1]}"),
+                  flush=True)
         for seed in seeds:
             key = key_of(family, seed, a.init, a.sampler, a.tune)
             first = None
