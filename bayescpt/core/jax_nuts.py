@@ -50,11 +50,26 @@ def laplace_factor(starts) -> tuple[np.ndarray, str]:
     return vec / np.sqrt(lam), "dense"
 
 
+def jax_precision() -> None:
+    """JAX in PyTensor's ``floatX`` (float64 here) for the samplers: PyTensor switches JAX to
+    float64 only when its JAX backend is first imported, and other code (the plan's evaluation)
+    may have switched it back since; the setting stays, as PyMC leaves it."""
+    import jax
+    import pytensor
+
+    jax.config.update("jax_enable_x64", pytensor.config.floatX == "float64")
+
+
 def sample_jax(model, s: dict, starts, progress: bool = False):
     """Sample ``model`` with numpyro or blackjax (``s['sampler']``) on the whitened coordinates
     (module doc), chains vectorised on one device, from ``starts`` (one start per chain, as for
-    every sampler). Returns InferenceData (posterior, sample_stats, observed and constant data);
-    the log likelihood is added by the caller."""
+    every sampler), in float64 (:func:`jax_precision`). Returns InferenceData (posterior,
+    sample_stats, observed and constant data); the log likelihood is added by the caller."""
+    jax_precision()
+    return _sample_jax(model, s, starts, progress)
+
+
+def _sample_jax(model, s: dict, starts, progress: bool = False):
     import arviz as az
     import jax
     import jax.numpy as jnp

@@ -32,6 +32,7 @@ import warnings
 
 from bayescpt.core.chains import DEFAULT_MAX_DEPTH, drop_stuck_chains
 from bayescpt.core.init import INITS, model_starts
+from bayescpt.core.jax_nuts import jax_precision, sample_jax
 
 SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
 DEFAULT_SAMPLER_SETTINGS = {"chains": 4, "draws": 1000, "tune": 1000, "target_accept": 0.95,
@@ -173,10 +174,9 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
         elif starts is not None:
             # JAX samplers from the mode: on coordinates whitened by the Laplace approximation
             # there, which their diagonal mass matrices cannot find themselves (core.jax_nuts)
-            from bayescpt.core.jax_nuts import sample_jax
-
             idata = sample_jax(model, s, starts, progress=progress)
         else:
+            jax_precision()
             # JAX samplers from their own starts: chains vectorised on one device. Their default ('parallel', pmap over
             # chains) fails when there are fewer devices than chains, as on a 1-device CPU.
             idata = pm.sample(nuts_sampler=s["sampler"], idata_kwargs={"log_likelihood": True},
