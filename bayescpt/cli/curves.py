@@ -52,6 +52,12 @@ from bayescpt.curves.laws import (
 )
 from bayescpt.curves.plots import plot_forest, plot_predictions
 from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.prefix import (
+    PrefixWarning,
+    forecast_with_prefix,
+    merge_observed,
+    read_observed,
+)
 from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
 from bayescpt.hparams.fit import HparamsFit  # noqa: F401 - registers the hparams fit class
 from bayescpt.mixture.fit import MixtureFit  # noqa: F401 - registers the mixture fit class
@@ -88,6 +94,10 @@ def add_predict(sub) -> None:
     p.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
     p.add_argument("--out", required=True, type=Path, metavar="PRED.csv")
     p.add_argument("--seed", type=nonneg_int, default=0)
+    p.add_argument("--observed", type=Path, metavar="PREFIX.csv",
+                   help="the losses of a run in progress so far (run, step, loss [, val_set]; "
+                   "e.g. what `bayescpt import` writes; the schedule's LR is used): each "
+                   "curve's forecast is conditioned on its own (adds the columns ess, observed)")
     p.add_argument("--outlook", type=Path, metavar="OUTLOOK.csv",
                    help="cpt fits: also write each plan's final losses, loss potential and "
                    "general-loss turning point (with intervals) here")
@@ -171,19 +181,31 @@ def _law_options(a, df) -> dict:
 
 def cmd_predict(a) -> int:
 
-    prepare_outputs(a.force, {"FIT.nc": a.fit, "--schedule": a.schedule}, out=a.out,
-                    outlook=a.outlook, plot=a.plot)
+    prepare_outputs(a.force, {"FIT.nc": a.fit, "--schedule": a.schedule,
+                              "--observed": a.observed}, out=a.out, outlook=a.outlook,
+                    plot=a.plot)
     fit = Fit.load(a.fit)
     if a.outlook is not None and fit.law.name != "cpt":
         raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
                          "needs a cpt fit")
     sched = read_curves(a.schedule, need_loss=False)
-    pred = _predict_telling(fit, sched, a.prob, a.seed)
+    if a.observed is not None:
+        if a.outlook is not None:
+            raise ValueError("--outlook and --observed: the outlook of a plan does not take a "
+                             "run's prefix yet; give one of them")
+        sched = merge_observed(sched, read_observed(a.observed))
+        pred = _predict_telling(fit, sched, a.prob, a.seed, prefix=True)
+        for run, g in pred.groupby("run", sort=False):
+            say(f"{run}: forecast from {int(g['observed'].sum())} observed losses, effective "
+                f"sample size {g['ess'].min():.0f} of {int(g['n_points'].iloc[0])} particles")
+    else:
+        pred = _predict_telling(fit, sched, a.prob, a.seed)
     cols = [c for c in ("run", "step", "lr", "phase", "val_set", "val_role", "model_size",
                         "replay_ratio", "loss") if c in pred.columns]
     if pred["loss"].isna().all():
         cols.remove("loss")
     cols += ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
+    cols += [c for c in ("ess", "observed") if c in pred.columns]
     # every output computed and drawn first, then written all or none
     out = outlook(fit, sched, prob=a.prob, seed=a.seed) if a.outlook is not None else None
     fig = None if a.plot is None else plot_predictions(
@@ -203,14 +225,18 @@ def cmd_predict(a) -> int:
     return 0
 
 
-def _predict_telling(fit, sched, prob, seed):
-    """:func:`predict_frame`, with each extrapolation warning as one stderr line (also when the
-    prediction is then refused as impossible); other warnings pass on unchanged."""
-    ours = (ExtrapolationWarning, RangeUnknownWarning)
+def _predict_telling(fit, sched, prob, seed, prefix: bool = False):
+    """:func:`predict_frame` (``prefix``: :func:`forecast_with_prefix`), with each extrapolation
+    or weight warning as one stderr line (also when the prediction is then refused as
+    impossible); other warnings pass on unchanged."""
+    ours = (ExtrapolationWarning, RangeUnknownWarning, PrefixWarning)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ExtrapolationWarning)
         warnings.simplefilter("always", RangeUnknownWarning)
+        warnings.simplefilter("always", PrefixWarning)
         try:
+            if prefix:
+                return forecast_with_prefix(fit, sched, prob=prob, seed=seed)
             return predict_frame(fit, sched, prob=prob, seed=seed)
         finally:
             for w in caught:

@@ -5,7 +5,8 @@ config; ``cli.cpt``: plan; ``cli.demo``; the plugins ``cli.lab``, ``cli.mixture`
 ``cli.hparams``); this module assembles the parser and dispatches.
 
 Exit codes: 0 success, 1 diagnostics failed under --strict, 2 bad input or usage, 3 internal
-error (a bug: one line asking for a report; the traceback with ``BAYESCPT_DEBUG=1``), 130
+error (a bug: one line asking for a report; the traceback with ``BAYESCPT_DEBUG=1``), 4 an
+alert of ``watch --exit-on-alert``, 130
 interrupted (Ctrl-C), 141 standard output closed by its reader (``bayescpt config | head -1``:
 quiet, as command-line tools are).
 """
@@ -35,7 +36,8 @@ from bayescpt.curves.fit import FitError
 
 # Command groups living next to their models: each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
-PLUGINS: tuple[str, ...] = ("cli.lab", "cli.mixture", "cli.hparams", "cli.logs", "cli.sweep")
+PLUGINS: tuple[str, ...] = ("cli.lab", "cli.mixture", "cli.hparams", "cli.logs", "cli.sweep",
+                             "cli.watch")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,13 +28,15 @@ exponent: ``temper = 1 / k`` counts every k logged losses as one).
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import curve_info, schedules_of
+from bayescpt.curves.data import DEFAULT_VAL_SET, curve_info, schedules_of, validate_curves
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.other_sets import other_sets
 from bayescpt.curves.predict import OUTPUT_COLUMNS, curve_draws, parameter_draws
@@ -75,6 +77,117 @@ def weighted_quantiles(values: np.ndarray, w: np.ndarray, q) -> np.ndarray:
                      for qq in np.atleast_1d(q)])
 
 
+def read_observed(path) -> pd.DataFrame:
+    """A run's losses logged so far from the CSV ``path``: columns ``run, step, loss`` and
+    optionally ``val_set`` (others, e.g. ``lr``, are ignored: the planned schedule gives the LR);
+    rows with an empty loss are dropped. A missing column, a step that is not a non-negative
+    integer or a loss that is not a positive number is a DataError naming the file, line,
+    column and value."""
+    path = Path(path)
+    df = pd.read_csv(path, dtype={"run": str, "val_set": str})
+    missing = [c for c in ("run", "step", "loss") if c not in df.columns]
+    if missing:
+        raise DataError(f"{path}: no column(s) {', '.join(missing)}; expected run, step, loss "
+                        f"[, val_set] (it has {', '.join(map(str, df.columns))})")
+    for col, ok, what in (("step", lambda v: v.notna() & (v >= 0) & (v % 1 == 0),
+                           "a non-negative integer step"),
+                          ("loss", lambda v: v.isna() | (v > 0), "a positive loss (nats)")):
+        v = pd.to_numeric(df[col], errors="coerce")
+        bad = ~ok(v) | (v.isna() & df[col].notna())
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise DataError(f"{path}, line {i + 2}, run {df['run'].iloc[i]!r}, column {col!r}: "
+                            f"{df[col].iloc[i]!r}; expected {what}")
+        df[col] = v
+    cols = ["run", "step", "loss"] + (["val_set"] if "val_set" in df.columns else [])
+    out = df.loc[df["loss"].notna(), cols].copy()
+    out["step"] = out["step"].astype(np.int64)
+    return out
+
+
+def merge_observed(schedule: pd.DataFrame, observed: pd.DataFrame) -> pd.DataFrame:
+    """The validated ``schedule`` (each run's planned rows to its last step) with the losses of
+    ``observed`` (rows ``run, step, loss [, val_set]``; NaN: a step to predict only) put in at
+    their steps, the planned LR there (the schedule's, interpolated linearly between its rows).
+    A run or validation set that the schedule does not plan, or a step past its last, is a
+    DataError naming it."""
+    sched = schedule.copy()
+    sched["loss"] = np.nan
+    runs = schedules_of(sched)
+    obs = observed.copy()
+    if "val_set" not in obs.columns:
+        obs["val_set"] = DEFAULT_VAL_SET
+    rows = []
+    for (run, vs), g in obs.groupby(["run", "val_set"], sort=False):
+        proto = sched[(sched["run"] == run) & (sched["val_set"] == vs)].iloc[:1]
+        if proto.empty:
+            raise DataError(f"observed losses of run {run!r}, validation set {vs!r}: the "
+                            f"schedule does not plan it (it plans {sorted(set(sched['run']))})")
+        steps = g["step"].to_numpy(dtype=np.int64)
+        if steps.max() > runs[run].total_steps:
+            raise DataError(f"run {run!r}: an observed loss at step {int(steps.max())}, past the "
+                            f"planned schedule's last step {runs[run].total_steps}")
+        add = pd.DataFrame({c: proto[c].iloc[0] for c in proto.columns}, index=g.index)
+        add["step"], add["lr"] = steps, runs[run].lr[steps]
+        if "phase" in sched.columns:           # a CPT run: pt up to its transfer, cpt after
+            pt = sched.loc[(sched["run"] == run) & (sched["phase"] == "pt"), "step"]
+            add["phase"] = np.where(steps <= (pt.max() if len(pt) else -1), "pt", "cpt")
+        add["loss"] = g["loss"].to_numpy(dtype=float)
+        rows.append(add)
+    table = pd.concat([sched] + rows, ignore_index=True)
+    table = table.drop_duplicates(["run", "val_set", "step"], keep="last")   # a loss replaces
+    table = table.sort_values(["run", "val_set", "step"], kind="stable", ignore_index=True)
+    return validate_curves(table, need_loss=False)
+
+
+@dataclass
+class Particles:
+    """One curve's weighted particles given its prefix: parameter draws ``theta`` (only those
+    that carry weight), normalised weights ``w``, the effective sample size ``ess`` of the ``n``
+    particles drawn, the prefix rows used ``obs`` and the curve's ``info``
+    (:func:`~bayescpt.curves.data.curve_info`)."""
+
+    theta: dict
+    w: np.ndarray
+    ess: float
+    n: int
+    obs: pd.DataFrame
+    info: dict
+
+
+def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFrame, schedule,
+                    rng, n_dev: int = 8, temper: float = 1.0,
+                    min_ess: float = 200.0) -> Particles:
+    """The particles of the curve (``run``, ``vs``) of ``df`` (its rows ``g``, on ``schedule``)
+    weighted by its logged losses past the warmup (module docstring); a
+    :class:`PrefixWarning` when the effective sample size falls below ``min_ess``."""
+    has_size = "model_size" in df.columns
+    size = g["model_size"].iloc[0] if has_size else fit.groups["size"].iloc[0]
+    info = curve_info(df, run, vs)
+    info["model_size"] = None if size is None or pd.isna(size) else float(size)
+    if info["val_role"] is None and "val_role" in fit.groups.columns:
+        info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
+    parts = [parameter_draws(fit, vs, size, rng) for _ in range(n_dev)]
+    theta = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    n_part = theta["_sigma"].shape[0]
+    warm = schedule.warmup_steps if fit.config["settings"].get("skip_warmup", True) else 0
+    obs = g[g["loss"].notna() & (g["step"] >= warm)]
+    if len(obs):
+        X_obs = fit.law.design(schedule, obs["step"].to_numpy(), fit.config["settings"], info)
+        w = prefix_weights(fit, theta, X_obs, obs["loss"].to_numpy(dtype=float), temper)
+    else:
+        w = np.full(n_part, 1.0 / n_part)
+    ess = 1.0 / np.sum(w ** 2)
+    if ess < min_ess:
+        warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses leaves an "
+                      f"effective sample size of {ess:.0f} of {n_part} particles; the "
+                      "forecast rests on few draws (thin the prefix or raise n_dev)",
+                      PrefixWarning, stacklevel=3)
+    keep = w > 1e-12 * w.max()                      # particles that carry any weight
+    return Particles({k: v[keep] for k, v in theta.items()}, w[keep] / w[keep].sum(), ess,
+                     n_part, obs, info)
+
+
 def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0,
                          n_dev: int = 8, min_ess: float = 200.0,
                          temper: float = 1.0) -> pd.DataFrame:
@@ -106,31 +219,9 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
         if vs in others:
             raise DataError(f"run {run!r}: validation set {vs!r} is an 'other' set; prefix "
                             "forecasts cover the law's own validation sets")
-        size = g["model_size"].iloc[0] if has_size else fit.groups["size"].iloc[0]
-        info = curve_info(df, run, vs)
-        info["model_size"] = None if size is None or pd.isna(size) else float(size)
-        if info["val_role"] is None and "val_role" in fit.groups.columns:
-            info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
-        parts = [parameter_draws(fit, vs, size, rng) for _ in range(n_dev)]
-        theta = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        n_part = theta["_sigma"].shape[0]
-        warm = sched[run].warmup_steps if skip else 0
-        obs = g[g["loss"].notna() & (g["step"] >= warm)]
+        part = curve_particles(fit, df, run, vs, g, sched[run], rng, n_dev, temper, min_ess)
+        th, wk, ess, n_part, obs, info = part.theta, part.w, part.ess, part.n, part.obs, part.info
         settings = fit.config["settings"]
-        if len(obs):
-            X_obs = fit.law.design(sched[run], obs["step"].to_numpy(), settings, info)
-            w = prefix_weights(fit, theta, X_obs, obs["loss"].to_numpy(dtype=float), temper)
-        else:
-            w = np.full(n_part, 1.0 / n_part)
-        ess = 1.0 / np.sum(w ** 2)
-        if ess < min_ess:
-            warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses leaves an "
-                          f"effective sample size of {ess:.0f} of {n_part} particles; the "
-                          "forecast rests on few draws (thin the prefix or raise n_dev)",
-                          PrefixWarning, stacklevel=2)
-        keep = w > 1e-12 * w.max()                      # particles that carry any weight
-        th = {k: v[keep] for k, v in theta.items()}
-        wk = w[keep] / w[keep].sum()
         X = fit.law.design(sched[run], g["step"].to_numpy(), settings, info)
         curves = curve_draws(fit, th, X)
         eps = rng.standard_t(noise.get("nu", 5.0), size=curves.shape) \

@@ -1,0 +1,166 @@
+"""Forecasts of runs in progress: condition on the first part of a held-out run, predict the rest.
+
+Issue 19's check of :func:`bayescpt.curves.prefix.forecast_with_prefix` (importance weights over
+the fit's posterior draws x fresh schedule deviations, default settings) on runs the fits have not
+seen, with the reference fits shipped in ``models/`` (no sampling here):
+
+* ``multipowerlaw``: the LR-annealing and multi-power fits of the authors' training split
+  (``models/annealing_multipowerlaw.nc``, ``models/multipower_multipowerlaw.nc``), the six
+  held-out schedules x 25M/100M/400M of ``data/multipowerlaw.csv``;
+* ``olmo``: the LR-annealing fit of the OLMo-2 ladder's 0.5/1/2 x Chinchilla runs
+  (``models/annealing_olmo_c4.nc``), its 5x and 10x runs (read from ``../shared/data``; skipped
+  when absent).
+
+For every held-out run of ``T`` logged steps and prefix fraction f in 10 / 25 / 50 %: the losses
+at steps <= f T are the run's prefix (its evidence), the remainder (steps > f T) is scored: mean
+relative error of the posterior mean, 90 % coverage, mean interval width (% of the loss) and the
+interval score (% of the loss, lower is better), beside the plain forecast (no prefix) on the same
+remainder. Per set, law, size and fraction; the smallest effective sample size of the weights is
+printed too.
+
+And what ``bayescpt watch`` would have said of these runs, which all went as trained models go
+(no fault): each run's evaluations arrive in ten batches (by step), each checked against the 99 %
+band of the forecast made before it (:class:`bayescpt.curves.watch.Watch`); the share outside is
+the share of points a calibrated band leaves outside (1 %), and the alerts (two in a row outside
+on one side, the watch's default) are false alerts.
+
+    python benchmarks/prefix_forecast.py [--sets multipowerlaw,olmo] [--watch-laws annealing]
+        [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bayescpt.curves.fit import Fit  # noqa: E402
+from bayescpt.curves.predict import predict_frame  # noqa: E402
+from bayescpt.curves.prefix import forecast_with_prefix  # noqa: E402
+from bayescpt.curves.scores import percent_text, score  # noqa: E402
+from bayescpt.curves.watch import Watch  # noqa: E402
+from bayescpt.datasets.bundled import bundled_multipowerlaw, split  # noqa: E402
+
+OLMO = ROOT.parent / "shared" / "data" / "olmo-ladder" / "peteish-moreeval"
+FRACTIONS = (0.10, 0.25, 0.50)
+COLS = ["points", "mean_rel_err", "coverage", "rel_width", "interval_score"]
+
+
+def held_out_sets(names) -> list[tuple[str, str, pd.DataFrame]]:
+    """(set, fit file, held-out table) for each named set that is available."""
+    out = []
+    if "multipowerlaw" in names:
+        test = split(bundled_multipowerlaw())[1]
+        for law in ("annealing", "multipower"):
+            out.append(("multipowerlaw", str(ROOT / "models" / f"{law}_multipowerlaw.nc"), test))
+    if "olmo" in names:
+        if OLMO.exists():
+            from bayescpt.datasets.public import load_olmo_ladder
+
+            sizes = ("190M", "370M", "760M", "1B", "3B")
+            test = load_olmo_ladder(OLMO, val_sets=("c4_en",),
+                                    runs=[f"{s}-{m}" for s in sizes for m in ("5xC", "10xC")])
+            out.append(("olmo", str(ROOT / "models" / "annealing_olmo_c4.nc"), test))
+        else:
+            print(f"olmo: {OLMO} not found, skipped")
+    return out
+
+
+def with_prefix(test: pd.DataFrame, frac: float) -> tuple[pd.DataFrame, pd.Series]:
+    """The table with the losses after each run's first ``frac`` of logged steps removed, and
+    the mask of the rows to score (a loss after the prefix)."""
+    last = test[test["loss"].notna()].groupby("run")["step"].max()
+    cut = test["run"].map(last) * frac
+    observed = test.copy()
+    later = observed["step"] > cut
+    observed.loc[later, "loss"] = np.nan
+    return observed, later & test["loss"].notna()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="multipowerlaw,olmo")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--watch-laws", default="annealing",
+                    help="laws whose fits replay the held-out runs through the watch (the "
+                         "multi-power law's forecasts cost about 10x more)")
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    rows, alarms = [], []
+    for name, path, test in held_out_sets(a.sets.split(",")):
+        fit = Fit.load(path)
+        plain = predict_frame(fit, test, prob=0.9, seed=a.seed)
+        for frac in FRACTIONS:
+            observed, scored = with_prefix(test, frac)
+            t0 = time.perf_counter()
+            pred = forecast_with_prefix(fit, observed, prob=0.9, seed=a.seed)
+            seconds = time.perf_counter() - t0
+            # both keep the table's index (rows with step >= 1): score the same rows
+            keep = test.index[scored]
+            mine = pred.loc[pred.index.intersection(keep)].copy()
+            mine["loss"] = test.loc[mine.index, "loss"]
+            base = plain.loc[mine.index]
+            for label, p in (("prefix", mine), ("no prefix", base)):
+                for r in score(p).to_dict("records"):
+                    rows.append({"set": name, "law": fit.law.name, "fraction": frac,
+                                 "forecast": label, **r,
+                                 **({"min_ess": float(mine["ess"].min()), "seconds": seconds}
+                                    if label == "prefix" else {})})
+            print(f"{name} {fit.law.name} prefix {frac:.0%}: {seconds:.1f} s, min ESS "
+                  f"{mine['ess'].min():.0f}", flush=True)
+        if fit.law.name in a.watch_laws.split(","):
+            t0 = time.perf_counter()
+            alarms.append(false_alerts(name, fit, test, a.seed))
+            print(f"{name} {fit.law.name} watch replay: {time.perf_counter() - t0:.0f} s",
+                  flush=True)
+    table = pd.DataFrame(rows)
+    alarm = pd.concat(alarms, ignore_index=True)
+    for (name, law), g in table.groupby(["set", "law"], sort=False):
+        print(f"\n== {name}, {law} law: the remainder of each held-out run after its prefix")
+        show = g[["fraction", "forecast", "model_size"] + COLS].copy()
+        show["fraction"] = (show["fraction"] * 100).round().astype(int).astype(str) + " %"
+        print(percent_text(show))
+    print("\n== the watch on the held-out runs: evaluations outside the 99 % band of the "
+          "forecast before them (ten batches per run)")
+    summary = alarm.groupby(["set", "law", "model_size"]).agg(
+        runs=("run", "nunique"), checked=("outside", "size"), outside=("outside", "sum"),
+        alerts=("alert", "sum"))
+    summary["outside %"] = (100 * summary["outside"] / summary["checked"]).round(2)
+    print(summary.to_string())
+    runs = alarm.groupby(["set", "law", "run"])["alert"].sum()
+    print(f"runs with at least one alert (2 in a row outside, the default): "
+          f"{int((runs > 0).sum())} of {len(runs)}")
+    if a.json:
+        a.json.write_text(json.dumps({"scores": table.to_dict("records"),
+                                      "watch": alarm.to_dict("records")},
+                                     indent=1, default=float))
+
+
+def false_alerts(name: str, fit, test: pd.DataFrame, seed: int, batches: int = 10) -> pd.DataFrame:
+    """Every held-out run fed to a :class:`Watch` in ``batches`` batches of its evaluations."""
+    out = []
+    for run, g in test.groupby("run", sort=False):
+        watch = Watch(fit, g, band_prob=0.99, seed=seed)
+        ev = g[g["loss"].notna()].sort_values("step")
+        edges = np.linspace(0, ev["step"].max(), batches + 1)
+        for hi in edges[1:]:
+            update = watch.update(ev[ev["step"] <= hi])
+            if update is not None and len(update.checks):
+                c = update.checks.assign(set=name, law=fit.law.name,
+                                         model_size=f"{g['model_size'].iloc[0] / 1e6:g}M")
+                out.append(c)
+    return pd.concat(out, ignore_index=True)
+
+
+if __name__ == "__main__":
+    main()
