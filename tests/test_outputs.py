@@ -157,6 +157,32 @@ def test_stale_temporaries_are_removed_on_the_next_write(tmp_path):
     assert live.exists() and other.exists() and user.exists()
 
 
+def test_a_dead_writer_on_this_host_is_cleaned_at_once_another_hosts_only_when_old(tmp_path):
+    """A sweep's worker killed mid-write and its fit rewritten seconds later by another worker on
+    this machine: the dead writer's temporary goes at once. Another host's cannot be judged from
+    here (its pid means nothing on this machine): kept until STALE_SECONDS."""
+    from bayescpt.core.outputs import host_tag
+
+    here, pid = host_tag(), _dead_pid()
+    dead_here = tmp_path / f".t.csv.{pid}.{here}.ab12cd34.tmp"
+    live_here = tmp_path / f".t.csv.{os.getpid()}.{here}.zz99yy00.tmp"
+    elsewhere = tmp_path / f".t.csv.{pid}.h{'0' * 8 if here != 'h' + '0' * 8 else '1' * 8}.q.tmp"
+    for p in (dead_here, live_here, elsewhere):
+        p.write_text("x")
+    write_csv(pd.DataFrame({"a": [1]}), tmp_path / "t.csv", force=False)
+    assert not dead_here.exists() and live_here.exists() and elsewhere.exists()
+    old = time.time() - 2 * 3600
+    os.utime(elsewhere, (old, old))
+    write_csv(pd.DataFrame({"a": [2]}), tmp_path / "t.csv", force=True)
+    assert not elsewhere.exists() and live_here.exists()
+    assert _temporaries(tmp_path) == [live_here.name]    # the writes left none of their own
+    from bayescpt.core.outputs import write_outputs
+    names = []
+    write_outputs({tmp_path / "u.csv": lambda tmp: (names.append(Path(tmp).name),
+                                                   Path(tmp).write_text("b"))})
+    assert names[0].startswith(f".u.csv.{os.getpid()}.{here}.")    # the writer's host is named
+
+
 # ---- item 6: an output is never an input -----------------------------------------------------
 
 def test_fit_refuses_to_write_over_its_data(tmp_path, capsys):
@@ -270,6 +296,19 @@ def _interrupt(p, when) -> tuple[int, str]:
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     return p.returncode, err
+
+
+def test_an_interrupt_landing_after_the_command_handled_one_still_exits_130():
+    """The interrupt guard repeats Ctrl-C until its block is left; one still pending when the
+    command returns (or a second Ctrl-C while exiting) must not turn exit 130 into -SIGINT."""
+    code = ("import _thread, bayescpt.cli.main as m\n"
+            "def late(argv=None):\n"
+            "    _thread.interrupt_main()\n"
+            "    return 130\n"
+            "m.main = late\n"
+            "m.entry()\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 130 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
 
 
 @pytest.mark.skipif(not LINUX, reason="needs /proc to see the sampler's threads")

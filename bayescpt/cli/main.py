@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -124,5 +125,24 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
         _SHOW(message, category, filename, lineno, file, line)
 
 
+def entry() -> None:
+    """The console script: :func:`main`'s exit code as the process's. An interrupt that lands
+    after a command has handled the first (the interrupt guard's repeated one still pending, a
+    second Ctrl-C while exiting) is the same outcome, exit 130, not a death by SIGINT; once
+    exiting, SIGINT gets the system's default action (Python runs a pending handler first)."""
+    code = EXIT_INTERRUPTED
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        pass
+    for _ in range(3):
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            break
+        except KeyboardInterrupt:
+            pass        # the handler of a pending interrupt ran: the outcome is decided
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

@@ -1,14 +1,19 @@
 """Writing output files so that nothing is lost: every file appears whole or not at all.
 
 A writer never writes its target directly. It writes a temporary file in the target's folder,
-named ``.NAME.PID.XXXXXXXX.tmp`` (NAME the target's file name, PID the writing process, the rest
-random and unique), flushes it to disk (``fsync``), then moves it over the target with
-``os.replace`` (atomic within one file system) and syncs the folder. A reader therefore sees the
+named ``.NAME.PID.hHOSTHASH.XXXXXXXX.tmp`` (NAME the target's file name, PID the writing process,
+HOSTHASH its host, the rest random and unique), flushes it to disk (``fsync``), then moves it over
+the target with ``os.replace`` (atomic within one file system) and syncs the folder. A reader therefore sees the
 old file or the complete new one, whatever other writers or interrupts do; two processes
 writing the same target at once each write their own temporary, and the last rename wins.
 
 Temporaries left behind by a killed writer are ours by their name; the next write to the same
-target removes those whose process is gone or which are older than :data:`STALE_SECONDS`.
+target removes them. The name carries the writer's host (``.NAME.PID.hHOSTHASH.XXXXXXXX.tmp``), so
+a writer on this host whose process is gone is known dead at once (a sweep's worker killed
+mid-write on this machine); one from another host sharing the folder is removed only once older
+than :data:`STALE_SECONDS`, as its process cannot be seen from here. Names without a host (written
+before it was recorded) count as dead once their process is gone here for
+:data:`DEAD_GRACE_SECONDS`.
 
 :func:`write_outputs` writes several files all or none: every temporary is written first, and
 only when all succeeded are they moved into place. :func:`check_output` and
@@ -17,8 +22,10 @@ only when all succeeded are they moved into place. :func:`check_output` and
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import socket
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -29,10 +36,16 @@ STALE_SECONDS = 3600.0     # a temporary this old is stale whoever wrote it
 DEAD_GRACE_SECONDS = 60.0  # a dead writer's temporary is stale once this old (pid reuse, NFS)
 
 
+def host_tag() -> str:
+    """This host in temporaries' names: ``h`` and 8 hex digits of its name's SHA-1."""
+    return "h" + hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+
+
 def temp_pattern(path) -> re.Pattern:
-    """The names of our temporaries for ``path``: ``.NAME.PID.tmp`` or ``.NAME.PID.RANDOM.tmp``;
-    group 1 is the writer's process id."""
-    return re.compile(rf"^\.{re.escape(Path(path).name)}\.(\d+)(?:\.[A-Za-z0-9_]+)?\.tmp$")
+    """The names of our temporaries for ``path``: ``.NAME.PID[.hHOST][.RANDOM].tmp``; group 1 is
+    the writer's process id, group 2 its host tag (:func:`host_tag`) or None."""
+    return re.compile(rf"^\.{re.escape(Path(path).name)}\.(\d+)(?:\.(h[0-9a-f]{{8}}))?"
+                      r"(?:\.[A-Za-z0-9_]+)?\.tmp$")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -48,14 +61,16 @@ def _pid_alive(pid: int) -> bool:
 
 
 def clean_stale_temporaries(path, now: float | None = None) -> list[Path]:
-    """Remove our temporaries for ``path`` that are stale: older than :data:`STALE_SECONDS`, or
-    older than :data:`DEAD_GRACE_SECONDS` with their writing process gone. The old fixed name
+    """Remove our temporaries for ``path`` that are stale: older than :data:`STALE_SECONDS`;
+    written on this host by a process that is gone; or, with no host in the name, older than
+    :data:`DEAD_GRACE_SECONDS` with their writing process gone here. The old fixed name
     ``NAME.tmp`` counts when older than :data:`STALE_SECONDS`. Returns the removed paths;
     never raises for a file it cannot remove."""
     path = Path(path)
     folder = path.parent
     now = time.time() if now is None else now
     pattern = temp_pattern(path)
+    here = host_tag()
     removed = []
     try:
         names = os.listdir(folder if str(folder) else ".")
@@ -70,8 +85,14 @@ def clean_stale_temporaries(path, now: float | None = None) -> list[Path]:
             age = now - tmp.stat().st_mtime
         except OSError:
             continue
-        stale = age > STALE_SECONDS or (
-            m is not None and age > DEAD_GRACE_SECONDS and not _pid_alive(int(m.group(1))))
+        if age > STALE_SECONDS:
+            stale = True
+        elif m is None or (m.group(2) is not None and m.group(2) != here):
+            stale = False       # the fixed name, or another host's writer: only by age
+        elif m.group(2) == here:
+            stale = not _pid_alive(int(m.group(1)))
+        else:
+            stale = age > DEAD_GRACE_SECONDS and not _pid_alive(int(m.group(1)))
         if stale:
             try:
                 tmp.unlink()
@@ -104,7 +125,7 @@ def _fsync(path: Path, directory: bool = False) -> None:
 
 
 def _new_temporary(path: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.{host_tag()}.", suffix=".tmp",
                                dir=path.parent)
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())    # the mode a plain open() would have given
