@@ -173,7 +173,7 @@ def _risk(watch, run, a, state: dict) -> int:
     """The plan's risk of forgetting from the evaluations so far; 1 (an alert) when it comes to
     exceed the plan's (``state['over']``: it did at the last batch; no new alert until it has
     come back within)."""
-    r = plan_risk(watch.fit, watch._table(watch.seen), run, a.tolerance, prob=a.prob,
+    r = plan_risk(watch.fit, watch.table(watch.seen), run, a.tolerance, prob=a.prob,
                   seed=a.seed)
     over = 1 - r["p_within"] > a.risk
     print(f"  P(final general-loss rise <= {a.tolerance:g}) = {r['p_within']:.3f} (plan: >= "

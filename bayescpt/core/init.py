@@ -160,21 +160,28 @@ class ModelStarts:
                                 "maxcor": 50, "ftol": 1e-14, "gtol": 1e-9})
         return np.asarray(res.x, dtype=float), -float(res.fun), int(res.nfev)
 
-    def scales(self, x) -> tuple[np.ndarray, int]:
-        """Conditional sds at ``x`` (step 4 of the module doc) and the gradient evaluations used."""
-        n = len(x)
-        if n > MAX_HESSIAN_DIM:
-            return np.full(n, 0.1), 0
+    def hessian(self, x) -> np.ndarray:
+        """The Hessian of -log p at ``x``, (n, n), by forward differences of the gradient: row i
+        from ``x + FD_STEP e_i`` (not symmetrised; non-finite entries kept). n + 1 gradient
+        evaluations."""
         _, g0 = self._value_grad(x)
-        h = np.empty(n)
-        for i in range(n):
+        rows = []
+        for i in range(len(x)):
             xi = x.copy()
             xi[i] += FD_STEP
-            _, gi = self._value_grad(xi)
-            h[i] = -(gi[i] - g0[i]) / FD_STEP
+            rows.append(-(self._value_grad(xi)[1] - g0) / FD_STEP)
+        return np.array(rows).reshape(len(x), len(x))
+
+    @staticmethod
+    def scales(hessian: np.ndarray | None, n: int) -> np.ndarray:
+        """Conditional sds (step 4 of the module doc) from the Hessian's diagonal; 0.1 where it is
+        not positive and finite, or everywhere when the Hessian was not probed (None)."""
+        if hessian is None:
+            return np.full(n, 0.1)
+        h = np.diag(hessian)
         with np.errstate(all="ignore"):
             s = np.where(np.isfinite(h) & (h > 0), 1.0 / np.sqrt(np.abs(h)), 0.1)
-        return np.minimum(s, 1.0), n + 1
+        return np.minimum(s, 1.0)
 
     def starts(self, n_chains: int, seed: int = 0) -> "Starts":
         """Steps 1-4 of the module doc: the mode, its scales and the report."""
@@ -204,12 +211,14 @@ class ModelStarts:
                 raise RuntimeError(f"no start with a finite log density in {k} tries: check the "
                                    "priors and the data")
             best_lp, best_x = best
-            s, n_fd = self.scales(best_x)
+            n = len(best_x)
+            hess = self.hessian(best_x) if n <= MAX_HESSIAN_DIM else None
+            s, n_fd = self.scales(hess, n), (0 if hess is None else n + 1)
         finished = sorted((ends[j][0] for j in order[:FINISH] if np.isfinite(ends[j][0])),
                           reverse=True)
         failed = sum(1 for e in ends if e[1] is None)
         report = StartReport(best_lp, finished, k, failed, evals + n_fd, time.perf_counter() - t0)
-        return Starts(self, best_x, s, report)
+        return Starts(self, best_x, s, report, hess)
 
     def constrained(self, point: dict) -> dict:
         """The free random variables' values (their own space) at an unconstrained ``point``."""
@@ -229,8 +238,11 @@ class Starts:
     """The mode ``mode`` (flat, unconstrained), its conditional sds ``scale`` and the
     :class:`StartReport`; one start per chain seed (step 5 of the module doc)."""
 
-    def __init__(self, owner: ModelStarts, mode, scale, report: StartReport):
+    def __init__(self, owner: ModelStarts, mode, scale, report: StartReport,
+                 hessian: np.ndarray | None = None):
         self.owner, self.mode, self.scale, self.report = owner, mode, scale, report
+        self._hessian = hessian     # at the mode, from the scales' probe (ModelStarts.hessian)
+        self._precision = None
         self._lock = threading.Lock()
 
     def flat(self, seed) -> np.ndarray:
@@ -242,19 +254,15 @@ class Starts:
         return x if ok else self.mode.copy()
 
     def precision(self) -> np.ndarray:
-        """The Hessian of -log p at the mode, (n, n), by forward differences of the gradient
-        (step ``FD_STEP``, symmetrised): n + 1 gradient evaluations, computed once. Its inverse
-        is the Laplace approximation's covariance (:mod:`bayescpt.core.jax_nuts`)."""
-        if getattr(self, "_precision", None) is None:
-            x = self.mode
-            with self._lock:
-                _, g0 = self.owner._value_grad(x)
-                cols = []
-                for i in range(len(x)):
-                    xi = x.copy()
-                    xi[i] += FD_STEP
-                    cols.append(-(self.owner._value_grad(xi)[1] - g0) / FD_STEP)
-            h = np.array(cols)
+        """The Hessian of -log p at the mode, (n, n), symmetrised, non-finite entries 0: the one
+        the scales were probed from (:meth:`ModelStarts.hessian`), computed here (n + 1 gradient
+        evaluations) only when it was not. Its inverse is the Laplace approximation's covariance
+        (:mod:`bayescpt.core.jax_nuts`)."""
+        if self._precision is None:
+            h = self._hessian
+            if h is None:
+                with self._lock:
+                    h = self.owner.hessian(self.mode)
             h = 0.5 * (h + h.T)
             self._precision = np.where(np.isfinite(h), h, 0.0)
         return self._precision

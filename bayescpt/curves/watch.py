@@ -74,7 +74,7 @@ class Watch:
         self.warmup = {r: (s.warmup_steps if skip else 0) for r, s in self.runs.items()}
         self.seen = pd.DataFrame(columns=KEY + ["loss"])
 
-    def _table(self, losses: pd.DataFrame) -> pd.DataFrame:
+    def table(self, losses: pd.DataFrame) -> pd.DataFrame:
         """The schedule with ``losses`` (NaN: predict only) put in (:func:`merge_observed`)."""
         return merge_observed(self.schedule, losses)
 
@@ -89,7 +89,7 @@ class Watch:
         if new.empty:
             return None
         ahead = pd.concat([self.seen, new.assign(loss=np.nan)], ignore_index=True)
-        before = forecast_with_prefix(self.fit, self._table(ahead), prob=self.band_prob,
+        before = forecast_with_prefix(self.fit, self.table(ahead), prob=self.band_prob,
                                       seed=self.seed)
         checks = new.merge(before[KEY + ["mean", "lower", "upper"]], on=KEY, how="left")
         warm = checks["run"].map(self.warmup)
@@ -106,7 +106,7 @@ class Watch:
             alert.append(n >= self.confirm)
         checks["alert"] = alert
         self.seen = pd.concat([self.seen, new], ignore_index=True)
-        after = forecast_with_prefix(self.fit, self._table(self.seen), prob=self.prob,
+        after = forecast_with_prefix(self.fit, self.table(self.seen), prob=self.prob,
                                      seed=self.seed)
         last = after.groupby(["run", "val_set"])["step"].transform("max")
         final = after[after["step"] == last][["run", "val_set", "step", "mean", "lower",
