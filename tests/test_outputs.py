@@ -311,6 +311,27 @@ def test_an_interrupt_landing_after_the_command_handled_one_still_exits_130():
     assert p.returncode == 130 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
 
 
+def test_an_interrupt_caught_inside_exec_code_does_not_kill_the_process(tmp_path):
+    """Under ``python -m`` CPython marks the process for death by SIGINT when a string ``exec``
+    ends in KeyboardInterrupt (code generated while compiling, hit by Ctrl-C), even once caught;
+    the command's own exit code must come out all the same."""
+    (tmp_path / "hit_cli.py").write_text(
+        "import bayescpt.cli.main as m\n"
+        "def hit(argv=None):\n"
+        "    try:\n"
+        "        exec('raise KeyboardInterrupt', {})\n"
+        "    except KeyboardInterrupt:\n"
+        "        pass\n"
+        "    return 2\n"
+        "m.main = hit\n"
+        "m.entry()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    p = subprocess.run([sys.executable, "-m", "hit_cli"], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+
+
 @pytest.mark.skipif(not LINUX, reason="needs /proc to see the sampler's threads")
 def test_ctrl_c_during_compile_stops_the_fit_and_writes_nothing(tmp_path):
     data = _subset(tmp_path / "d.csv", "100M")

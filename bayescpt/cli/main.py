@@ -141,6 +141,11 @@ def entry() -> None:
             break
         except KeyboardInterrupt:
             pass        # the handler of a pending interrupt ran: the outcome is decided
+    # CPython (3.11, 3.12) under ``python -m``: a string ``exec`` that ended in KeyboardInterrupt
+    # (code generated and exec'd while compiling, which the interrupt hit) leaves a flag set,
+    # even when the interrupt was caught, and after exit the process kills itself with SIGINT
+    # instead of returning our code. Every string evaluation resets that flag at its start.
+    exec("pass", {})  # noqa: S102
     sys.exit(code)
 
 
