@@ -58,6 +58,7 @@ from bayescpt.curves.prefix import (
     merge_observed,
     read_observed,
 )
+from bayescpt.curves.priors import DEFAULT_PRIOR_DRAWS
 from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
 from bayescpt.hparams.fit import HparamsFit  # noqa: F401 - registers the hparams fit class
 from bayescpt.mixture.fit import MixtureFit  # noqa: F401 - registers the mixture fit class
@@ -76,13 +77,21 @@ def add_fit(sub) -> None:
     f.add_argument("--all-points", action="store_true",
                    help=f"fit every loss point; by default curves with more than "
                    f"{AUTO_THIN_ABOVE} loss points are thinned to about {AUTO_MAX_POINTS}")
-    for title, options in option_groups():   # every law's options, from the law registry
-        grp = f.add_argument_group(title)
+    f.add_argument("--prior-predictive", action="store_true",
+                   help=f"also store {DEFAULT_PRIOR_DRAWS} prior and prior predictive draws of the "
+                   "model in the fit file (groups prior, prior_predictive)")
+    add_law_options(f)
+    sampler_args(f)
+
+
+def add_law_options(parser) -> None:
+    """Every law's options (``--drop-progress`` ...), from the law registry, one group per law."""
+    for title, options in option_groups():
+        grp = parser.add_argument_group(title)
         for opt in options:
             kind = {"action": argparse.BooleanOptionalAction} if opt.type is bool else \
                 {"type": opt.type}
             grp.add_argument(opt.cli_flag, dest=opt.name, default=None, help=opt.help, **kind)
-    sampler_args(f)
 
 
 def add_predict(sub) -> None:
@@ -156,8 +165,9 @@ def cmd_fit(a) -> int:
         opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
         say(f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
             "sampling; this takes a minute or more)")
+    prior = DEFAULT_PRIOR_DRAWS if a.prior_predictive else 0
     _, diag = sample_and_save(a, lambda **kw: Fit.run(
-        df, law=a.law, law_options=law_options, config=config, **kw))
+        df, law=a.law, law_options=law_options, config=config, prior_predictive=prior, **kw))
     return verdict(diag, a.strict)
 
 
