@@ -243,3 +243,50 @@ def test_fit_prior_predictive_option_stores_the_groups(tiny, tmp_path):
     assert {"posterior", "prior", "prior_predictive"} <= set(fit.idata.groups())
     assert fit.idata.prior_predictive["y"].shape[1] == 500
     assert fit.idata.prior_predictive.sizes["obs"] == fit.idata.observed_data.sizes["obs"]
+
+
+# ---- hparams optima and mixture CMR draws -------------------------------------------------
+
+def test_hparams_predict_draws_out(tmp_path):
+    import json
+
+    nc, js = tmp_path / "opt.nc", tmp_path / "opt.json"
+    rc = main(["hparams", "predict", str(ROOT / "models" / "hparams_steplaw.nc"), "--n-params",
+               "1.07e9", "--init-loss", "2.25", "--cpt-tokens", "2e10", "--grid-lrs",
+               "1e-3,2e-3", "--grid-batches", "1e6,2e6", "--out", str(js), "--draws-out", str(nc)])
+    assert rc == 0
+    res = json.loads(js.read_text())
+    assert "_draws" not in res
+    pred = az.from_netcdf(nc).predictions
+    assert set(pred.data_vars) == {"lr_opt", "batch_size_opt", "C_pre", "C_total",
+                                   "grid_best_lr", "grid_best_batch_size"}
+    assert pred["lr_opt"].dims == ("chain", "draw")
+    # the JSON's summaries are of these draws (its quantiles: method inverted_cdf)
+    lr = pred["lr_opt"].values.ravel()
+    assert np.isclose(np.quantile(lr, 0.5, method="inverted_cdf"), res["lr_opt"]["median"],
+                      rtol=1e-12)
+    bs = pred["batch_size_opt"].values.ravel()
+    assert np.isclose(np.quantile(bs, 0.05, method="inverted_cdf"),
+                      res["batch_size_opt"]["lower"], rtol=1e-12)
+    assert set(np.unique(pred["grid_best_lr"])) <= {1e-3, 2e-3}
+    assert az.summary(pred, var_names=["lr_opt"], kind="stats").shape[0] == 1
+
+
+def test_mixture_cmr_draws_out(tmp_path, capsys):
+    import json
+
+    nc, js = tmp_path / "cmr.nc", tmp_path / "cmr.json"
+    args = ["mixture", "cmr", str(ROOT / "models" / "mixture_ct70m.nc"), "--tolerance", "0",
+            "--tokens", "10000", "--out", str(js), "--draws-out", str(nc)]
+    assert main(args) == 0
+    res = json.loads(js.read_text())
+    assert "_draws" not in json.dumps(res)
+    pred = az.from_netcdf(nc).predictions
+    assert pred["cmr"].dims == ("chain", "draw", "model_size")
+    assert pred["general_loss"].dims == ("chain", "draw", "model_size", "ratio")
+    cmr = res["results"][0]["cmr"]
+    assert np.isclose(float(pred["cmr"].mean()), cmr["mean"], rtol=1e-9)
+    p = pred["feasible"].mean(("chain", "draw")).isel(model_size=0).values
+    assert np.allclose(p, res["p_feasible"]["p"], atol=1e-4)
+    assert az.hdi(pred, var_names=["cmr"])["cmr"].shape == (1, 2)
+    assert main(args) == 2 and "exists" in capsys.readouterr().err     # refused without --force
