@@ -182,7 +182,8 @@ def predict_draws(fit: Fit, df: pd.DataFrame, prob: float = 0.9,
     kept: list = []
     table = _predict(fit, df, prob, seed, kept)
     rows = pd.concat([k[0] for k in kept])
-    order = np.argsort(rows.index.to_numpy(), kind="stable")
+    # the table's row order (predict_frame sorts by index), repeated with positions
+    order = pd.Series(np.arange(len(rows)), index=rows.index).sort_index().to_numpy()
     post = fit.idata.posterior
     C, D = post.sizes["chain"], post.sizes["draw"]
 
