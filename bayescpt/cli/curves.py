@@ -51,13 +51,14 @@ from bayescpt.curves.laws import (
     resolve_law_options,
 )
 from bayescpt.curves.plots import plot_forest, plot_predictions
-from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.predict import predict_draws, predict_frame, predictive_idata
 from bayescpt.curves.prefix import (
     PrefixWarning,
     forecast_with_prefix,
     merge_observed,
     read_observed,
 )
+from bayescpt.curves.priors import DEFAULT_PRIOR_DRAWS
 from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
 from bayescpt.hparams.fit import HparamsFit  # noqa: F401 - registers the hparams fit class
 from bayescpt.mixture.fit import MixtureFit  # noqa: F401 - registers the mixture fit class
@@ -76,13 +77,21 @@ def add_fit(sub) -> None:
     f.add_argument("--all-points", action="store_true",
                    help=f"fit every loss point; by default curves with more than "
                    f"{AUTO_THIN_ABOVE} loss points are thinned to about {AUTO_MAX_POINTS}")
-    for title, options in option_groups():   # every law's options, from the law registry
-        grp = f.add_argument_group(title)
+    f.add_argument("--prior-predictive", action="store_true",
+                   help=f"also store {DEFAULT_PRIOR_DRAWS} prior and prior predictive draws of the "
+                   "model in the fit file (groups prior, prior_predictive)")
+    add_law_options(f)
+    sampler_args(f)
+
+
+def add_law_options(parser) -> None:
+    """Every law's options (``--drop-progress`` ...), from the law registry, one group per law."""
+    for title, options in option_groups():
+        grp = parser.add_argument_group(title)
         for opt in options:
             kind = {"action": argparse.BooleanOptionalAction} if opt.type is bool else \
                 {"type": opt.type}
             grp.add_argument(opt.cli_flag, dest=opt.name, default=None, help=opt.help, **kind)
-    sampler_args(f)
 
 
 def add_predict(sub) -> None:
@@ -103,8 +112,12 @@ def add_predict(sub) -> None:
                    "general-loss turning point (with intervals) here")
     p.add_argument("--plot", type=Path, metavar="PRED.png",
                    help="also draw the predicted curves with their bands, one panel per run")
+    p.add_argument("--draws-out", type=Path, metavar="PRED.nc",
+                   help="also write the draws as ArviZ InferenceData (NetCDF): predictive loss "
+                   "in posterior_predictive, the curve in predictions, the schedule's losses "
+                   "(if any) in observed_data; dims chain, draw, point")
     p.add_argument("--force", action="store_true",
-                   help="replace existing --out/--outlook/--plot files")
+                   help="replace existing --out/--outlook/--plot/--draws-out files")
 
 
 def add_compare(sub) -> None:
@@ -152,8 +165,9 @@ def cmd_fit(a) -> int:
         opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
         say(f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
             "sampling; this takes a minute or more)")
+    prior = DEFAULT_PRIOR_DRAWS if a.prior_predictive else 0
     _, diag = sample_and_save(a, lambda **kw: Fit.run(
-        df, law=a.law, law_options=law_options, config=config, **kw))
+        df, law=a.law, law_options=law_options, config=config, prior_predictive=prior, **kw))
     return verdict(diag, a.strict)
 
 
@@ -183,7 +197,11 @@ def cmd_predict(a) -> int:
 
     prepare_outputs(a.force, {"FIT.nc": a.fit, "--schedule": a.schedule,
                               "--observed": a.observed}, out=a.out, outlook=a.outlook,
-                    plot=a.plot)
+                    plot=a.plot, draws_out=a.draws_out)
+    if a.draws_out is not None and a.observed is not None:
+        raise ValueError("--draws-out and --observed: a forecast from a run's prefix weights its "
+                         "draws (importance sampling), which --draws-out does not write yet; give "
+                         "one of them")
     fit = Fit.load(a.fit)
     if a.outlook is not None and fit.law.name != "cpt":
         raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
@@ -199,7 +217,11 @@ def cmd_predict(a) -> int:
             say(f"{run}: forecast from {int(g['observed'].sum())} observed losses, effective "
                 f"sample size {g['ess'].min():.0f} of {int(g['n_points'].iloc[0])} particles")
     else:
-        pred = _predict_telling(fit, sched, a.prob, a.seed)
+        pred = _predict_telling(fit, sched, a.prob, a.seed, draws=a.draws_out is not None)
+    idata = None
+    if a.draws_out is not None:
+        draws, pred = pred
+        idata = predictive_idata(draws, pred)
     cols = [c for c in ("run", "step", "lr", "phase", "val_set", "val_role", "model_size",
                         "replay_ratio", "loss") if c in pred.columns]
     if pred["loss"].isna().all():
@@ -214,7 +236,9 @@ def cmd_predict(a) -> int:
     try:
         write_files({a.out: csv_writer(pred[cols], "%.6g"),
                      a.outlook: None if out is None else csv_writer(out, "%.6g"),
-                     a.plot: None if fig is None else figure_writer(fig, a.plot)}, a.force)
+                     a.plot: None if fig is None else figure_writer(fig, a.plot),
+                     a.draws_out: None if idata is None else
+                     (lambda tmp: idata.to_netcdf(str(tmp)))}, a.force)
     finally:
         close_figure(fig)
     say(f"wrote {len(pred)} rows to {a.out}")
@@ -222,11 +246,16 @@ def cmd_predict(a) -> int:
         say(f"wrote the outlook of {out['run'].nunique()} plan(s) to {a.outlook}")
     if a.plot is not None:
         say(f"wrote {a.plot}")
+    if idata is not None:
+        pp = idata.posterior_predictive
+        say(f"wrote {pp.sizes['chain']} x {pp.sizes['draw']} draws at {pp.sizes['point']} "
+            f"points to {a.draws_out}")
     return 0
 
 
-def _predict_telling(fit, sched, prob, seed, prefix: bool = False):
-    """:func:`predict_frame` (``prefix``: :func:`forecast_with_prefix`), with each extrapolation
+def _predict_telling(fit, sched, prob, seed, prefix: bool = False, draws: bool = False):
+    """:func:`predict_frame` (``prefix``: :func:`forecast_with_prefix`; ``draws``:
+    :func:`predict_draws`, its (draws, table)), with each extrapolation
     or weight warning as one stderr line (also when the prediction is then refused as
     impossible); other warnings pass on unchanged."""
     ours = (ExtrapolationWarning, RangeUnknownWarning, PrefixWarning)
@@ -237,6 +266,8 @@ def _predict_telling(fit, sched, prob, seed, prefix: bool = False):
         try:
             if prefix:
                 return forecast_with_prefix(fit, sched, prob=prob, seed=seed)
+            if draws:
+                return predict_draws(fit, sched, prob=prob, seed=seed)
             return predict_frame(fit, sched, prob=prob, seed=seed)
         finally:
             for w in caught:

@@ -25,7 +25,7 @@ from bayescpt.cli.common import (
 from bayescpt.hparams.data import describe_grid, grid_hash, read_any_grid
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.plots import plot_fit, plot_optimum
-from bayescpt.hparams.predict import law_text, predict_optimum
+from bayescpt.hparams.predict import law_text, optimum_idata, predict_optimum
 
 
 def _number_list(text: str) -> list[float]:
@@ -98,7 +98,11 @@ def add_commands(sub, sampler_args) -> dict:
     p.add_argument("--out", type=Path, metavar="OUT.json", help="write the result as JSON")
     p.add_argument("--plot", type=Path, metavar="OPT.png",
                    help="draw the optimum's posterior in (LR, batch), and the grid's best run")
-    p.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+    p.add_argument("--draws-out", type=Path, metavar="OPT.nc",
+                   help="also write the draws (lr_opt, batch_size_opt; C_pre, C_total; the "
+                   "grid's best run) as ArviZ InferenceData, group predictions")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing --out/--plot/--draws-out files")
 
     q = hsub.add_parser("plot", help="plot a fit: a cell's loss surface, optima per cell with "
                         "intervals, the fitted power laws")
@@ -135,7 +139,7 @@ def cmd_fit(a) -> int:
 
 def cmd_predict(a) -> int:
 
-    prepare_outputs(a.force, {"HP.nc": a.fit}, out=a.out, plot=a.plot)
+    prepare_outputs(a.force, {"HP.nc": a.fit}, out=a.out, plot=a.plot, draws_out=a.draws_out)
     fit = HparamsFit.load(a.fit)
     if (a.grid_lrs is None) != (a.grid_batches is None):
         raise ValueError("--grid-lrs and --grid-batches go together (the grid's learning rates "
@@ -143,19 +147,24 @@ def cmd_predict(a) -> int:
     res = predict_optimum(fit, a.n_params, tokens=a.tokens, init_loss=a.init_loss,
                           cpt_tokens=a.cpt_tokens, init_loss_sd=a.init_loss_sd, prob=a.prob,
                           seed=a.seed, grid_lrs=a.grid_lrs, grid_batch_sizes=a.grid_batches,
-                          keep_draws=a.plot is not None)
+                          keep_draws=a.plot is not None or a.draws_out is not None)
     fig = None if a.plot is None else plot_optimum(res)
+    idata = None if a.draws_out is None else optimum_idata(fit, res)
     res.pop("_draws", None)
     for w in res["warnings"]:
         say(f"warning: {w}")
     text = json_text(res)
-    try:        # both outputs or neither
+    try:        # every output or none
         write_files({a.out: text_writer(text + "\n"),
-                     a.plot: None if fig is None else figure_writer(fig, a.plot)}, a.force)
+                     a.plot: None if fig is None else figure_writer(fig, a.plot),
+                     a.draws_out: None if idata is None else
+                     (lambda tmp: idata.to_netcdf(str(tmp)))}, a.force)
     finally:
         close_figure(fig)
     if a.plot is not None:
         say(f"wrote {a.plot}")
+    if a.draws_out is not None:
+        say(f"wrote {a.draws_out}")
     if a.out:
         say(f"wrote {a.out}")
     print(text if not a.out else _short(res))

@@ -22,7 +22,7 @@ from bayescpt.cli.common import (
 )
 from bayescpt.core.config import merge_config
 from bayescpt.mixture.data import describe, read_mixture
-from bayescpt.mixture.decide import cmr_results
+from bayescpt.mixture.decide import cmr_idata, cmr_results
 from bayescpt.mixture.fit import MixtureFit
 from bayescpt.mixture.model import default_config
 from bayescpt.mixture.plots import plot_cmr
@@ -82,7 +82,11 @@ def add_commands(sub, sampler_args) -> dict:
     c.add_argument("--out", type=Path, metavar="OUT.json", help="write the JSON here")
     c.add_argument("--plot", type=Path, metavar="PLOT.png",
                    help="P(feasible) vs ratio with the CMR interval and loss vs ratio with bands")
-    c.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+    c.add_argument("--draws-out", type=Path, metavar="CMR.nc",
+                   help="also write the draws (CMR per model size; general/domain loss and "
+                   "feasibility per ratio) as ArviZ InferenceData, group predictions")
+    c.add_argument("--force", action="store_true",
+                   help="replace existing --out/--plot/--draws-out files")
     return {"mixture": _dispatch}
 
 
@@ -114,14 +118,18 @@ def cmd_fit(a) -> int:
 
 def cmd_cmr(a) -> int:
 
-    prepare_outputs(a.force, {"MIX.nc": a.fit}, out=a.out, plot=a.plot)
+    prepare_outputs(a.force, {"MIX.nc": a.fit}, out=a.out, plot=a.plot, draws_out=a.draws_out)
     if not 0 < a.risk < 1:
         raise ValueError(f"--risk {a.risk:g}; expected a probability in (0, 1)")
     if not 0 < a.prob < 1:
         raise ValueError(f"--prob {a.prob:g}; expected a probability in (0, 1)")
     fit = MixtureFit.load(a.fit)
     results = cmr_results(fit, a.tokens, a.tolerance, a.relative, a.risk, a.prob, a.general,
-                          a.domain, model_size=a.model_size, budgets=a.budgets)
+                          a.domain, model_size=a.model_size, budgets=a.budgets,
+                          keep_draws=a.draws_out is not None)
+    idata = None if a.draws_out is None else cmr_idata(fit, results)
+    for r in results:
+        r.pop("_draws", None)
     out = {"fit": str(a.fit), "tolerance": a.tolerance, "relative": a.relative,
            "tokens": a.tokens, "risk": a.risk, "prob": a.prob,
            "fitted_ratio_range": [fit.r_lo, fit.r_hi], "results": results}
@@ -129,11 +137,15 @@ def cmd_cmr(a) -> int:
         out.update({k: results[0][k] for k in ("cmr", "cmr_at_risk", "p_feasible")})
     text = json_text(out)
     fig = None if a.plot is None else plot_cmr(fit, results, prob=a.prob, risk=a.risk)
-    try:        # both outputs or neither
+    try:        # every output or none
         write_files({a.out: text_writer(text + "\n"),
-                     a.plot: None if fig is None else figure_writer(fig, a.plot)}, a.force)
+                     a.plot: None if fig is None else figure_writer(fig, a.plot),
+                     a.draws_out: None if idata is None else
+                     (lambda tmp: idata.to_netcdf(str(tmp)))}, a.force)
     finally:
         close_figure(fig)
+    if a.draws_out is not None:
+        say(f"wrote {a.draws_out}")
     if a.out:
         say(f"wrote {a.out}")
     else:

@@ -33,6 +33,7 @@ from bayescpt.curves.hierarchy import Prepared, build_model, make_config, prepar
 from bayescpt.curves.laws import LAWS, get_law
 from bayescpt.curves.laws.base import Law
 from bayescpt.curves.other_sets import add_to_posterior, fit_other
+from bayescpt.curves.priors import prior_predictive_idata
 
 __all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
 
@@ -60,10 +61,12 @@ class Fit(FitBase, laws=tuple(LAWS)):
             config: dict | None = None, sampler: str = "auto", chains: int | None = None,
             draws: int | None = None, tune: int | None = None, seed: int | None = None,
             target_accept: float | None = None, init: str | None = None, progress: bool = False,
-            cores: int | None = None, warn: bool = True) -> "Fit":
+            cores: int | None = None, warn: bool = True, prior_predictive: int = 0) -> "Fit":
         """Fit ``law`` to the validated table ``df`` with NUTS.
 
         ``config`` overrides the law's defaults (:func:`bayescpt.curves.hierarchy.make_config`).
+        ``prior_predictive`` > 0: also draw that many prior and prior predictive draws of the
+        same model (groups ``prior``, ``prior_predictive``; :mod:`bayescpt.curves.priors`).
         Returns the Fit; diagnostics are computed, stored and warned about when they fail.
         """
         law_obj = get_law(law, **(law_options or {}))
@@ -77,6 +80,8 @@ class Fit(FitBase, laws=tuple(LAWS)):
         t0 = time.perf_counter()
         idata = sample_model(model, s, progress=progress, cores=cores)
         wall = time.perf_counter() - t0
+        if prior_predictive:
+            idata.extend(prior_predictive_idata(model, prior_predictive, seed=s["seed"]))
         meta = _meta(law_obj, law_options, df, prep, wall)
         if other is not None:
             post = idata.posterior

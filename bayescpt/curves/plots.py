@@ -145,3 +145,52 @@ def plot_cv(table: pd.DataFrame, *, prob: float = 0.9, fig=None):
     fig.suptitle("cross-validated predictions of held-out groups", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def plot_prior_check(band: pd.DataFrame, *, prob: float = 0.9, title: str = "", ncols: int = 3,
+                     max_panels: int = 24, fig=None):
+    """The data's curves over their prior predictive bands, one panel per run (per run and
+    validation set when there are several), log loss axis: the ``prob`` and 50 % bands and the
+    median of the prior predictive loss, the observed losses as dots. ``band`` is
+    :func:`bayescpt.curves.priors.prior_band`; at most ``max_panels`` curves are drawn (the
+    first ones). ``fig`` a Figure to draw into (default: a new one). Returns the Figure."""
+    plt = pyplot()
+    from matplotlib.ticker import FuncFormatter
+
+    several = band["val_set"].nunique() > 1
+    key = (band["run"] + " | " + band["val_set"].astype(str)) if several else band["run"]
+    runs = list(dict.fromkeys(key))
+    shown = runs[:max_panels]
+    ncols = max(1, min(ncols, len(shown)))
+    nrows = int(np.ceil(len(shown) / ncols))
+    if fig is None:
+        fig = plt.figure(figsize=(4.2 * ncols, 3.2 * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax, run in zip(axes.flat, shown):
+        g = band[key == run].sort_values("step")
+        x = g["step"].to_numpy()
+        ax.fill_between(x, g["lower"], g["upper"], color="C2", alpha=0.2,
+                        label=f"{prob:.0%} prior predictive")
+        ax.fill_between(x, g["lower50"], g["upper50"], color="C2", alpha=0.4,
+                        label="50% prior predictive")
+        ax.plot(x, g["median"], color="C2", lw=1.0, label="prior predictive median")
+        ax.plot(x, g["loss"], ".", ms=2.5, color="k",
+                label=f"data ({g['inside'].mean():.0%} inside)")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.tick_params(axis="y", which="minor", labelsize=7)
+        ax.set_title(run, fontsize=9)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("validation loss (log axis)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=6.5, loc="upper right")
+    for ax in list(axes.flat)[len(shown):]:
+        ax.axis("off")
+    if len(runs) > len(shown):
+        title = f"{title} (first {len(shown)} of {len(runs)} curves)".strip()
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.97 if title else 1))
+    return fig

@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import curve_info, schedules_of
@@ -34,7 +35,8 @@ from bayescpt.curves.hierarchy import parameter_draws
 CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
 
-__all__ = ["curve_draws", "other_draws", "parameter_draws", "predict_frame"]
+__all__ = ["curve_draws", "other_draws", "parameter_draws", "predict_draws", "predict_frame",
+           "predictive_idata"]
 
 
 def curve_draws(fit: Fit, theta: dict, X: dict) -> np.ndarray:
@@ -64,7 +66,13 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     :func:`warnings.warn`; the list of them is also in the result's ``attrs["extrapolation"]``.
     A predicted loss that is not finite and positive (outside the warmup rows left empty) raises
     ``ImpossiblePrediction`` (a DataError) naming the run and step: it is never returned.
+    The draws it summarises: :func:`predict_draws` (same ``seed``, same numbers).
     """
+    return _predict(fit, df, prob, seed, None)
+
+
+def _predict(fit, df, prob, seed, kept) -> pd.DataFrame:
+    """:func:`predict_frame`; with ``kept`` a list, each run's draws are appended to it."""
     if not 0 < prob < 1:
         raise ValueError(f"prob={prob}; expected a probability strictly between 0 and 1")
     rng = np.random.default_rng(seed)
@@ -80,10 +88,10 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     def tell():   # after the input passed its checks: with the result, or with the refusal
         note = unknown_note(trained)
         for w in ([RangeUnknownWarning(note)] if note is not None else []) + found:
-            warnings.warn(w, stacklevel=3)
+            warnings.warn(w, stacklevel=4)
 
     try:
-        pieces = _predict_runs(fit, df, sched, has_size, others, prob, rng)
+        pieces = _predict_runs(fit, df, sched, has_size, others, prob, rng, kept)
     except ImpossiblePrediction:
         tell()
         raise
@@ -95,8 +103,9 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     return out
 
 
-def _predict_runs(fit, df, sched, has_size, others, prob, rng) -> list:
-    """:func:`predict_frame`'s table of each (run, val_set), a list."""
+def _predict_runs(fit, df, sched, has_size, others, prob, rng, kept=None) -> list:
+    """:func:`predict_frame`'s table of each (run, val_set), a list; with ``kept`` a list, the
+    (rows, curve draws, loss draws) of each run's predicted rows (warmup left out) are added."""
     q = [(1 - prob) / 2, (1 + prob) / 2]
     nu = fit.config["noise"].get("nu", 5.0)
     student = fit.config["noise"]["family"] == "studentt"
@@ -125,12 +134,15 @@ def _predict_runs(fit, df, sched, has_size, others, prob, rng) -> list:
             res["lower"], res["upper"] = np.quantile(y_rep, q, axis=0)
             res["curve_lower"], res["curve_upper"] = np.quantile(curves, q, axis=0)
         if fit.config["settings"].get("skip_warmup", True):
-            warm = res["step"] < sched[run].warmup_steps
+            warm = (res["step"] < sched[run].warmup_steps).to_numpy()
             res.loc[warm, OUTPUT_COLUMNS] = np.nan
             check_possible(res[~warm], OUTPUT_COLUMNS)
         else:
+            warm = np.zeros(len(res), dtype=bool)
             check_possible(res, OUTPUT_COLUMNS)
         pieces.append(res)
+        if kept is not None:
+            kept.append((res[~warm], curves[:, ~warm], y_rep[:, ~warm]))
     return pieces
 
 
@@ -152,3 +164,72 @@ def other_draws(fit: Fit, vs: str, spec: dict, schedule, steps, info: dict,
     coef, sigma = np.tile(coef, (reps, 1)), np.tile(sigma, reps)
     curves = coef[:, :1] * parts["general"] + coef[:, 1:2] * parts["domain"] + coef[:, 2:3]
     return curves, curves + sigma[:, None] * rng.standard_normal(curves.shape)
+
+
+def predict_draws(fit: Fit, df: pd.DataFrame, prob: float = 0.9,
+                  seed: int = 0) -> tuple[xr.Dataset, pd.DataFrame]:
+    """The draws behind :func:`predict_frame`, as xarray, with its table: ``(draws, table)``.
+
+    ``table`` is exactly ``predict_frame(fit, df, prob, seed)`` (same warnings and refusals).
+    ``draws`` has the variables ``loss`` (the predictive draws of an observed loss: curve x
+    noise) and ``curve`` (the law's mean), dims ``(chain, draw, point)``: one point per row
+    of ``table`` with a prediction (rows inside a run's warmup, left empty there, are not
+    points), in the table's order; ``point`` is indexed by (run, val_set, step[, model_size]),
+    so ``draws.sel(run="wsd-30k", step=30000)`` works. Each posterior draw is used twice, with
+    the new run's deviation z and with -z (antithetic, see :func:`parameter_draws`): draw d
+    < D of a chain uses its posterior draw d with +z, draw D + d the same draw with -z.
+    """
+    kept: list = []
+    table = _predict(fit, df, prob, seed, kept)
+    rows = pd.concat([k[0] for k in kept])
+    # the table's row order (predict_frame sorts by index), repeated with positions
+    order = pd.Series(np.arange(len(rows)), index=rows.index).sort_index().to_numpy()
+    post = fit.idata.posterior
+    C, D = post.sizes["chain"], post.sizes["draw"]
+
+    def shaped(i):
+        a = np.concatenate([k[i] for k in kept], axis=1)[:, order]
+        reps = a.shape[0] // (C * D)
+        return a.reshape(reps, C, D, -1).transpose(1, 0, 2, 3).reshape(C, reps * D, -1)
+
+    rows = rows.iloc[order]
+    levels = [c for c in ("run", "val_set", "step", "model_size") if c in rows.columns]
+    index = pd.MultiIndex.from_frame(rows[levels].reset_index(drop=True))
+    dims = ("chain", "draw", "point")
+    curve, loss = shaped(1), shaped(2)
+    ds = xr.Dataset({"loss": (dims, loss), "curve": (dims, curve)},
+                    coords={"chain": post["chain"].values, "draw": np.arange(curve.shape[1])})
+    ds = ds.assign_coords(xr.Coordinates.from_pandas_multiindex(index, "point"))
+    ds["loss"].attrs["description"] = "predictive draws of an observed loss (curve x noise)"
+    ds["curve"].attrs["description"] = "the law's mean loss (the curve) per draw"
+    ds.attrs.update(law=fit.law.name, data_hash=str(fit.meta.get("data_hash")), seed=int(seed),
+                    antithetic="draw d < D: posterior draw d with the new run's deviation z; "
+                               "draw D + d: the same with -z")
+    return ds, table
+
+
+def predictive_idata(draws: xr.Dataset, table: pd.DataFrame):
+    """An ArviZ InferenceData of :func:`predict_draws`'s result, ready for NetCDF: the
+    ``posterior_predictive`` group holds ``loss``, ``predictions`` holds ``curve``, and
+    ``observed_data`` the table's ``loss`` at the points (NaN where a row has none) when any
+    row carries one. NetCDF holds no MultiIndex: the point's run, val_set, step (and
+    model_size) are plain coordinates; ``.set_index(point=["run", "val_set", "step"])``
+    restores the index for ``.sel``."""
+    import arviz as az
+
+    flat = draws.reset_index("point")
+    levels = [c for c in ("run", "val_set", "step", "model_size") if c in flat.coords]
+    rows = table[table["mean"].notna()]
+    for c in levels:
+        if not np.array_equal(rows[c].to_numpy(), flat[c].values):
+            raise ValueError(f"the table's {c} column does not match the draws' points: pass "
+                             "the table predict_draws returned with them")
+    groups = {"posterior_predictive": flat[["loss"]], "predictions": flat[["curve"]]}
+    if "loss" in rows.columns and rows["loss"].notna().any():
+        obs = xr.Dataset({"loss": ("point", rows["loss"].to_numpy(dtype=float))},
+                         coords={c: ("point", flat[c].values) for c in levels})
+        groups["observed_data"] = obs
+    idata = az.InferenceData(**groups)
+    for g in groups:
+        idata[g].attrs.update(draws.attrs)
+    return idata

@@ -200,8 +200,10 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
     checkpoint's own pre-training tokens, optional) is then only reported for comparison.
     With ``grid_lrs`` and ``grid_batch_sizes`` (a full grid: every pair is a run), also where a
     grid search over them finds its best run (``grid_best``, see :func:`grid_best_draws`).
-    ``keep_draws``: also return the optimum's draws under ``"_draws"`` (arrays, not JSON: for
-    :func:`bayescpt.hparams.plot.plot_optimum`).
+    ``keep_draws``: also return the draws under ``"_draws"`` (flat arrays over the posterior
+    draws, not JSON: ``lr``, ``batch_size``, and ``C_pre``, ``C_total`` for a checkpoint,
+    ``grid_best_lr``, ``grid_best_batch_size`` with a grid; for
+    :func:`bayescpt.hparams.plot.plot_optimum` and :func:`optimum_idata`).
     """
     if not (n_params > 0 and math.isfinite(n_params)):
         raise ValueError(f"n_params {n_params!r}; expected a positive parameter count")
@@ -277,15 +279,41 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
     out["batch_size_opt"] = _summary(bs, prob)
     if keep_draws:
         out["_draws"] = {"lr": lr, "batch_size": bs}
+        if init_loss is not None:
+            out["_draws"].update(C_pre=c_pre, C_total=compute)
     if grid_lrs is not None:
         g_lr, g_bs = grid_points(sorted(set(map(float, grid_lrs))),
                                  sorted(set(map(float, grid_batch_sizes))))
         b_lr, b_bs = grid_best_draws(fit, n_params, compute, g_lr, g_bs, seed=seed, draws=p)
+        if keep_draws:
+            out["_draws"].update(grid_best_lr=b_lr, grid_best_batch_size=b_bs)
         out["grid_best"], warn = grid_best_summary(b_lr, b_bs, g_lr, g_bs, prob)
         out["grid_best"]["grid"] = {"lrs": sorted(set(map(float, grid_lrs))),
                                     "batch_sizes": sorted(set(map(float, grid_batch_sizes)))}
         out["warnings"] += warn
     return out
+
+
+def optimum_idata(fit: HparamsFit, res: dict):
+    """ArviZ InferenceData of a :func:`predict_optimum` result made with ``keep_draws``: its
+    draws in the ``predictions`` group, dims (chain, draw) as the fit's posterior (``lr_opt``,
+    ``batch_size_opt`` in tokens; ``C_pre``, ``C_total`` in FLOPs, inf where undefined;
+    ``grid_best_lr``, ``grid_best_batch_size``, NaN where undefined); the request's scalars
+    (n_params, tokens, ...) as attrs."""
+    import arviz as az
+    import xarray as xr
+
+    if "_draws" not in res:
+        raise ValueError("the result holds no draws: predict_optimum(..., keep_draws=True)")
+    post = fit.idata.posterior
+    shape = (post.sizes["chain"], post.sizes["draw"])
+    names = {"lr": "lr_opt", "batch_size": "batch_size_opt"}
+    ds = xr.Dataset({names.get(k, k): (("chain", "draw"), np.asarray(v, float).reshape(shape))
+                     for k, v in res["_draws"].items()},
+                    coords={"chain": post["chain"].values, "draw": post["draw"].values})
+    ds.attrs.update({k: v for k, v in res.items() if isinstance(v, (int, float, str))
+                     and not isinstance(v, bool)})
+    return az.InferenceData(predictions=ds)
 
 
 def law_text(fit) -> str:

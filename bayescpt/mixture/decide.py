@@ -123,8 +123,11 @@ def interval(x: np.ndarray, prob: float = 0.9) -> dict:
 
 def cmr_report(fit: MixtureFit, model_size, tokens: float, tolerance: float,
                relative: bool = False, risk: float = 0.1, prob: float = 0.9,
-               general: str | None = None, domain: str | None = None, ratios=None) -> dict:
-    """The ``bayescpt mixture cmr`` numbers for one model size (JSON-able)."""
+               general: str | None = None, domain: str | None = None, ratios=None,
+               keep_draws: bool = False) -> dict:
+    """The ``bayescpt mixture cmr`` numbers for one model size (JSON-able). ``keep_draws``: also
+    the draws under ``"_draws"`` (arrays, not JSON: ``cmr`` (S,), ``general_loss`` and
+    ``domain_loss`` (S, n_ratios), ``feasible``, ``ratio``; see :func:`cmr_idata`)."""
     f = feasibility(fit, model_size, tokens, tolerance, relative, ratios, general, domain)
     cmr = f.cmr_draws()
     gi = pick_group(fit, model_size, "general", general)
@@ -150,7 +153,40 @@ def cmr_report(fit: MixtureFit, model_size, tokens: float, tolerance: float,
             "p_no_feasible_ratio": float(np.mean(~f.ok.any(axis=1))),
             "p_feasible": {"ratio": [round(float(r), 6) for r in f.ratios],
                            "p": [round(float(p), 4) for p in f.p_feasible]},
-            "notes": notes}
+            "notes": notes} | ({"_draws": {
+                "cmr": cmr, "general_loss": f.general_loss, "domain_loss": f.domain_loss,
+                "feasible": f.ok, "ratio": f.ratios}} if keep_draws else {})
+
+
+def cmr_idata(fit: MixtureFit, results: list[dict]):
+    """ArviZ InferenceData of :func:`cmr_results` made with ``keep_draws``: group
+    ``predictions`` with ``cmr`` (chain, draw, model_size), ``general_loss`` and, where the fit
+    has a domain set, ``domain_loss`` (chain, draw, model_size, ratio: one new run's expected
+    loss) and ``feasible`` (the same dims, 0/1); dims (chain, draw) as the fit's posterior."""
+    import arviz as az
+    import xarray as xr
+
+    if not results or any("_draws" not in r for r in results):
+        raise ValueError("the results hold no draws: cmr_results(..., keep_draws=True)")
+    post = fit.idata.posterior
+    C, D = post.sizes["chain"], post.sizes["draw"]
+    ratio = results[0]["_draws"]["ratio"]
+    dims = ("chain", "draw", "model_size", "ratio")
+
+    def stacked(key, per_ratio=True):
+        got = [r["_draws"][key] for r in results]
+        if any(g is None for g in got):
+            return None
+        a = np.stack([np.asarray(g, float) for g in got], axis=1)   # (S, sizes[, ratios])
+        return (dims if per_ratio else dims[:3]), a.reshape(C, D, *a.shape[1:])
+
+    data = {"cmr": stacked("cmr", per_ratio=False), "general_loss": stacked("general_loss"),
+            "domain_loss": stacked("domain_loss"), "feasible": stacked("feasible")}
+    ds = xr.Dataset({k: v for k, v in data.items() if v is not None},
+                    coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                            "model_size": [r["model_size"] for r in results], "ratio": ratio})
+    ds.attrs.update(tokens=float(results[0]["tokens"]))
+    return az.InferenceData(predictions=ds)
 
 
 def cmr_paths(fit: MixtureFit, model_size, budgets, tolerance: float, relative: bool = False,
@@ -239,17 +275,19 @@ def fit_cmr_law_draws(budgets, paths: np.ndarray, prob: float = 0.9, max_draws: 
 
 def cmr_results(fit: MixtureFit, tokens: float, tolerance: float, relative: bool = False,
                 risk: float = 0.1, prob: float = 0.9, general: str | None = None,
-                domain: str | None = None, model_size=None, budgets=None) -> list[dict]:
+                domain: str | None = None, model_size=None, budgets=None,
+                keep_draws: bool = False) -> list[dict]:
     """:func:`cmr_report` per model size (every size of the fit when ``model_size`` is None),
     ascending. With ``budgets`` (CPT budgets T, the data's token unit) each report also holds
     ``cmr_vs_tokens`` (:func:`cmr_vs_tokens` as records), ``cmr_law_median`` (R_CMR(T) = a4 T^s4
     + b3 fitted to the median CMRs, :func:`fit_cmr_law`) and ``cmr_law`` (fitted per draw,
     :func:`fit_cmr_law_draws`), with a note when that law cannot be fitted or is not
-    identified."""
+    identified. ``keep_draws``: each report also holds its draws (:func:`cmr_report`)."""
     sizes = sorted(fit.groups["model_size"].unique()) if model_size is None else [model_size]
     results = []
     for size in sizes:
-        r = cmr_report(fit, size, tokens, tolerance, relative, risk, prob, general, domain)
+        r = cmr_report(fit, size, tokens, tolerance, relative, risk, prob, general, domain,
+                       keep_draws=keep_draws)
         if budgets:
             table = cmr_vs_tokens(fit, size, budgets, tolerance, relative, risk, prob, general,
                                   domain)
