@@ -174,3 +174,14 @@ def test_slow_mixing_on_a_spread_points_at_the_non_centred_level():
         diag = summarize(idata, [name])
         line = next(p for p in diag.problems() if p.startswith("R-hat"))
         assert expected in line, line
+
+
+def test_one_chain_is_reported_as_unjudged_not_a_crash(healthy):
+    """One chain has no R-hat: the report says so in words (and fails the fit under --strict)
+    instead of raising on an all-NaN column."""
+    one = healthy.isel(chain=[0])
+    diag = summarize(one, ["x", "y"])
+    assert not diag.ok
+    line = diag.problems()[0]
+    assert line.startswith("R-hat cannot be computed from 1 chain(s)") and "--chains" in line
+    assert "R-hat cannot be computed" in diag.to_text()

@@ -75,7 +75,13 @@ class Diagnostics:
 
     def problems(self, rhat_max=RHAT_MAX, ess_min=ESS_MIN) -> list[str]:
         out = []
-        if not np.isfinite(self.max_rhat) or self.max_rhat > rhat_max:
+        if self.judged["r_hat"].isna().all():
+            # R-hat compares chains: one chain (or draws too few for the split) cannot show a
+            # chain that did not converge, so the fit is not judged converged
+            out.append(f"R-hat cannot be computed from {self.chains} chain(s) x {self.draws} "
+                       "draws: nothing shows whether the sampler converged; run at least 2 "
+                       "chains (--chains 4, the default)")
+        elif not np.isfinite(self.max_rhat) or self.max_rhat > rhat_max:
             worst = self.judged["r_hat"].idxmax()
             base = str(worst).split("[")[0]
             if self.stuck:
@@ -91,7 +97,10 @@ class Diagnostics:
             out.append(f"R-hat {self.max_rhat:.3f} > {rhat_max} (worst: {worst}): {why}")
         elif self.stuck:
             out.extend(s.text() for s in self.stuck)
-        if not np.isfinite(self.min_ess_bulk) or self.min_ess_bulk < ess_min:
+        if self.judged["ess_bulk"].isna().all():
+            out.append(f"bulk ESS cannot be computed from {self.chains} chain(s) x {self.draws} "
+                       "draws: draw more (--draws, --chains)")
+        elif not np.isfinite(self.min_ess_bulk) or self.min_ess_bulk < ess_min:
             worst = self.judged["ess_bulk"].idxmin()
             out.append(f"bulk ESS {self.min_ess_bulk:.0f} < {ess_min} (worst: {worst}): "
                        "draw more (--draws, --chains)")
