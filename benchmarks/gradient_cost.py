@@ -49,7 +49,7 @@ def nutpie_gradient(compiled):
             logp.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
             ctypes.c_void_p(compiled.user_data.ctypes.data))
 
-    def call():
+    def call(keep=(compiled, x, out, logp)):   # the callback reads these: keep them alive
         rc = fn(*args)
         if rc != 0:
             raise RuntimeError(f"logp callback returned {rc}")
