@@ -6,7 +6,8 @@ loss (delta 1e-3, log loss) and a 100-resample bootstrap of it for 90 % interval
 
 Prints per size: mean/worst relative error, R^2 and 90 % coverage for both; wall-time ratios
 (NUTS cold with compile, NUTS warm with the model compiled, vs point fit + bootstrap); one
-gradient evaluation vs one numpy evaluation of the same law on the same points.
+gradient evaluation (PyTensor's C-backend dlogp, and nutpie's compiled logp + gradient, what the
+sampler calls) vs one numpy evaluation of the same law on the same points, interleaved.
 
     python benchmarks/multipower_protocol.py --law annealing [--boot 100] [--json out.json] [--warm-only]
     python benchmarks/multipower_protocol.py --law multipower --law-options '{"progress": true}' ...
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bayescpt.curves import baseline
 from bayescpt.curves.data import schedules_of
@@ -109,23 +111,23 @@ def mre_mcse(fit, test, pred) -> dict:
     return out
 
 
-def gradient_vs_numpy(fit_model, law, prep, theta_groups, reps=50):
-    """Seconds per dlogp call of the PyMC model vs per numpy evaluation of the law's mean."""
+def gradient_vs_numpy(fit_model, law, prep, theta_groups, reps=50, compiled=None, repeats=10):
+    """Seconds per dlogp call of the PyMC model (PyTensor's C backend) vs per numpy evaluation
+    of the law's mean, and per call of nutpie's compiled logp + gradient (``compiled``, the
+    function the sampler calls; None without it): medians of ``repeats`` interleaved blocks."""
+    from gradient_cost import interleaved, nutpie_gradient
+
     dlogp = fit_model.compile_dlogp()
     ip = fit_model.initial_point()
-    dlogp(ip)
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        dlogp(ip)
-    t_grad = (time.perf_counter() - t0) / reps
     gi = prep.points["group"].to_numpy()
     th = {k: v[gi] for k, v in theta_groups.items()}
-    law.mean(np, th, prep.X)
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        law.mean(np, th, prep.X)
-    t_np = (time.perf_counter() - t0) / reps
-    return t_grad, t_np
+    fns = {"dlogp": lambda: dlogp(ip), "numpy": lambda: law.mean(np, th, prep.X)}
+    if compiled is not None:
+        fns["nutpie"] = nutpie_gradient(compiled)
+    for f in fns.values():
+        f()
+    t = interleaved(fns, reps, repeats)
+    return t["dlogp"][0], t["numpy"][0], (t["nutpie"][0] if compiled is not None else None)
 
 
 def main(argv=None):
@@ -234,17 +236,22 @@ def main(argv=None):
         if name in params:
             print(f"{name}: posterior mean {params[name]['mean']}, 90 % interval "
                   f"{params[name]['q05']} .. {params[name]['q95']} (per group)")
-    t_grad, t_np = gradient_vs_numpy(model, fit.law, prep, theta_g)
+    t_grad, t_np, t_nutpie = gradient_vs_numpy(
+        model, fit.law, prep, theta_g, compiled=compiled.compiled if t_warm else None)
     baseline_total = t_point + t_boot
     ratios = {"nuts_cold_over_point_plus_bootstrap": t_cold / baseline_total,
               "nuts_warm_over_point_plus_bootstrap": (t_warm / baseline_total) if t_warm else None,
-              "gradient_over_numpy_eval": t_grad / t_np}
+              "gradient_over_numpy_eval": t_grad / t_np,
+              "nutpie_gradient_over_numpy_eval": (t_nutpie / t_np) if t_nutpie else None}
     print(f"\ntimes: point {t_point:.2f} s + bootstrap {t_boot:.2f} s = {baseline_total:.2f} s; "
           f"NUTS cold {t_cold:.1f} s ({ratios['nuts_cold_over_point_plus_bootstrap']:.2f}x)"
           + (f", warm {t_warm:.1f} s ({ratios['nuts_warm_over_point_plus_bootstrap']:.2f}x)"
              if t_warm else ""))
     print(f"one gradient (PyMC dlogp, {len(prep.points)} points): {t_grad * 1e3:.2f} ms; one "
-          f"numpy evaluation: {t_np * 1e3:.3f} ms ({ratios['gradient_over_numpy_eval']:.1f}x)")
+          f"numpy evaluation: {t_np * 1e3:.3f} ms ({ratios['gradient_over_numpy_eval']:.1f}x)"
+          + (f"; nutpie's compiled logp + gradient (what the sampler calls): "
+             f"{t_nutpie * 1e3:.2f} ms ({ratios['nutpie_gradient_over_numpy_eval']:.2f}x)"
+             if t_nutpie else ""))
     print(f"diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
           f"divergences {diag.divergences} -> {'OK' if diag.ok else 'FAIL'}")
     if a.json:
@@ -254,7 +261,8 @@ def main(argv=None):
                                       "per_run": per_run.reset_index().to_dict(orient="records"),
                                       "times": {"point": t_point, "bootstrap": t_boot,
                                                 "nuts_cold": t_cold, "nuts_warm": t_warm,
-                                                "gradient": t_grad, "numpy_eval": t_np},
+                                                "gradient": t_grad, "numpy_eval": t_np,
+                                                "nutpie_gradient": t_nutpie},
                                       "ratios": ratios,
                                       "params": params,
                                       "diagnostics": {"max_rhat": diag.max_rhat,

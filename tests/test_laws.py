@@ -105,6 +105,53 @@ def test_same_mean_function_builds_the_pymc_graph():
     np.testing.assert_allclose(sym, num, rtol=1e-12)
 
 
+def test_multipower_drop_once_per_distinct_row_is_the_dense_mean():
+    """With the drop's shape shared (scalars), the model's design sums each distinct row's
+    nonempty bins once: the dense mean to rounding, in numpy and in the PyTensor graph."""
+    import pytensor.tensor as pt
+
+    law = MultiPowerLaw()
+    scheds = [S.cosine(6000, 3e-4, 3e-5, warmup_steps=200),
+              S.cyclic(6000, 3e-4, period=2000, low=3e-5, rewarmup_steps=100, warmup_steps=200),
+              S.constant(6000, 3e-4, warmup_steps=200)]
+    steps = np.arange(300, 6001, 150)
+    # the cosine twice (as if run at two model sizes), once at other steps
+    X = law.stack_designs([law.design(s, steps, law.default_settings) for s in scheds]
+                          + [law.design(scheds[0], steps, law.default_settings),
+                             law.design(scheds[0], steps[:-1:2] + 75, law.default_settings)])
+    n = X["S1"].size
+    Xp = law.model_design(X, frozenset(law.shape_params) | {"kappa"})
+    assert Xp["drop_D"].size - 1 < np.count_nonzero(X["D"])
+    assert law.model_design(X, frozenset({"Cr", "beta"})) is X
+    rng = np.random.default_rng(0)
+    th = dict(L0=3.0, A=0.5, alpha=0.5, Br=0.05, Cr=2e2, beta=0.3, gamma=1.5, kappa=0.3)
+    per_point = {k: v * (1 + 0.1 * rng.standard_normal(n)) for k, v in th.items()}
+    mixed = {k: (np.array(th[k]) if k in law.shape_params else v) for k, v in per_point.items()}
+    dense = law.mean(np, dict(per_point, **{k: np.full(n, th[k]) for k in law.shape_params}), X)
+    np.testing.assert_allclose(law.mean(np, mixed, Xp), dense, rtol=1e-12)
+    sym = law.mean(pt, {k: pt.as_tensor_variable(v) for k, v in mixed.items()},
+                   {k: pt.as_tensor_variable(v) for k, v in Xp.items()}).eval()
+    np.testing.assert_allclose(sym, dense, rtol=1e-12)
+
+
+def test_multipower_model_log_density_is_the_same_with_the_drop_once_per_row():
+    """The hierarchy passes the shared drop shape as scalars and the law's model design: the
+    model's log density equals that of the dense design (the three sizes share schedules)."""
+    from bayescpt.curves.hierarchy import build_model, make_config, prepare
+    from bayescpt.datasets.bundled import bundled_multipowerlaw, split
+
+    train, _ = split(bundled_multipowerlaw())
+    law, dense = MultiPowerLaw(), MultiPowerLaw()
+    dense.model_design = lambda X, shared: X
+    cfg = make_config(law)
+    prep = prepare(train, law, cfg["settings"])
+    models = [build_model(w, prep, cfg) for w in (law, dense)]
+    point = models[0].initial_point()
+    point["Cr_mu"] = point["Cr_mu"] - 3.0   # a point where the drop's G is far from 0 and 1
+    lp = [m.compile_logp(vars=[m["y"]], mode="FAST_COMPILE")(point) for m in models]
+    np.testing.assert_allclose(lp[0], lp[1], rtol=1e-12)
+
+
 def test_unknown_law():
     with pytest.raises(ValueError, match="unknown law 'chinchilla'"):
         get_law("chinchilla")

@@ -15,8 +15,11 @@ with config ``centered.group`` False; the schedule level likewise with ``run_cen
 ``centered.schedule``); group spreads
 sd_p, schedule spreads tau_p and the spread of log sigma have boundary-avoiding LogNormal priors
 (around ``group_sd``, ``run_sd`` and ``sigma_group_sd``). ``nu`` = 3 by default (robust to the
-first, badly fitted points after warmup). :func:`parameter_draws` draws the same levels with
-numpy for a new run (a fresh schedule deviation) or a new group (a new model size).
+first, badly fitted points after warmup). A parameter without group, size or schedule level
+enters the law's mean as one scalar, and the law may add to its design what evaluates terms of
+such parameters once (:meth:`~bayescpt.curves.laws.base.Law.model_design`).
+:func:`parameter_draws` draws the same levels with numpy for a new run (a fresh schedule
+deviation) or a new group (a new model size).
 """
 
 from __future__ import annotations
@@ -164,7 +167,7 @@ def build_model(law: Law, prep: Prepared, config: dict):
     x = prep.groups["x"].to_numpy(dtype=float)
     multi_size = np.unique(x).size >= 3
     with pm.Model(coords=coords) as model:
-        theta_curve = {}
+        theta_curve, shared = {}, {}
         for p in law.params:
             c = pri[p.name]
             mu = pm.Normal(f"{p.name}_mu", c["loc"], c["scale"])
@@ -184,6 +187,10 @@ def build_model(law: Law, prep: Prepared, config: dict):
                     u_g = pm.Deterministic(f"{p.name}_u", loc_g + sd * z, dims="group")
             else:
                 u_g = pm.Deterministic(f"{p.name}_u", loc_g * np.ones(G), dims="group")
+                if c["run_sd"] <= 0 and loc_g is mu:
+                    # one value at every point: the law gets a scalar (no gather to the points,
+                    # no scatter-add in the gradient; the law may evaluate terms of it once)
+                    shared[p.name] = pt.exp(mu) if c["positive"] else mu
             u_c = u_g[gidx]
             if c["run_sd"] > 0:
                 # Boundary-avoiding too: a few schedules cannot pin tau, and its prior encodes how
@@ -201,8 +208,9 @@ def build_model(law: Law, prep: Prepared, config: dict):
         for name, value in law.derived(pt, {p.name: model[p.name] for p in law.params},
                                        config["settings"]).items():
             pm.Deterministic(name, value, dims="group")
-        theta = {k: v[cidx] for k, v in theta_curve.items()}
-        X = {k: pt.as_tensor_variable(v) for k, v in prep.X.items()}
+        theta = {k: shared[k] if k in shared else v[cidx] for k, v in theta_curve.items()}
+        X = {k: pt.as_tensor_variable(v)
+             for k, v in law.model_design(prep.X, frozenset(shared)).items()}
         mean = law.mean(pt, theta, X)
         log_sigma_mu = pm.Normal("log_sigma_mu", noise["sigma_loc"], noise["sigma_scale"])
         if G > 1 and noise.get("sigma_group_sd", 0) > 0:

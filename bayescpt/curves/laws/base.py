@@ -113,6 +113,16 @@ class Law:
     def check_fit_design(self, X: dict, points) -> None:
         """Refuse fitted points the law cannot describe (raise ValueError); none by default."""
 
+    def model_design(self, X: dict, shared: frozenset) -> dict:
+        """The design as the model's graph takes it; ``X`` itself by default.
+
+        ``shared``: the parameters that take one value at every point of the model (no group,
+        size or schedule level); :meth:`mean` gets them as scalars. A law may add to ``X`` what
+        evaluates a term of only those parameters once per distinct design row, as long as
+        :meth:`mean` gives the same values with and without the additions.
+        """
+        return X
+
     # helpers --------------------------------------------------------------------------------
     def stack_designs(self, designs: list[dict]) -> dict:
         """Concatenate per-curve designs along the point axis, zero-padding matrix features."""

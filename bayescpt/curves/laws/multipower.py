@@ -20,6 +20,12 @@ turns from falling to rising (so a re-warmup never shares a bin with a decay). F
 bin with k <= t is included exactly (cumulative sums); only G is evaluated at the |decrement|-weighted
 centroid of that part, so the error is second order in the bin width. ``tests`` check it against
 the exact per-step sum.
+
+In the model (:meth:`MultiPowerLaw.model_design`), when C (as Cr), beta and gamma take one
+value at every point (the default priors), the bin sum sum_j D_j G(x_j) depends on the point
+only through its design row: it is evaluated once per distinct row (a schedule at a step, shared
+by every model size that ran it) over that row's nonempty bins (D_j != 0), the same terms as the
+dense (points x bins) sum.
 """
 
 from __future__ import annotations
@@ -149,6 +155,34 @@ class MultiPowerLaw(Law):
             X["log_s1"] = progress_design(s1[steps], settings)
         return X
 
+    #: the parameters of the loss drop's shape G (as sampled)
+    shape_params = ("Cr", "beta", "gamma")
+
+    def model_design(self, X, shared):
+        """With the drop's shape shared by every point (``Cr``, ``beta``, ``gamma`` in ``shared``,
+        the default priors), add the drop sum's terms once per distinct design row: the points
+        of one schedule at one step (e.g. the same schedule run at several model sizes) have the
+        same row of (D, Sk, log_eta), and most of a row's bins are empty (D = 0: a constant
+        schedule, bins after the step). ``drop_D``, ``drop_Sk``, ``drop_log_eta``: the bins with
+        D != 0 of every distinct row, rows one after another after a leading empty entry;
+        ``drop_first``, ``drop_last``: each distinct row's entries are first+1..last (first =
+        last: none); ``drop_row``: each point's distinct row. :meth:`mean` sums D * G of a row as
+        the difference of a cumulative sum over the entries (exact terms, sums in another order).
+        """
+        if not set(self.shape_params) <= set(shared):
+            return X
+        n, k = X["D"].shape
+        rows, row = np.unique(np.concatenate([X["D"], X["Sk"], X["log_eta"]], axis=1), axis=0,
+                              return_inverse=True)
+        D, Sk, le = rows[:, :k], rows[:, k:2 * k], rows[:, 2 * k:]
+        keep = D != 0
+        last = np.cumsum(keep.sum(axis=1))
+        return dict(X, drop_D=np.concatenate([[0.0], D[keep]]),
+                    drop_Sk=np.concatenate([[0.0], Sk[keep]]),
+                    drop_log_eta=np.concatenate([[0.0], le[keep]]),
+                    drop_first=last - keep.sum(axis=1), drop_last=last,
+                    drop_row=np.ravel(row))
+
     def derived(self, xp, theta, settings):
         """C of the paper's form, from Cr and gamma (and B from Br with ``progress``)."""
         out = {"C": theta["Cr"] * settings.get("eta_ref", 3e-4) ** theta["gamma"]}
@@ -160,17 +194,28 @@ class MultiPowerLaw(Law):
         """``theta`` holds Cr (as sampled) or the paper's C; ``X["log_eta"]`` is log(eta / eta_ref)."""
         def col(v):  # add the bin axis to a parameter
             return v[..., None]
-        if "Cr" in theta:
-            rate = col(theta["Cr"])
+
+        def drop(rate, gamma, beta, D, Sk, log_eta):   # D * G(x) per bin
+            x = rate * xp.exp(-gamma * log_eta) * Sk
+            return D * (1.0 - (x + 1.0) ** (-beta))
+
+        if "drop_row" in X and all(np.ndim(theta[p]) == 0 for p in self.shape_params):
+            # the shape shared by all points: once per distinct row's nonempty bins (model_design)
+            c = xp.cumsum(drop(theta["Cr"], theta["gamma"], theta["beta"], X["drop_D"],
+                               X["drop_Sk"], X["drop_log_eta"]))
+            dsum = (c[X["drop_last"]] - c[X["drop_first"]])[X["drop_row"]]
         else:
-            rate = col(theta["C"] * xp.exp(-theta["gamma"] * X["log_eta_ref"]))
-        x = rate * xp.exp(-col(theta["gamma"]) * X["log_eta"]) * X["Sk"]
-        G = 1.0 - (x + 1.0) ** (-col(theta["beta"]))
+            if "Cr" in theta:
+                rate = col(theta["Cr"])
+            else:
+                rate = col(theta["C"] * xp.exp(-theta["gamma"] * X["log_eta_ref"]))
+            dsum = drop(rate, col(theta["gamma"]), col(theta["beta"]), X["D"], X["Sk"],
+                        X["log_eta"]).sum(axis=-1)
         if "Br" in theta:   # progress=True: the amplitude at area sk_ref
             amp = _amplitude(theta, X["sk_ref"])
         else:
             amp = theta["B"]
-        ld = amp * (X["D"] * G).sum(axis=-1)
+        ld = amp * dsum
         if "kappa" in theta:   # absent: the paper's law (kappa = 0)
             ld = ld * progress_factor(xp, theta, X)
         return theta["L0"] + theta["A"] * X["S1"] ** (-theta["alpha"]) - ld
