@@ -149,9 +149,12 @@ def main(argv=None):
     print(f"runs with at least one alert (2 in a row outside, the default): "
           f"{int((runs > 0).sum())} of {len(runs)}")
     if a.json:
+        per_run = alarm.groupby(["set", "law", "model_size", "run"], sort=False).agg(
+            checked=("outside", "size"), outside=("outside", "sum"),
+            alerts=("alert", "sum")).reset_index()
         a.json.write_text(json.dumps({"discrepancy": models,
                                       "scores": table.to_dict("records"),
-                                      "watch": alarm.to_dict("records")},
+                                      "watch_per_run": per_run.to_dict("records")},
                                      indent=1, default=float))
 
 
