@@ -1,8 +1,10 @@
 """Forecasts of runs in progress: condition on the first part of a held-out run, predict the rest.
 
 Issue 19's check of :func:`bayescpt.curves.prefix.forecast_with_prefix` (importance weights over
-the fit's posterior draws x fresh schedule deviations, default settings) on runs the fits have not
-seen, with the reference fits shipped in ``models/`` (no sampling here):
+the fit's posterior draws x fresh schedule deviations, default settings: the discrepancy model
+stored with each fit, learned from its training residuals; ``--discrepancy iid`` for the fit's iid
+noise model instead) on runs the fits have not seen, with the reference fits shipped in
+``models/`` (no sampling here):
 
 * ``multipowerlaw``: the LR-annealing and multi-power fits of the authors' training split
   (``models/annealing_multipowerlaw.nc``, ``models/multipower_multipowerlaw.nc``), the six
@@ -93,17 +95,23 @@ def main(argv=None):
     ap.add_argument("--watch-laws", default="annealing",
                     help="laws whose fits replay the held-out runs through the watch (the "
                          "multi-power law's forecasts cost about 10x more)")
+    ap.add_argument("--discrepancy", default="auto",
+                    help="auto (the fit's stored discrepancy model) or iid (the iid weights)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    rows, alarms = [], []
+    rows, alarms, models = [], [], {}
     for name, path, test in held_out_sets(a.sets.split(",")):
         fit = Fit.load(path)
+        models[f"{name}/{fit.law.name}"] = fit.meta.get("discrepancy") \
+            if a.discrepancy == "auto" else a.discrepancy
+        print(f"{name} {fit.law.name}: discrepancy {models[f'{name}/{fit.law.name}']}")
         plain = predict_frame(fit, test, prob=0.9, seed=a.seed)
         for frac in FRACTIONS:
             observed, scored = with_prefix(test, frac)
             t0 = time.perf_counter()
-            pred = forecast_with_prefix(fit, observed, prob=0.9, seed=a.seed)
+            pred = forecast_with_prefix(fit, observed, prob=0.9, seed=a.seed,
+                                        discrepancy=a.discrepancy)
             seconds = time.perf_counter() - t0
             # both keep the table's index (rows with step >= 1): score the same rows
             keep = test.index[scored]
@@ -120,7 +128,7 @@ def main(argv=None):
                   f"{mine['ess'].min():.0f}", flush=True)
         if fit.law.name in a.watch_laws.split(","):
             t0 = time.perf_counter()
-            alarms.append(false_alerts(name, fit, test, a.seed))
+            alarms.append(false_alerts(name, fit, test, a.seed, a.discrepancy))
             print(f"{name} {fit.law.name} watch replay: {time.perf_counter() - t0:.0f} s",
                   flush=True)
     table = pd.DataFrame(rows)
@@ -141,16 +149,21 @@ def main(argv=None):
     print(f"runs with at least one alert (2 in a row outside, the default): "
           f"{int((runs > 0).sum())} of {len(runs)}")
     if a.json:
-        a.json.write_text(json.dumps({"scores": table.to_dict("records"),
-                                      "watch": alarm.to_dict("records")},
+        per_run = alarm.groupby(["set", "law", "model_size", "run"], sort=False).agg(
+            checked=("outside", "size"), outside=("outside", "sum"),
+            alerts=("alert", "sum")).reset_index()
+        a.json.write_text(json.dumps({"discrepancy": models,
+                                      "scores": table.to_dict("records"),
+                                      "watch_per_run": per_run.to_dict("records")},
                                      indent=1, default=float))
 
 
-def false_alerts(name: str, fit, test: pd.DataFrame, seed: int, batches: int = 10) -> pd.DataFrame:
+def false_alerts(name: str, fit, test: pd.DataFrame, seed: int, discrepancy="auto",
+                 batches: int = 10) -> pd.DataFrame:
     """Every held-out run fed to a :class:`Watch` in ``batches`` batches of its evaluations."""
     out = []
     for run, g in test.groupby("run", sort=False):
-        watch = Watch(fit, g, band_prob=0.99, seed=seed)
+        watch = Watch(fit, g, band_prob=0.99, seed=seed, discrepancy=discrepancy)
         ev = g[g["loss"].notna()].sort_values("step")
         edges = np.linspace(0, ev["step"].max(), batches + 1)
         for hi in edges[1:]:

@@ -2,38 +2,69 @@
 
 The fit's population (group parameters, the spread tau of schedule deviations, the noise sigma)
 is the prior of a new run; the losses the run has logged so far are evidence about its own
-deviation w. Particles are posterior draws x ``n_dev`` fresh deviations w ~ N(0, tau) each (the
-draws :func:`~bayescpt.curves.predict.parameter_draws` makes for an unseen schedule), weighted by
-the likelihood of the prefix under the fit's own noise model (iid Normal or Student-t on log loss
-with scale sigma, the group's)::
+deviation w. Particles k = 1..P are posterior draws x ``n_dev`` fresh deviations w ~ N(0, tau)
+each (the draws :func:`~bayescpt.curves.predict.parameter_draws` makes for an unseen schedule;
+P = 2 S n_dev with S stored draws, antithetic), each with its law curve mu_k(s) (nats).
 
-    log w_k = sum_i log p( (log y_i - log mu_k(s_i)) / sigma_k ) - n log sigma_k,   sum_k w_k = 1
+**Model of a run's residual** (the fit's own discrepancy model, when it has one). A real run's
+log loss leaves the law smoothly: hundreds of logged losses lean one way together. For the n
+prefix losses y_i at steps s_i past the warmup, x_i = ln s_i, x0 = ln(warmup steps)::
 
-so the weighted particles approximate p(curve | fit, prefix) with the fit's posterior as the
-prior, the population itself not refitted (one new run would barely move it). Importance
-weighting was chosen over a small conditional NUTS fit because it costs one evaluation of the
-law per particle and point (no compile, no sampler), keeps the fitted population exactly, and its
-failure is measurable: the effective sample size ESS = 1 / sum_k w_k^2. When ESS < ``min_ess``
-(the prefix is far from anything the fit expects, or long and dense) a :class:`PrefixWarning`
-says so; more deviations per draw (``n_dev``) or a thinned prefix help. Losses inside the initial
-warmup are not evidence (as in the fit, ``settings.skip_warmup``).
+    r_ki = ln y_i - ln mu_k(s_i) = d(x_i) + e_i,      e_i ~ N(0, noise^2) iid
+    d ~ GP(0, k),  k(x, x') = sd(x) sd(x') exp(-|x - x'| / length)   (Ornstein-Uhlenbeck in ln s)
+    sd(x)^2 = scale^2 + early^2 exp(-(x - x0) / early_length)       (larger just after warmup)
 
-The weights trust the law and the fit's iid noise model: where the law misfits a run's early part,
-or a dense log's residuals are autocorrelated, the prefix is over-counted and the band of the
-remainder is too narrow. Thin long prefixes (e.g. with :func:`~bayescpt.curves.data.decimate`)
-as the fit's data were, and/or discount the evidence with ``temper`` in (0, 1] (the likelihood's
-exponent: ``temper = 1 / k`` counts every k logged losses as one).
+with (``scale``, ``length``, ``noise``, ``early``) a :class:`Discrepancy` learned by maximum
+likelihood from the fit's own training residuals (:func:`learn_discrepancy`; each training curve's
+posterior-mean residual under its fitted parameters; the stationary part on all of them first,
+then ``early`` with ``early_length`` = 0.1) and stored with the fit (``fit.meta["discrepancy"]``,
+JSON). With Sigma = K + noise^2 I (n x n, the same for every particle)::
+
+    log w_k = log N(r_k; 0, Sigma) = -1/2 r_k' Sigma^-1 r_k - 1/2 log det(2 pi Sigma),  sum w_k = 1
+
+(one Cholesky factor of Sigma, one triangular solve with P right-hand sides): a dense prefix of
+smooth residuals counts as about (its span in ln step) / ``length`` independent pieces, not n.
+**Forecast** at steps s_t (x_t = ln s_t) for particle k: the law curve times the discrepancy's
+conditional given the prefix residual, plus fresh noise::
+
+    d(x_t) | r_k ~ N(m_kt, v_t),    m_kt = k(x_t, x)' Sigma^-1 r_k,
+                                    v_t = sd(x_t)^2 - k(x_t, x)' Sigma^-1 k(x, x_t)
+    curve_kt = mu_k(s_t) exp(m_kt + sqrt(v_t) z),  y_kt = curve_kt exp(noise z'),  z, z' ~ N(0, 1)
+
+so the last residual decays into the future over ``length`` (in ln step) and its conditional
+variance widens the band back to the stationary sd(x_t). ``mean`` is sum_k w_k mu_k exp(m_k);
+bands are weighted quantiles of curve_k (``curve_lower/upper``) and y_k (``lower/upper``).
+Without a discrepancy model (``discrepancy="iid"``, or a fit that has none stored) the weights
+are the fit's own iid noise model (Normal or Student-t on log loss, scale sigma_k)::
+
+    log w_k = sum_i log p( (log y_i - log mu_k(s_i)) / sigma_k ) - n log sigma_k
+
+which over-counts a dense, autocorrelated prefix (measured in ``benchmarks/RESULTS.md``: ESS
+1-4 of 16000, 90 % bands covering 18-63 %); ``temper`` in (0, 1] then discounts it (the
+likelihood's exponent: ``temper = 1 / k`` counts every k logged losses as one).
+
+Importance weighting was chosen over a small conditional NUTS fit because it costs one evaluation
+of the law per particle and point (no compile, no sampler) and keeps the fitted population
+exactly; its failure is measurable: the effective sample size ESS = 1 / sum_k w_k^2. With a
+discrepancy model, while ESS < ``min_ess`` another ``n_dev`` deviations per draw are added (up to
+``max_dev``, default 4 ``n_dev``: the proposal stays the prior, so the weights stay exact); a
+:class:`PrefixWarning` says when ESS stays low (the prefix is far from anything the fit expects).
+For the bands, at most ``n_forecast`` particles are drawn from the weighted ones (systematic
+resampling). Losses inside the initial warmup are not evidence (as in the fit,
+``settings.skip_warmup``). Units: steps are optimizer steps, losses nats, residuals and all
+:class:`Discrepancy` scales on ln loss (0.001 = 0.1 % of the loss).
 """
 
 from __future__ import annotations
 
+import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import linalg, optimize, stats
 
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import DEFAULT_VAL_SET, curve_info, schedules_of, validate_curves
@@ -46,22 +77,178 @@ class PrefixWarning(UserWarning):
     """The importance weights of a prefix forecast degenerated (low effective sample size)."""
 
 
-def prefix_weights(fit: Fit, theta: dict, X: dict, loss: np.ndarray,
-                   temper: float = 1.0) -> np.ndarray:
-    """Normalised importance weights of particles ``theta`` (shape (P,)) given the observed
-    ``loss`` (nats, shape (n,)) at the design ``X``; see the module docstring."""
-    mu = curve_draws(fit, theta, X)
-    sigma = theta["_sigma"][:, None]
-    z = (np.log(loss)[None, :] - np.log(np.maximum(mu, 1e-6))) / sigma
+@dataclass(frozen=True)
+class Discrepancy:
+    """The smooth discrepancy of a run's log loss from the law, plus white noise (module doc).
+
+    d is an Ornstein-Uhlenbeck process in x = ln(step) (correlation exp(-|x - x'| / length))
+    of standard deviation s(x) = sqrt(scale^2 + early^2 exp(-(x - x0) / early_length)) at x,
+    x0 = ln(the run's warmup steps): ``scale`` the late level, ``early`` the extra just after
+    the warmup; ``noise`` the sd of the white part e (all on log loss)."""
+
+    scale: float
+    length: float
+    noise: float
+    early: float = 0.0
+    early_length: float = 0.1
+
+    def sd(self, x: np.ndarray, x0: float) -> np.ndarray:
+        return np.sqrt(self.scale ** 2 + self.early ** 2
+                       * np.exp(-np.maximum(x - x0, 0.0) / self.early_length))
+
+    def kernel(self, xa: np.ndarray, xb: np.ndarray, x0: float = 0.0) -> np.ndarray:
+        """Covariance of d between ln steps ``xa`` (m,) and ``xb`` (n,): shape (m, n)."""
+        return np.outer(self.sd(xa, x0), self.sd(xb, x0)) \
+            * np.exp(-np.abs(xa[:, None] - xb[None, :]) / self.length)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text) -> "Discrepancy":
+        d = json.loads(text) if isinstance(text, str) else dict(text)
+        return cls(**{k: float(v) for k, v in d.items()})
+
+
+class _Conditioner:
+    """The discrepancy's Gaussian process conditioned on a prefix at ln steps ``x`` (n,): one
+    Cholesky factor shared by every particle (module doc)."""
+
+    def __init__(self, disc: Discrepancy, x: np.ndarray, x0: float):
+        self.disc, self.x, self.x0 = disc, x, x0
+        K = disc.kernel(x, x, x0)
+        K[np.diag_indices_from(K)] += disc.noise ** 2 + 1e-10 * disc.sd(x, x0) ** 2
+        self.L = linalg.cholesky(K, lower=True)
+        self.logdet = 2.0 * np.log(np.diag(self.L)).sum()
+
+    def loglik(self, R: np.ndarray) -> np.ndarray:
+        """Gaussian log likelihood of each particle's residuals ``R`` (P, n): shape (P,)."""
+        Z = linalg.solve_triangular(self.L, R.T, lower=True, check_finite=False)
+        n = len(self.x)
+        return (-0.5 * np.einsum("ij,ij->j", Z, Z) - 0.5 * self.logdet
+                - 0.5 * n * np.log(2 * np.pi))
+
+    def predict(self, xt: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Conditional mean (P, m) and variance (m,) of d at ln steps ``xt`` given residuals
+        ``R`` (P, n)."""
+        k = self.disc.kernel(xt, self.x, self.x0)
+        A = linalg.cho_solve((self.L, True), k.T, check_finite=False)    # (n, m)
+        var = self.disc.sd(xt, self.x0) ** 2 - np.einsum("mn,nm->m", k, A)
+        return R @ A, np.maximum(var, 0.0)
+
+
+def training_residuals(fit: Fit, table: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Each training curve's residual from the law, ``(x, r, x0)``: ln steps (n,), the
+    posterior-mean residual ln y - ln mu (n,) under the curve's own fitted parameters, and ln of
+    its warmup steps; ``table`` is the fit's training table (its loss rows past the warmup must
+    be the fit's observed points)."""
+    from bayescpt.curves.hierarchy import prepare
+
+    df, _ = fit.law.split_data(table)
+    prep = prepare(df, fit.law, dict(fit.config["settings"]), size_ref=fit.size_ref)
+    y = fit.idata.observed_data["y"].values
+    if len(y) != len(prep.y) or not np.allclose(y, prep.y):
+        raise DataError("the table is not the fit's training table (its losses differ from the "
+                        "fit's observed points)")
+    pri, cen = fit.config["priors"], fit.config.get("centered", {})
+    post = fit.idata.posterior
+    gidx, sidx = prep.curves["group"].to_numpy(), prep.curves["sched_idx"].to_numpy()
+    cidx = prep.points["curve"].to_numpy()
+    theta = {}
+    for p in fit.law.params:
+        u = fit.flat(f"{p.name}_u")[:, gidx]
+        if f"{p.name}_w" in post:
+            w = fit.flat(f"{p.name}_w")[:, sidx]
+            if not (cen.get("schedule", True) and pri[p.name].get("run_centered", True)):
+                w = w * fit.flat(f"{p.name}_tau")[:, None]
+            u = u + w
+        theta[p.name] = (np.exp(u) if pri[p.name]["positive"] else u)[:, cidx]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        mu = fit.law.mean(np, theta, prep.X)
+    r = (prep.y[None, :] - np.log(np.maximum(mu, 1e-6))).mean(axis=0)
+    sched = schedules_of(df)
+    out = []
+    for c, g in prep.points.assign(r=r).groupby("curve"):
+        warm = sched[prep.curves["run"].iloc[c]].warmup_steps
+        out.append((np.log(g["step"].to_numpy(dtype=float)), g["r"].to_numpy(),
+                    float(np.log(max(warm, 1)))))
+    return out
+
+
+def _neg_loglik(disc: Discrepancy, curves) -> float:
+    total = 0.0
+    for x, r, x0 in curves:
+        try:
+            total -= _Conditioner(disc, x, x0).loglik(r[None, :])[0]
+        except linalg.LinAlgError:
+            return np.inf
+    return total
+
+
+def learn_discrepancy(fit: Fit, table: pd.DataFrame, early_length: float = 0.1) -> Discrepancy:
+    """The discrepancy model of ``fit``, learned by maximum likelihood from its training
+    residuals (:func:`training_residuals` of its training ``table``): first the stationary
+    process (``scale``, ``length``, ``noise``) on every residual, then the ``early`` extra sd
+    just after the warmup (decaying over ``early_length`` in ln step) with those fixed."""
+    curves = training_residuals(fit, table)
+    sd = float(np.std(np.concatenate([r for _, r, _ in curves])))
+
+    def stationary(p):
+        s, ell, e = np.exp(p)
+        return _neg_loglik(Discrepancy(s, ell, e), curves)
+
+    res = optimize.minimize(stationary, np.log([sd, 0.3, sd / 3]), method="Nelder-Mead",
+                            options={"xatol": 1e-3, "fatol": 1e-2, "maxfev": 3000})
+    s, ell, e = (float(v) for v in np.exp(res.x))
+
+    def early(p):
+        return _neg_loglik(Discrepancy(s, ell, e, float(np.exp(p)), early_length), curves)
+
+    res = optimize.minimize_scalar(early, bounds=(np.log(sd) - 7, np.log(sd) + 3),
+                                   method="bounded", options={"xatol": 1e-2})
+    return Discrepancy(s, ell, e, float(np.exp(res.x)), early_length)
+
+
+def _iid_loglik(fit: Fit, R: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    z = R / sigma[:, None]
     noise = fit.config["noise"]
     logp = (stats.t.logpdf(z, noise.get("nu", 5.0)) if noise["family"] == "studentt"
-            else stats.norm.logpdf(z)) - np.log(sigma)
-    ll = temper * logp.sum(axis=1)
-    ll[~np.isfinite(ll)] = -np.inf
+            else stats.norm.logpdf(z)) - np.log(sigma)[:, None]
+    return logp.sum(axis=1)
+
+
+def _residuals(fit: Fit, theta: dict, X: dict, loss: np.ndarray) -> np.ndarray:
+    mu = curve_draws(fit, theta, X)
+    return np.log(loss)[None, :] - np.log(np.maximum(mu, 1e-6))
+
+
+def _normalise(ll: np.ndarray) -> np.ndarray:
+    ll = np.where(np.isfinite(ll), ll, -np.inf)
     if not np.isfinite(ll).any():
         raise DataError("no particle gives the observed losses a finite likelihood")
     w = np.exp(ll - ll.max())
     return w / w.sum()
+
+
+def prefix_weights(fit: Fit, theta: dict, X: dict, loss: np.ndarray,
+                   temper: float = 1.0, steps: np.ndarray | None = None,
+                   discrepancy: "Discrepancy | None" = None, x0: float = 0.0) -> np.ndarray:
+    """Normalised importance weights of particles ``theta`` (shape (P,)) given the observed
+    ``loss`` (nats, shape (n,)) at the design ``X`` (at ``steps``, needed with a
+    ``discrepancy``; without one the fit's iid noise model); see the module docstring."""
+    R = _residuals(fit, theta, X, loss)
+    if discrepancy is None:
+        ll = _iid_loglik(fit, R, theta["_sigma"])
+    else:
+        ll = _Conditioner(discrepancy, np.log(np.asarray(steps, float)), x0).loglik(R)
+    return _normalise(temper * ll)
+
+
+def systematic_resample(w: np.ndarray, m: int, rng) -> np.ndarray:
+    """``m`` indices of particles drawn with probabilities ``w`` (systematic resampling: one
+    uniform offset, so each particle appears floor or ceil of m w_k times)."""
+    u = (rng.uniform() + np.arange(m)) / m
+    return np.minimum(np.searchsorted(np.cumsum(w), u), len(w) - 1)
 
 
 def weighted_quantiles(values: np.ndarray, w: np.ndarray, q) -> np.ndarray:
@@ -70,6 +257,8 @@ def weighted_quantiles(values: np.ndarray, w: np.ndarray, q) -> np.ndarray:
     (particles of weight 0 take no part)."""
     pos = w > 0
     values, w = values[pos], w[pos] / w[pos].sum()
+    if np.ptp(w) <= 1e-12 * w[0]:              # equal weights: the same midpoint rule, faster
+        return np.quantile(values, np.atleast_1d(q), axis=0, method="hazen")
     order = np.argsort(values, axis=0)
     v = np.take_along_axis(values, order, axis=0)
     cw = np.cumsum(w[order], axis=0) - 0.5 * w[order]
@@ -145,7 +334,8 @@ class Particles:
     """One curve's weighted particles given its prefix: parameter draws ``theta`` (only those
     that carry weight), normalised weights ``w``, the effective sample size ``ess`` of the ``n``
     particles drawn, the prefix rows used ``obs`` and the curve's ``info``
-    (:func:`~bayescpt.curves.data.curve_info`)."""
+    (:func:`~bayescpt.curves.data.curve_info`); with a discrepancy model, its conditioner on the
+    prefix ``cond`` and the kept particles' prefix residuals ``resid`` (P, n)."""
 
     theta: dict
     w: np.ndarray
@@ -153,44 +343,71 @@ class Particles:
     n: int
     obs: pd.DataFrame
     info: dict
+    cond: "_Conditioner | None" = None
+    resid: np.ndarray | None = None
 
 
 def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFrame, schedule,
                     rng, n_dev: int = 8, temper: float = 1.0,
-                    min_ess: float = 200.0) -> Particles:
+                    min_ess: float = 200.0, discrepancy="auto",
+                    max_dev: int | None = None) -> Particles:
     """The particles of the curve (``run``, ``vs``) of ``df`` (its rows ``g``, on ``schedule``)
     weighted by its logged losses past the warmup (module docstring); a
     :class:`PrefixWarning` when the effective sample size falls below ``min_ess``."""
+    disc = resolve_discrepancy(fit, discrepancy)
     has_size = "model_size" in df.columns
     size = g["model_size"].iloc[0] if has_size else fit.groups["size"].iloc[0]
     info = curve_info(df, run, vs)
     info["model_size"] = None if size is None or pd.isna(size) else float(size)
     if info["val_role"] is None and "val_role" in fit.groups.columns:
         info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
-    parts = [parameter_draws(fit, vs, size, rng) for _ in range(n_dev)]
-    theta = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    n_part = theta["_sigma"].shape[0]
     warm = schedule.warmup_steps if fit.config["settings"].get("skip_warmup", True) else 0
     obs = g[g["loss"].notna() & (g["step"] >= warm)]
+    if max_dev is None:                 # more deviations only where the weights are honest
+        max_dev = 4 * n_dev if disc is not None else n_dev
+    max_dev = max(int(max_dev), n_dev)
+    parts, lls = [], []
+    cond, X_obs, loss = None, None, None
     if len(obs):
-        X_obs = fit.law.design(schedule, obs["step"].to_numpy(), fit.config["settings"], info)
-        w = prefix_weights(fit, theta, X_obs, obs["loss"].to_numpy(dtype=float), temper)
-    else:
-        w = np.full(n_part, 1.0 / n_part)
-    ess = 1.0 / np.sum(w ** 2)
+        steps = obs["step"].to_numpy()
+        X_obs = fit.law.design(schedule, steps, fit.config["settings"], info)
+        loss = obs["loss"].to_numpy(dtype=float)
+        if disc is not None:
+            cond = _Conditioner(disc, np.log(steps.astype(float)),
+                                np.log(max(schedule.warmup_steps, 1)))
+    done = 0
+    while True:
+        batch = [parameter_draws(fit, vs, size, rng) for _ in range(n_dev)]
+        theta = {k: np.concatenate([p[k] for p in batch]) for k in batch[0]}
+        parts.append(theta)
+        done += n_dev
+        if X_obs is None:
+            lls.append(np.zeros(theta["_sigma"].shape[0]))
+        else:
+            R = _residuals(fit, theta, X_obs, loss)
+            lls.append(temper * (_iid_loglik(fit, R, theta["_sigma"]) if cond is None
+                                 else cond.loglik(R)))
+        w = _normalise(np.concatenate(lls))
+        ess = 1.0 / np.sum(w ** 2)
+        if ess >= min_ess or done + n_dev > max_dev or X_obs is None:
+            break
+    theta = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    n_part = theta["_sigma"].shape[0]
     if ess < min_ess:
         warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses leaves an "
                       f"effective sample size of {ess:.0f} of {n_part} particles; the "
                       "forecast rests on few draws (thin the prefix or raise n_dev)",
                       PrefixWarning, stacklevel=3)
     keep = w > 1e-12 * w.max()                      # particles that carry any weight
-    return Particles({k: v[keep] for k, v in theta.items()}, w[keep] / w[keep].sum(), ess,
-                     n_part, obs, info)
+    theta = {k: v[keep] for k, v in theta.items()}
+    resid = None if cond is None else _residuals(fit, theta, X_obs, loss)
+    return Particles(theta, w[keep] / w[keep].sum(), ess, n_part, obs, info, cond, resid)
 
 
 def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0,
                          n_dev: int = 8, min_ess: float = 200.0,
-                         temper: float = 1.0) -> pd.DataFrame:
+                         temper: float = 1.0, discrepancy="auto",
+                         max_dev: int | None = None, n_forecast: int = 4000) -> pd.DataFrame:
     """Predictions for every row (step >= 1) of ``df``, each curve conditioned on its own
     logged losses (the rows of ``df`` with a loss: the prefix of a run in progress).
 
@@ -219,16 +436,33 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
         if vs in others:
             raise DataError(f"run {run!r}: validation set {vs!r} is an 'other' set; prefix "
                             "forecasts cover the law's own validation sets")
-        part = curve_particles(fit, df, run, vs, g, sched[run], rng, n_dev, temper, min_ess)
+        part = curve_particles(fit, df, run, vs, g, sched[run], rng, n_dev, temper, min_ess,
+                               discrepancy, max_dev)
         th, wk, ess, n_part, obs, info = part.theta, part.w, part.ess, part.n, part.obs, part.info
+        resid = part.resid
+        if len(obs) and len(wk) > n_forecast:       # equal-weight particles for the bands
+            idx = systematic_resample(wk, n_forecast, rng)
+            th = {k: v[idx] for k, v in th.items()}
+            resid = None if resid is None else resid[idx]
+            wk = np.full(n_forecast, 1.0 / n_forecast)
         settings = fit.config["settings"]
-        X = fit.law.design(sched[run], g["step"].to_numpy(), settings, info)
+        steps = g["step"].to_numpy()
+        X = fit.law.design(sched[run], steps, settings, info)
         curves = curve_draws(fit, th, X)
-        eps = rng.standard_t(noise.get("nu", 5.0), size=curves.shape) \
-            if noise["family"] == "studentt" else rng.standard_normal(curves.shape)
-        y_rep = curves * np.exp(th["_sigma"][:, None] * eps)
+        sigma = th["_sigma"][:, None]
+        if part.cond is None:
+            eps = rng.standard_t(noise.get("nu", 5.0), size=curves.shape) \
+                if noise["family"] == "studentt" else rng.standard_normal(curves.shape)
+            y_rep = curves * np.exp(sigma * eps)
+            mean_curve = curves
+        else:
+            disc = part.cond.disc
+            m, v = part.cond.predict(np.log(steps.astype(float)), resid)
+            mean_curve = curves * np.exp(m)
+            curves = mean_curve * np.exp(np.sqrt(v)[None, :] * rng.standard_normal(curves.shape))
+            y_rep = curves * np.exp(disc.noise * rng.standard_normal(curves.shape))
         res = g.copy()
-        res["mean"] = wk @ curves
+        res["mean"] = wk @ mean_curve
         res["median"] = weighted_quantiles(curves, wk, [0.5])[0]
         res["lower"], res["upper"] = weighted_quantiles(y_rep, wk, q)
         res["curve_lower"], res["curve_upper"] = weighted_quantiles(curves, wk, q)
@@ -241,3 +475,17 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
     if not pieces:
         raise DataError("nothing to predict: no rows with step >= 1")
     return pd.concat(pieces).sort_index()
+
+
+def resolve_discrepancy(fit: Fit, discrepancy) -> "Discrepancy | None":
+    """The discrepancy model a prefix forecast uses: ``"auto"`` the fit's own (learned from its
+    training residuals, stored with it), else none (iid); ``"iid"`` or None: none; a
+    :class:`Discrepancy` (or its JSON) as given."""
+    if isinstance(discrepancy, Discrepancy):
+        return discrepancy
+    if discrepancy is None or discrepancy == "iid":
+        return None
+    if discrepancy == "auto":
+        stored = fit.meta.get("discrepancy")
+        return Discrepancy.from_json(stored) if stored else None
+    return Discrepancy.from_json(discrepancy)

@@ -16,8 +16,9 @@ evaluation, while a run that has left its course stays outside: the alert comes 
 later.
 
 Both forecasts are :func:`bayescpt.curves.prefix.forecast_with_prefix` (importance weights over
-the fit's posterior draws x fresh deviations of the run's own schedule level; with no evaluation
-seen, the plain forecast of an unseen schedule). A loss outside the 99 % band says the run is not
+the fit's posterior draws x fresh deviations of the run's own schedule level, with the fit's
+discrepancy model of a run's smooth departure from the law where the fit stores one,
+``discrepancy``; with no evaluation seen, the plain forecast of an unseen schedule). A loss outside the 99 % band says the run is not
 doing what the fit expected of it: a bug, a data problem or a law that does not hold for it.
 Losses inside the initial warmup are not checked (outside every law's domain; the fit skipped
 them too).
@@ -58,7 +59,8 @@ class Watch:
     """Follow the runs of ``schedule`` (a validated table, losses ignored) against ``fit``."""
 
     def __init__(self, fit: Fit, schedule: pd.DataFrame, prob: float = 0.9,
-                 band_prob: float = 0.99, seed: int = 0, confirm: int = 2):
+                 band_prob: float = 0.99, seed: int = 0, confirm: int = 2,
+                 discrepancy="auto"):
         if not 0 < prob < 1 or not 0 < band_prob < 1:
             raise ValueError("prob and band_prob must be probabilities strictly between 0 and 1")
         if int(confirm) < 1:
@@ -69,6 +71,7 @@ class Watch:
         sched["loss"] = np.nan
         self.fit, self.schedule, self.prob, self.band_prob, self.seed = \
             fit, sched, prob, band_prob, seed
+        self.discrepancy = discrepancy
         self.runs = schedules_of(sched)
         skip = fit.config["settings"].get("skip_warmup", True)
         self.warmup = {r: (s.warmup_steps if skip else 0) for r, s in self.runs.items()}
@@ -90,7 +93,7 @@ class Watch:
             return None
         ahead = pd.concat([self.seen, new.assign(loss=np.nan)], ignore_index=True)
         before = forecast_with_prefix(self.fit, self.table(ahead), prob=self.band_prob,
-                                      seed=self.seed)
+                                      seed=self.seed, discrepancy=self.discrepancy)
         checks = new.merge(before[KEY + ["mean", "lower", "upper"]], on=KEY, how="left")
         warm = checks["run"].map(self.warmup)
         checks = checks[checks["step"] >= warm].reset_index(drop=True)
@@ -107,7 +110,7 @@ class Watch:
         checks["alert"] = alert
         self.seen = pd.concat([self.seen, new], ignore_index=True)
         after = forecast_with_prefix(self.fit, self.table(self.seen), prob=self.prob,
-                                     seed=self.seed)
+                                     seed=self.seed, discrepancy=self.discrepancy)
         last = after.groupby(["run", "val_set"])["step"].transform("max")
         final = after[after["step"] == last][["run", "val_set", "step", "mean", "lower",
                                               "upper", "ess"]].reset_index(drop=True)

@@ -10,7 +10,10 @@ the default tuning, seed 0: a reference should pass the diagnostics with margin)
 and its pointwise log-likelihood stored as float32, so the file stays small; the diagnostics that ``bayescpt diagnose`` prints are those of the stored
 (thinned) draws. The fit's attrs record the
 command (``made_by``) beside the law, package version and data hash. Existing files are replaced
-only with ``--force``. The OLMo-2 ladder logs are not bundled: ``annealing_olmo_c4`` reads them
+only with ``--force``; ``--discrepancy`` only learns the prefix forecasts' discrepancy model of
+existing curve fits from their training tables and writes it into their attrs
+(:func:`bayescpt.curves.prefix.learn_discrepancy`). The OLMo-2 ladder logs are not bundled:
+``annealing_olmo_c4`` reads them
 from the folder named by the environment variable ``BAYESCPT_OLMO_LADDER`` (the ladder's
 ``peteish-moreeval`` export).
 """
@@ -87,16 +90,43 @@ def cpt_simulated():
     return _curve_fit(read_curves(ROOT / "data" / "cpt_simulated.csv"), "cpt")
 
 
-def annealing_olmo_c4():
+def olmo_c4_table():
     """The OLMo-2 ladder, all five sizes, the 0.5x-2x Chinchilla runs, c4_en (not bundled)."""
 
     if not os.environ.get("BAYESCPT_OLMO_LADDER"):
         raise SystemExit("annealing_olmo_c4: set BAYESCPT_OLMO_LADDER to the OLMo-2 ladder's "
                          "peteish-moreeval folder")
     root = Path(os.environ["BAYESCPT_OLMO_LADDER"])
-    runs = [f"{s}-{m}" for s in ("190M", "370M", "760M", "1B", "3B") for m in ("0.5xC", "1xC", "2xC")]
-    table = load_olmo_ladder(root, runs=runs)
-    return _curve_fit(table, "annealing")
+    runs = [f"{s}-{m}" for s in ("190M", "370M", "760M", "1B", "3B")
+            for m in ("0.5xC", "1xC", "2xC")]
+    return load_olmo_ladder(root, runs=runs)
+
+
+def annealing_olmo_c4():
+    """The OLMo-2 ladder, all five sizes, the 0.5x-2x Chinchilla runs, c4_en (not bundled)."""
+
+    return _curve_fit(olmo_c4_table(), "annealing")
+
+
+#: the training tables of the loss-curve fits whose prefix forecasts use a discrepancy model
+#: learned from their training residuals (bayescpt.curves.prefix.learn_discrepancy)
+TRAINING_TABLES = {"annealing_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
+                   "multipower_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
+                   "annealing_olmo_c4": olmo_c4_table}
+
+
+def add_discrepancy(name: str) -> str:
+    """Learn the discrepancy model of the reference fit ``name`` from its training table and
+    write it into the file's attrs in place (the draws untouched); returns its JSON."""
+    import h5netcdf
+
+    from bayescpt.curves.prefix import learn_discrepancy
+
+    path = HERE / f"{name}.nc"
+    text = learn_discrepancy(Fit.load(path), TRAINING_TABLES[name]()).to_json()
+    with h5netcdf.File(path, "a") as f:
+        f["posterior"].attrs["discrepancy"] = text
+    return text
 
 
 def hparams_steplaw():
@@ -135,6 +165,9 @@ def main(argv=None) -> int:
     ap.add_argument("names", nargs="*", help=f"which fits (default all): {', '.join(BUILDERS)}")
     ap.add_argument("--force", action="store_true", help="replace existing files")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--discrepancy", action="store_true",
+                    help="only learn the discrepancy model of existing curve fits (prefix "
+                         "forecasts) from their training tables and store it in their attrs")
     a = ap.parse_args(argv)
     if a.list:
         print("\n".join(BUILDERS))
@@ -142,6 +175,10 @@ def main(argv=None) -> int:
     unknown = [n for n in a.names if n not in BUILDERS]
     if unknown:
         ap.error(f"unknown fit {unknown}; choose from {list(BUILDERS)}")
+    if a.discrepancy:
+        for name in a.names or list(TRAINING_TABLES):
+            print(f"{name}: discrepancy {add_discrepancy(name)}", flush=True)
+        return 0
     data = ROOT / "data" / "cpt_simulated.csv"
     if not data.exists():
         cpt_simulated_table().to_csv(data, index=False, float_format="%.7g")
@@ -160,6 +197,10 @@ def main(argv=None) -> int:
                                 loglik=name not in NO_LOGLIK)
         fit.meta["made_by"] = f"python models/build.py {name}"
         fit.meta["thinned_every"] = step
+        if name in TRAINING_TABLES:
+            from bayescpt.curves.prefix import learn_discrepancy
+
+            fit.meta["discrepancy"] = learn_discrepancy(fit, TRAINING_TABLES[name]()).to_json()
         fit.save(out, overwrite=a.force)
         d = fit.diagnostics()
         _record(name, {"made_by": fit.meta["made_by"], "law": fit.meta["law"],
