@@ -167,3 +167,27 @@ class _no_warning:
 
     def __exit__(self, *exc):
         return self._c.__exit__(*exc)
+
+
+def test_fit_discrepancy_flag_stores_one_and_a_fit_without_one_warns(small_curves,
+                                                                       small_fit_file, tmp_path):
+    """``bayescpt fit --discrepancy`` stores the model a prefix forecast uses; a forecast with a
+    fit that has none says that the prefix is weighted as iid noise (never silently)."""
+    from bayescpt.cli.main import main
+
+    data, plain = small_fit_file
+    out = tmp_path / "with.nc"
+    rc = main(["fit", str(data), "--law", "annealing", "--out", str(out), "--chains", "2",
+               "--draws", "100", "--tune", "150", "--seed", "3", "--quiet", "--discrepancy"])
+    assert rc == 0
+    disc = Discrepancy.from_json(Fit.load(out).meta["discrepancy"])
+    assert disc.scale > 0 and disc.length > 0
+    table = small_curves[0]
+    run = table["run"].iloc[0]
+    g = table[table["run"] == run].reset_index(drop=True)
+    h = g.assign(loss=np.where(g["step"] <= 0.5 * g["step"].max(), g["loss"], np.nan))
+    with pytest.warns(PrefixWarning, match="carries no discrepancy model"):
+        forecast_with_prefix(Fit.load(plain), h, n_dev=2, min_ess=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrefixWarning)
+        forecast_with_prefix(Fit.load(out), h, n_dev=2, min_ess=0)

@@ -55,6 +55,7 @@ from bayescpt.curves.predict import predict_draws, predict_frame, predictive_ida
 from bayescpt.curves.prefix import (
     PrefixWarning,
     forecast_with_prefix,
+    learn_discrepancy,
     merge_observed,
     read_observed,
 )
@@ -80,6 +81,9 @@ def add_fit(sub) -> None:
     f.add_argument("--prior-predictive", action="store_true",
                    help=f"also store {DEFAULT_PRIOR_DRAWS} prior and prior predictive draws of the "
                    "model in the fit file (groups prior, prior_predictive)")
+    f.add_argument("--discrepancy", action="store_true",
+                   help="also learn the run-level discrepancy model from the fit's training "
+                   "residuals (for predict --observed and watch on real runs; 20-60 s more)")
     add_law_options(f)
     sampler_args(f)
 
@@ -166,8 +170,15 @@ def cmd_fit(a) -> int:
         say(f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
             "sampling; this takes a minute or more)")
     prior = DEFAULT_PRIOR_DRAWS if a.prior_predictive else 0
-    _, diag = sample_and_save(a, lambda **kw: Fit.run(
-        df, law=a.law, law_options=law_options, config=config, prior_predictive=prior, **kw))
+
+    def run(**kw):
+        fit = Fit.run(df, law=a.law, law_options=law_options, config=config,
+                      prior_predictive=prior, **kw)
+        if a.discrepancy:    # stored in the fit's attrs, where prefix forecasts look for it
+            fit.meta["discrepancy"] = learn_discrepancy(fit, df).to_json()
+        return fit
+
+    _, diag = sample_and_save(a, run)
     return verdict(diag, a.strict)
 
 

@@ -12,7 +12,7 @@ and its pointwise log-likelihood stored as float32, so the file stays small; the
 command (``made_by``) beside the law, package version and data hash. Existing files are replaced
 only with ``--force``; ``--discrepancy`` only learns the prefix forecasts' discrepancy model of
 existing curve fits from their training tables and writes it into their attrs
-(:func:`bayescpt.curves.prefix.learn_discrepancy`). The OLMo-2 ladder logs are not bundled:
+(:func:`bayescpt.curves.discrepancy.learn_discrepancy`). The OLMo-2 ladder logs are not bundled:
 ``annealing_olmo_c4`` reads them
 from the folder named by the environment variable ``BAYESCPT_OLMO_LADDER`` (the ladder's
 ``peteish-moreeval`` export).
@@ -28,8 +28,11 @@ import time
 import warnings
 from pathlib import Path
 
+import h5netcdf
+
 from bayescpt.cpt.simulate import simulate_cpt
 from bayescpt.curves.data import read_curves
+from bayescpt.curves.discrepancy import learn_discrepancy
 from bayescpt.curves.fit import Fit
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.datasets.public import load_olmo_ladder
@@ -109,7 +112,7 @@ def annealing_olmo_c4():
 
 
 #: the training tables of the loss-curve fits whose prefix forecasts use a discrepancy model
-#: learned from their training residuals (bayescpt.curves.prefix.learn_discrepancy)
+#: learned from their training residuals (bayescpt.curves.discrepancy.learn_discrepancy)
 TRAINING_TABLES = {"annealing_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
                    "multipower_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
                    "annealing_olmo_c4": olmo_c4_table}
@@ -118,10 +121,6 @@ TRAINING_TABLES = {"annealing_multipowerlaw": lambda: split(bundled_multipowerla
 def add_discrepancy(name: str) -> str:
     """Learn the discrepancy model of the reference fit ``name`` from its training table and
     write it into the file's attrs in place (the draws untouched); returns its JSON."""
-    import h5netcdf
-
-    from bayescpt.curves.prefix import learn_discrepancy
-
     path = HERE / f"{name}.nc"
     text = learn_discrepancy(Fit.load(path), TRAINING_TABLES[name]()).to_json()
     with h5netcdf.File(path, "a") as f:
@@ -198,8 +197,6 @@ def main(argv=None) -> int:
         fit.meta["made_by"] = f"python models/build.py {name}"
         fit.meta["thinned_every"] = step
         if name in TRAINING_TABLES:
-            from bayescpt.curves.prefix import learn_discrepancy
-
             fit.meta["discrepancy"] = learn_discrepancy(fit, TRAINING_TABLES[name]()).to_json()
         fit.save(out, overwrite=a.force)
         d = fit.diagnostics()
