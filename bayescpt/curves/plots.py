@@ -9,6 +9,23 @@ import pandas as pd
 from bayescpt.core.plotting import pyplot
 
 
+def _curve_key(frame: pd.DataFrame) -> tuple[bool, pd.Series]:
+    """(several validation sets?, each row's panel label: run, or "run | val_set" when there
+    are several)."""
+    several = "val_set" in frame.columns and frame["val_set"].nunique() > 1
+    return several, (frame["run"] + " | " + frame["val_set"].astype(str)) if several \
+        else frame["run"]
+
+
+def _panel_grid(plt, n: int, ncols: int, fig=None):
+    """``fig`` (a new one, 4.2 x 3.2 in per panel, when None) with a grid of ``n`` panels in
+    ``ncols`` columns: (fig, axes as a 2-D array)."""
+    nrows = int(np.ceil(n / ncols))
+    if fig is None:
+        fig = plt.figure(figsize=(4.2 * ncols, 3.2 * nrows))
+    return fig, fig.subplots(nrows, ncols, squeeze=False)
+
+
 def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
                      observed: pd.DataFrame | None = None, ncols: int = 3, fig=None):
     """One panel per run (per run and validation set when there are several): observed loss,
@@ -22,13 +39,9 @@ def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
     from matplotlib.ticker import FuncFormatter
 
     pred = pred[pred["mean"].notna()]
-    several = "val_set" in pred.columns and pred["val_set"].nunique() > 1
-    key = (pred["run"] + " | " + pred["val_set"].astype(str)) if several else pred["run"]
+    several, key = _curve_key(pred)
     runs = list(dict.fromkeys(key))
-    nrows = int(np.ceil(len(runs) / ncols))
-    if fig is None:
-        fig = plt.figure(figsize=(4.2 * ncols, 3.2 * nrows))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    fig, axes = _panel_grid(plt, len(runs), ncols, fig)
     for ax, run in zip(axes.flat, runs):
         g = pred[key == run].sort_values("step")
         x = g["step"].to_numpy()
@@ -157,15 +170,10 @@ def plot_prior_check(band: pd.DataFrame, *, prob: float = 0.9, title: str = "", 
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
 
-    several = band["val_set"].nunique() > 1
-    key = (band["run"] + " | " + band["val_set"].astype(str)) if several else band["run"]
+    _, key = _curve_key(band)
     runs = list(dict.fromkeys(key))
     shown = runs[:max_panels]
-    ncols = max(1, min(ncols, len(shown)))
-    nrows = int(np.ceil(len(shown) / ncols))
-    if fig is None:
-        fig = plt.figure(figsize=(4.2 * ncols, 3.2 * nrows))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    fig, axes = _panel_grid(plt, len(shown), max(1, min(ncols, len(shown))), fig)
     for ax, run in zip(axes.flat, shown):
         g = band[key == run].sort_values("step")
         x = g["step"].to_numpy()
