@@ -6,11 +6,23 @@ each kind adds its own (JSON strings for nested values). Writing never replaces 
 asked; reading checks the format, the version line and, when given, the expected law, with a
 one-line error. :class:`FitBase` is the protocol the three fit classes share; :func:`load_fit`
 reads any fit file as the class registered for its law.
+
+Labelled layout (issue 18): a fit's index tables (the curve fit's ``groups`` and ``curves``, the
+grid fit's ``cells``, the mixture fit's ``groups`` and ``points``) are stored in the
+``constant_data`` group, one variable per column on the table's dimension (``group``, ``curve``,
+``cell``, ``obs``; the variable's attrs ``bayescpt_table`` and ``column`` say where it belongs),
+and the dimensions of every group carry their labels as parallel coordinates (``group``:
+``val_set``, ``model_size``; ``obs``: ``run``, ``val_set``, ``step``; ...), so xarray and ArviZ
+select by them without bayescpt code: ``post.A.where(post.model_size == 1e8, drop=True)``,
+``idata.observed_data.y.where(idata.observed_data.run == "100M/cosine_24000", drop=True)``.
+Files written before (tables as JSON attrs) still load: :meth:`FitBase.load` reads the tables
+from wherever the file holds them.
 """
 
 from __future__ import annotations
 
 import json
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +37,111 @@ FORMAT = "bayescpt-fit/1"
 
 class FitError(ValueError):
     """A fit file that cannot be used as asked (wrong law, version, not a bayescpt fit...)."""
+
+
+#: attrs of a constant_data variable that holds a column of an index table
+TABLE_ATTR, COLUMN_ATTR = "bayescpt_table", "column"
+
+
+def _column_values(col: pd.Series) -> tuple[np.ndarray, dict]:
+    """A table column as a NetCDF-writable array and the attrs that restore it: text as str
+    (missing text as "" with ``missing_text``), bools as int8 (``bool``), numbers as they are."""
+    attrs = {}
+    if pd.api.types.is_bool_dtype(col):
+        return col.to_numpy(dtype=np.int8), {"bool": 1}
+    if pd.api.types.is_numeric_dtype(col):
+        return col.to_numpy(), attrs
+    missing = col.isna().to_numpy()
+    values = np.array(["" if m else str(v) for v, m in zip(col, missing)], dtype=object)
+    if missing.any():
+        attrs["missing_text"] = 1
+    return values, attrs
+
+
+def put_tables(idata, tables: dict) -> None:
+    """Store index tables in ``idata.constant_data`` (added or updated in place).
+
+    ``tables``: name -> (dim, DataFrame); each column becomes variable ``{name}_{column}`` on
+    ``dim`` (coordinate: the posterior's labels of ``dim`` where it has them, of equal length).
+    """
+    import xarray as xr
+
+    data, coords = {}, {}
+    post = idata.posterior if "posterior" in idata.groups() else None
+    for name, (dim, table) in tables.items():
+        if table is None:
+            continue
+        if post is not None and dim in post.coords and post.sizes.get(dim) == len(table):
+            coords[dim] = post[dim].values
+        for col in table.columns:
+            values, attrs = _column_values(table[col])
+            data[f"{name}_{col}"] = xr.Variable((dim,), values,
+                                                 attrs={TABLE_ATTR: name, COLUMN_ATTR: str(col),
+                                                        **attrs})
+    if not data:
+        return
+    ds = xr.Dataset(data, coords=coords)
+    if "constant_data" in idata.groups():
+        old = idata.constant_data
+        keep = [v for v in old.data_vars if old[v].attrs.get(TABLE_ATTR) not in tables]
+        idata.constant_data = xr.merge([old[keep], ds], combine_attrs="override")
+    else:
+        idata.add_groups(constant_data=ds)
+
+
+def read_tables(idata) -> dict:
+    """The index tables :func:`put_tables` stored: name -> DataFrame, columns in stored order;
+    {} for a file written before the labelled layout."""
+    if "constant_data" not in idata.groups():
+        return {}
+    cd = idata.constant_data
+    cols: dict = {}
+    for var in cd.data_vars:
+        a = cd[var].attrs
+        if TABLE_ATTR not in a:
+            continue
+        values = cd[var].values
+        if a.get("bool"):
+            values = values.astype(bool)
+        elif values.dtype.kind in "OSU":
+            values = pd.array([str(v) for v in values], dtype="string")
+            if a.get("missing_text"):
+                values[values == ""] = pd.NA
+        cols.setdefault(a[TABLE_ATTR], {})[a[COLUMN_ATTR]] = values
+    return {name: pd.DataFrame(c) for name, c in cols.items()}
+
+
+def label_dims(idata, labels: dict, skip=()) -> None:
+    """Attach parallel coordinates to the dimensions of every group of ``idata`` (in place).
+
+    ``labels``: dim -> {coordinate name: values (one per position of dim)}. A group without the
+    dimension, a length mismatch, or a name the group already uses is left as it is; groups
+    named in ``skip`` are not touched.
+    """
+    for gname in idata.groups():
+        if gname in skip:
+            continue
+        ds = getattr(idata, gname)
+        new = {}
+        for dim, coords in labels.items():
+            if dim not in ds.dims:
+                continue
+            for name, values in coords.items():
+                values = np.asarray(values)
+                if name in ds.variables or name in new or len(values) != ds.sizes[dim]:
+                    continue
+                new[name] = (dim, values)
+        if new:
+            setattr(idata, gname, ds.assign_coords(new))
+
+
+def as_table(value, orient: str = "split") -> pd.DataFrame | None:
+    """A stored table: a DataFrame (labelled files) as is, JSON (older files) parsed, "" None."""
+    if value is None or isinstance(value, pd.DataFrame):
+        return value
+    if not value:
+        return None
+    return pd.read_json(StringIO(value), orient=orient)
 
 
 def save_idata(idata, attrs: dict, path, overwrite: bool = False) -> Path:
@@ -112,9 +229,35 @@ class FitBase:
             for law in cls.laws:
                 FitBase._registry[law] = cls
 
-    # -- attrs, save, load ---------------------------------------------------------------------
+    #: own keys that are index tables, stored in ``constant_data``: key -> its dimension
+    tables: dict = {}
+
+    # -- attrs, tables, labels, save, load -----------------------------------------------------
     def _own_attrs(self) -> dict:
         return {}
+
+    def _tables(self) -> dict:
+        """The index tables: key of :attr:`tables` -> DataFrame (None where the fit has none)."""
+        return {key: getattr(self, key, None) for key in self.tables}
+
+    def _labels(self) -> dict:
+        """Parallel coordinates for the dimensions the tables index: dim -> {name: values}."""
+        return {}
+
+    def _write_attrs(self):
+        """Put everything the file holds into ``idata``: the attrs on the posterior (older JSON
+        table attrs removed), the index tables in ``constant_data``, the dimension labels."""
+        post = self.idata.posterior
+        for key in self.tables:
+            post.attrs.pop(key, None)
+        post.attrs.update(self.attrs)
+        put_tables(self.idata, {k: (self.tables[k], t) for k, t in self._tables().items()})
+        self.label(self._labels())
+
+    def label(self, labels: dict) -> None:
+        """Attach ``labels`` (dim -> {coordinate: values}) to every group but ``constant_data``,
+        which holds the tables themselves (see :func:`label_dims`)."""
+        label_dims(self.idata, labels, skip=("constant_data",))
 
     @property
     def attrs(self) -> dict:
@@ -129,7 +272,9 @@ class FitBase:
         return None if value is None else float(value)
 
     def save(self, path, overwrite: bool = False) -> Path:
-        """Write the fit as NetCDF; refuses to replace an existing file unless ``overwrite``."""
+        """Write the fit as NetCDF (labelled layout, see the module docstring); refuses to replace
+        an existing file unless ``overwrite``."""
+        self._write_attrs()
         return save_idata(self.idata, self.attrs, path, overwrite=overwrite)
 
     @classmethod
@@ -141,7 +286,8 @@ class FitBase:
             return load_fit(path, law)
         idata, attrs = load_idata(path, law if law is not None else cls.laws)
         try:
-            fit = cls._from_attrs(idata, attrs)
+            fit = cls._from_attrs(idata, {**attrs, **read_tables(idata)})
+            fit.label(fit._labels())   # files written before the labels: the tables' at least
         except (KeyError, ValueError, TypeError) as err:
             raise FitError(f"{path}: damaged {attrs.get('law')} fit ({type(err).__name__}: "
                            f"{err})") from None

@@ -1,9 +1,12 @@
 """The Fit: build a law's hierarchical model on a data table, sample it with NUTS, store and reload.
 
-A Fit is an ArviZ InferenceData (posterior, sample_stats, observed_data, log_likelihood) whose
-``attrs`` carry everything needed to rebuild the same model and to predict: the law and its
-options, the prior/structure config, the package version, a hash of the data, the sampler settings
-and the group/curve index tables. It is saved as one NetCDF file.
+A Fit is an ArviZ InferenceData (posterior, sample_stats, observed_data, log_likelihood,
+constant_data) whose posterior ``attrs`` carry what is needed to rebuild the same model and to
+predict (the law and its options, the prior/structure config, the package version, a hash of the
+data, the sampler settings) and whose ``constant_data`` holds the group and curve index tables
+(dims ``group``, ``curve``). Dimensions are labelled: ``group`` by ``val_set`` and ``model_size``,
+``obs`` by ``run``, ``val_set`` and ``step`` (:mod:`bayescpt.core.fitfile`). It is saved as one
+NetCDF file.
 """
 
 from __future__ import annotations
@@ -11,14 +14,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from io import StringIO
 
 import numpy as np
 import pandas as pd
 
 from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
-from bayescpt.core.fitfile import FORMAT, FitBase, FitError
+from bayescpt.core.fitfile import FORMAT, FitBase, FitError, as_table
+from bayescpt.core.priorspec import priors_from_json, priors_json
 from bayescpt.core.sampling import (
     find_starts,
     one_blas_thread,
@@ -29,7 +32,14 @@ from bayescpt.core.sampling import (
 from bayescpt.core.tables import data_hash
 from bayescpt.curves.data import schedules_of
 from bayescpt.curves.extrapolation import training_range
-from bayescpt.curves.hierarchy import Prepared, build_model, make_config, prepare
+from bayescpt.curves.hierarchy import (
+    Prepared,
+    build_model,
+    is_multi_size,
+    make_config,
+    node_priors,
+    prepare,
+)
 from bayescpt.curves.laws import LAWS, get_law
 from bayescpt.curves.laws.base import Law
 from bayescpt.curves.other_sets import add_to_posterior, fit_other
@@ -46,6 +56,7 @@ class Fit(FitBase, laws=tuple(LAWS)):
     """
 
     own_keys = ("law_options", "groups", "curves", "size_ref")
+    tables = {"groups": "group", "curves": "curve"}
 
     idata: object
     law: Law
@@ -82,7 +93,7 @@ class Fit(FitBase, laws=tuple(LAWS)):
         wall = time.perf_counter() - t0
         if prior_predictive:
             idata.extend(prior_predictive_idata(model, prior_predictive, seed=s["seed"]))
-        meta = _meta(law_obj, law_options, df, prep, wall)
+        meta = _meta(law_obj, law_options, df, prep, wall, cfg)
         if other is not None:
             post = idata.posterior
             with one_blas_thread():   # same numbers on any machine (core.sampling)
@@ -92,6 +103,7 @@ class Fit(FitBase, laws=tuple(LAWS)):
             meta["other_sets"] = json.dumps(summary)
         fit = cls(idata, law_obj, cfg, prep.groups, prep.curves, prep.size_ref, meta)
         fit._write_attrs()
+        fit.label(_obs_labels(prep.points))
         if warn:
             warn_if_bad(fit.diagnostics())
         return fit
@@ -111,15 +123,40 @@ class Fit(FitBase, laws=tuple(LAWS)):
     def derived_names(self) -> tuple:
         return tuple(getattr(self.law, "derived_names", ()))
 
+    @property
+    def priors(self) -> dict:
+        """The prior of every top-level model variable, ``{name: pymc_extras Prior}``, as the
+        fit was sampled with (files written before the attr: rebuilt from the saved config)."""
+        if self.meta.get("priors"):
+            return priors_from_json(self.meta["priors"])
+        post = self.idata.posterior
+        G = post.sizes.get("group", len(self.groups))
+        multi = np.unique(self.groups["x"].to_numpy(dtype=float)).size >= 3
+        return node_priors(self.law, make_config(self.law, _known(self.config)), G, multi)
+
     # -------------------------------------------------------------------------------------------
     def _own_attrs(self) -> dict:
         return {"law_options": json.dumps(self.meta.get("law_options") or {}),
-                "groups": self.groups.to_json(orient="split"),
-                "curves": self.curves.to_json(orient="split"),
                 "size_ref": json.dumps(list(self.size_ref))}
 
-    def _write_attrs(self):
-        self.idata.posterior.attrs.update(self.attrs)
+    def _labels(self) -> dict:
+        g, c = self.groups, self.curves
+        return {"group": {"val_set": g["val_set"].astype(str).to_numpy(),
+                          "model_size": g["size"].astype(float).to_numpy()},
+                "curve": {"run": c["run"].astype(str).to_numpy()}}
+
+    def label_observations(self, df: pd.DataFrame) -> None:
+        """Label the ``obs`` dimension (run, val_set, step) of a fit read from a file written
+        before the labelled layout, from the table it was fitted to (``df``, validated). Raises
+        ValueError when ``df`` does not give the fit's observations (same losses, same order)."""
+        df_law, _ = self.law.split_data(df)
+        prep = prepare(df_law, self.law, json.loads(json.dumps(self.config["settings"])),
+                       size_ref=self.size_ref)
+        y = self.idata.observed_data["y"].values
+        if len(prep.points) != len(y) or not np.allclose(prep.y, y, rtol=0, atol=1e-12):
+            raise ValueError(f"the table's {len(prep.points)} losses are not the fit's {len(y)}"
+                             " observations")
+        self.label(_obs_labels(prep.points))
 
     @classmethod
     def _from_attrs(cls, idata, attrs: dict) -> "Fit":
@@ -130,8 +167,8 @@ class Fit(FitBase, laws=tuple(LAWS)):
             law_opts = {**(law_opts or {}), "progress": False}   # written before it was default
         law_obj = get_law(attrs["law"], **(law_opts or {}))
         config = json.loads(attrs["config"])
-        groups = pd.read_json(StringIO(attrs["groups"]), orient="split")
-        curves = pd.read_json(StringIO(attrs["curves"]), orient="split")
+        groups = as_table(attrs["groups"])
+        curves = as_table(attrs["curves"])
         meta = cls._meta_of(attrs)
         meta["law_options"] = law_opts or {}
         return cls(idata, law_obj, config, groups, curves, tuple(json.loads(attrs["size_ref"])),
@@ -180,19 +217,37 @@ class CompiledFit:
             trace = sample_compiled(self.compiled.with_data(y_obs=prep.y), self.model, s,
                                     find_starts(self.model, s), cores=cores,
                                     log_likelihood=log_likelihood)
-        meta = _meta(self.law, self.law_options, df, prep, time.perf_counter() - t0)
+        meta = _meta(self.law, self.law_options, df, prep, time.perf_counter() - t0, self.config)
         config = dict(self.config, sampler=dict(s))   # the seed this fit used
         fit = Fit(trace, self.law, config, prep.groups, prep.curves, prep.size_ref, meta)
         fit._write_attrs()
+        fit.label(_obs_labels(prep.points))
         if warn:
             warn_if_bad(fit.diagnostics())
         return fit
 
 
-def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: float) -> dict:
+def _known(config: dict) -> dict:
+    """A saved config without the keys a config check refuses (the sampler's resolved seed and
+    settings are checked separately), for rebuilding a model from an older file."""
+    return {k: v for k, v in config.items() if k != "sampler"}
+
+
+def _obs_labels(points: pd.DataFrame) -> dict:
+    """The ``obs`` dimension's labels: run, val_set, step of each observed loss."""
+    return {"obs": {"run": points["run"].astype(str).to_numpy(),
+                    "val_set": points["val_set"].astype(str).to_numpy(),
+                    "step": points["step"].to_numpy()}}
+
+
+def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: float,
+          config: dict) -> dict:
     """What a fit file records about where it came from, with the training range the
-    extrapolation warnings compare predictions with (:func:`training_range`, JSON)."""
+    extrapolation warnings compare predictions with (:func:`training_range`, JSON) and the
+    prior of every top-level model variable (:func:`node_priors`, JSON of ``Prior`` dicts)."""
+    priors = node_priors(law, config, len(prep.groups), is_multi_size(prep))
     return {"format": FORMAT, "law": law.name, "law_options": law_options or {},
             "bayescpt_version": __version__, "data_hash": data_hash(df),
             "n_points": int(len(prep.points)), "fit_seconds": round(seconds, 3),
-            "train_range": json.dumps(training_range(df, schedules_of(df)))}
+            "train_range": json.dumps(training_range(df, schedules_of(df))),
+            "priors": priors_json(priors)}

@@ -14,7 +14,11 @@ u_g = loc_g + sd * z_g, for a parameter whose prior says ``group_centered`` Fals
 with config ``centered.group`` False; the schedule level likewise with ``run_centered`` and
 ``centered.schedule``); group spreads
 sd_p, schedule spreads tau_p and the spread of log sigma have boundary-avoiding LogNormal priors
-(around ``group_sd``, ``run_sd`` and ``sigma_group_sd``). ``nu`` = 3 by default (robust to the
+(around ``group_sd``, ``run_sd`` and ``sigma_group_sd``) by default. Each of these top-level
+priors is a ``pymc_extras`` ``Prior`` (:func:`node_priors`); a config replaces any of them by
+another PyMC family, hyper-priors nested (``priors.A.sd_prior = {"dist": "HalfNormal",
+"kwargs": {"sigma": 0.2}}``; checked by :mod:`bayescpt.core.priorspec`), and a fit file stores
+the priors it was sampled with (attr ``priors``). ``nu`` = 3 by default (robust to the
 first, badly fitted points after warmup). A parameter without group, size or schedule level
 enters the law's mean as one scalar, and the law may add to its design what evaluates terms of
 such parameters once (:meth:`~bayescpt.curves.laws.base.Law.model_design`).
@@ -29,13 +33,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayescpt.core.config import check_config
+from bayescpt.core.config import ConfigError, check_config
+from bayescpt.core.priorspec import check_prior
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import curve_info, schedule_ids, schedules_of
 from bayescpt.curves.laws.base import Law
 
 DEFAULT_NOISE = {"family": "studentt", "nu": 3.0, "sigma_loc": float(np.log(0.003)),
-                 "sigma_scale": 1.0, "sigma_group_sd": 0.5}
+                 "sigma_scale": 1.0, "sigma_group_sd": 0.5,
+                 "sigma_mu_prior": None, "sigma_sd_prior": None}
+
+#: the model variables a prior object may replace, per parameter p: config key -> (variable name
+#: suffix, whether its support must be positive)
+NODE_PRIORS = {"mu_prior": ("mu", False), "slope_prior": ("slope", False),
+               "sd_prior": ("sd", True), "tau_prior": ("tau", True)}
 
 
 def default_config(law: Law) -> dict:
@@ -47,7 +58,8 @@ def default_config(law: Law) -> dict:
                             "group_sd": float(p.group_sd), "size_slope_sd": float(p.size_slope_sd),
                             "run_sd": float(p.run_sd), "run_sd_spread": 0.5,
                             "group_centered": bool(p.group_centered),
-                            "run_centered": bool(p.run_centered)}
+                            "run_centered": bool(p.run_centered),
+                            **dict.fromkeys(NODE_PRIORS)}
                    for p in law.params},
         "noise": dict(DEFAULT_NOISE),
         "centered": {"group": True, "schedule": True},
@@ -58,9 +70,69 @@ def default_config(law: Law) -> dict:
 def make_config(law: Law, override: dict | None = None) -> dict:
     """:func:`default_config` of ``law`` updated by ``override`` (nested dicts merged key by key),
     checked by :func:`bayescpt.core.config.check_config`: known keys and types (``settings`` may
-    hold further law settings), ``noise.family`` 'studentt' or 'normal'."""
-    return check_config(override, default_config(law), f"{law.name} law config",
-                        choices={"noise.family": ("studentt", "normal")}, open_keys=("settings",))
+    hold further law settings), ``noise.family`` 'studentt' or 'normal', and every prior object
+    (``priors.P.mu_prior`` ... ``noise.sigma_sd_prior``, :mod:`bayescpt.core.priorspec`)."""
+    where = f"{law.name} law config"
+    cfg = check_config(override, default_config(law), where,
+                       choices={"noise.family": ("studentt", "normal")}, open_keys=("settings",))
+    for name, c in cfg["priors"].items():
+        for key, (_, positive) in NODE_PRIORS.items():
+            if c.get(key) is not None:
+                check_prior(c[key], where, f"priors.{name}.{key}", positive=positive)
+        for key, knob in (("sd_prior", "group_sd"), ("tau_prior", "run_sd"),
+                          ("slope_prior", "size_slope_sd")):
+            if c.get(key) is not None and c[knob] <= 0:
+                raise ConfigError(f"{where}: priors.{name}.{key} is given but {knob} is "
+                                  f"{c[knob]:g}, which turns that level off; set {knob} > 0")
+    for key, positive in (("sigma_mu_prior", False), ("sigma_sd_prior", True)):
+        if cfg["noise"].get(key) is not None:
+            check_prior(cfg["noise"][key], where, f"noise.{key}", positive=positive)
+    return cfg
+
+
+def node_priors(law: Law, config: dict, n_groups: int, multi_size: bool) -> dict:
+    """The prior of every top-level random variable of :func:`build_model`, as ``pymc_extras``
+    ``Prior`` objects: ``{variable name: Prior}`` in the order the model creates them.
+
+    Per law parameter p (config ``priors.p``): ``p_mu`` ~ ``mu_prior`` or Normal(loc, scale);
+    ``p_slope`` ~ ``slope_prior`` or Normal(0, size_slope_sd) (three or more model sizes);
+    ``p_sd`` ~ ``sd_prior`` or LogNormal(ln group_sd, 0.5) (several groups); ``p_tau`` ~
+    ``tau_prior`` or LogNormal(ln run_sd, run_sd_spread). Noise: ``log_sigma_mu`` ~
+    ``sigma_mu_prior`` or Normal(sigma_loc, sigma_scale); ``log_sigma_sd`` ~ ``sigma_sd_prior``
+    or LogNormal(ln sigma_group_sd, 0.5) (several groups). A level turned off (its knob 0, one
+    group, fewer than three sizes) has no variable and no prior."""
+    from pymc_extras.prior import Prior
+
+    out = {}
+    for p in law.params:
+        c = config["priors"][p.name]
+        given = lambda key: c.get(key) and Prior.from_dict(c[key])  # noqa: E731
+        out[f"{p.name}_mu"] = given("mu_prior") or Prior("Normal", mu=float(c["loc"]),
+                                                         sigma=float(c["scale"]))
+        if c["size_slope_sd"] > 0 and multi_size:
+            out[f"{p.name}_slope"] = given("slope_prior") or Prior(
+                "Normal", mu=0.0, sigma=float(c["size_slope_sd"]))
+        if c["group_sd"] > 0 and n_groups > 1:
+            out[f"{p.name}_sd"] = given("sd_prior") or Prior(
+                "LogNormal", mu=float(np.log(c["group_sd"])), sigma=0.5)
+        if c["run_sd"] > 0:
+            out[f"{p.name}_tau"] = given("tau_prior") or Prior(
+                "LogNormal", mu=float(np.log(c["run_sd"])), sigma=float(c.get("run_sd_spread", 0.5)))
+    noise = config["noise"]
+    out["log_sigma_mu"] = (Prior.from_dict(noise["sigma_mu_prior"]) if noise.get("sigma_mu_prior")
+                           else Prior("Normal", mu=float(noise["sigma_loc"]),
+                                      sigma=float(noise["sigma_scale"])))
+    if n_groups > 1 and noise.get("sigma_group_sd", 0) > 0:
+        out["log_sigma_sd"] = (Prior.from_dict(noise["sigma_sd_prior"])
+                               if noise.get("sigma_sd_prior")
+                               else Prior("LogNormal", mu=float(np.log(noise["sigma_group_sd"])),
+                                          sigma=0.5))
+    return out
+
+
+def is_multi_size(prep: "Prepared") -> bool:
+    """Whether the size slope is fitted: three or more distinct model sizes."""
+    return np.unique(prep.groups["x"].to_numpy(dtype=float)).size >= 3
 
 
 @dataclass
@@ -165,21 +237,22 @@ def build_model(law: Law, prep: Prepared, config: dict):
     sidx = prep.curves["sched_idx"].to_numpy()
     cidx = prep.points["curve"].to_numpy()
     x = prep.groups["x"].to_numpy(dtype=float)
-    multi_size = np.unique(x).size >= 3
+    multi_size = is_multi_size(prep)
+    priors = node_priors(law, config, G, multi_size)
     with pm.Model(coords=coords) as model:
         theta_curve, shared = {}, {}
         for p in law.params:
             c = pri[p.name]
-            mu = pm.Normal(f"{p.name}_mu", c["loc"], c["scale"])
+            mu = priors[f"{p.name}_mu"].create_variable(f"{p.name}_mu")
             loc_g = mu
-            if c["size_slope_sd"] > 0 and multi_size:
-                slope = pm.Normal(f"{p.name}_slope", 0.0, c["size_slope_sd"])
+            if f"{p.name}_slope" in priors:
+                slope = priors[f"{p.name}_slope"].create_variable(f"{p.name}_slope")
                 loc_g = mu + slope * x
-            if c["group_sd"] > 0 and G > 1:
+            if f"{p.name}_sd" in priors:
                 # Boundary-avoiding LogNormal prior around group_sd: with a handful of groups the
                 # data cannot tell sd = 0 from a small sd, and prior mass near 0 makes a funnel
                 # in (mu, slope, sd) when the group values are sharply determined.
-                sd = pm.LogNormal(f"{p.name}_sd", np.log(c["group_sd"]), 0.5)
+                sd = priors[f"{p.name}_sd"].create_variable(f"{p.name}_sd")
                 if centered.get("group", True) and c.get("group_centered", True):
                     u_g = pm.Normal(f"{p.name}_u", loc_g * np.ones(G), sd, dims="group")
                 else:
@@ -196,7 +269,7 @@ def build_model(law: Law, prep: Prepared, config: dict):
                 # Boundary-avoiding too: a few schedules cannot pin tau, and its prior encodes how
                 # much the law's parameters move between schedules (the seed papers' errors on
                 # unseen schedules, 0.15-0.36 %, correspond to tau ~ 0.05 on A, alpha and C).
-                tau = pm.LogNormal(f"{p.name}_tau", np.log(c["run_sd"]), c.get("run_sd_spread", 0.5))
+                tau = priors[f"{p.name}_tau"].create_variable(f"{p.name}_tau")
                 # one deviation per schedule (and val set), shared by the model sizes that ran it
                 if centered.get("schedule", True) and c.get("run_centered", True):
                     dev = pm.Normal(f"{p.name}_w", 0.0, tau, dims="schedule")
@@ -212,9 +285,9 @@ def build_model(law: Law, prep: Prepared, config: dict):
         X = {k: pt.as_tensor_variable(v)
              for k, v in law.model_design(prep.X, frozenset(shared)).items()}
         mean = law.mean(pt, theta, X)
-        log_sigma_mu = pm.Normal("log_sigma_mu", noise["sigma_loc"], noise["sigma_scale"])
-        if G > 1 and noise.get("sigma_group_sd", 0) > 0:
-            s_sd = pm.LogNormal("log_sigma_sd", np.log(noise["sigma_group_sd"]), 0.5)
+        log_sigma_mu = priors["log_sigma_mu"].create_variable("log_sigma_mu")
+        if "log_sigma_sd" in priors:
+            s_sd = priors["log_sigma_sd"].create_variable("log_sigma_sd")
             log_sigma = pm.Normal("log_sigma", log_sigma_mu * np.ones(G), s_sd, dims="group")
         else:
             log_sigma = pm.Deterministic("log_sigma", log_sigma_mu * np.ones(G), dims="group")

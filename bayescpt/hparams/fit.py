@@ -11,13 +11,13 @@ import json
 import time
 import warnings
 from dataclasses import dataclass, field
-from io import StringIO
 
+import numpy as np
 import pandas as pd
 
 from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
-from bayescpt.core.fitfile import FORMAT, FitBase
+from bayescpt.core.fitfile import FORMAT, FitBase, as_table
 from bayescpt.core.sampling import resolve_settings, sample_model
 from bayescpt.hparams.data import grid_hash
 from bayescpt.hparams.model import (
@@ -45,6 +45,7 @@ class HparamsFit(FitBase, laws=(LAW,)):
     meta: dict = field(default_factory=dict)
 
     own_keys = ("cells", "refs")
+    tables = {"cells": "cell"}
 
     @classmethod
     def run(cls, df: pd.DataFrame, config: dict | None = None, sampler: str = "auto",
@@ -63,6 +64,8 @@ class HparamsFit(FitBase, laws=(LAW,)):
         meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
                 "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 3)}
         fit = cls(idata, cfg, ct, refs, meta)
+        fit._write_attrs()
+        fit.label_observations(df)
         if warn:
             warn_if_bad(fit.diagnostics())
         return fit
@@ -74,14 +77,27 @@ class HparamsFit(FitBase, laws=(LAW,)):
         return [v for v in names if v not in EXPONENTS["size_tokens"]] + EXPONENTS[law]
 
     def _own_attrs(self) -> dict:
-        return {"cells": self.cells.to_json(orient="records"),
-                "refs": json.dumps({"ln_n": self.refs.ln_n, "ln_d": self.refs.ln_d,
+        return {"refs": json.dumps({"ln_n": self.refs.ln_n, "ln_d": self.refs.ln_d,
                                     "ln_l": self.refs.ln_l})}
+
+    def _labels(self) -> dict:
+        c = self.cells
+        return {"cell": {"model_size": c["model_size"].astype(float).to_numpy(),
+                         "tokens": c["tokens"].astype(float).to_numpy()}}
+
+    def label_observations(self, df: pd.DataFrame) -> None:
+        """Label the ``run`` dimension of the observed losses (model_size, tokens, lr,
+        batch_size of each run) from the grid the fit was made of (validated, same order)."""
+        y = self.idata.observed_data["loss"].values
+        if len(df) != len(y) or not np.allclose(df["loss"].to_numpy(), y, rtol=0, atol=1e-12):
+            raise ValueError(f"the grid's {len(df)} runs are not the fit's {len(y)} observations")
+        self.label({"run": {k: df[k].astype(float).to_numpy()
+                            for k in ("model_size", "tokens", "lr", "batch_size")}})
 
     @classmethod
     def _from_attrs(cls, idata, attrs: dict) -> "HparamsFit":
         cfg = json.loads(attrs["config"])
-        ct = pd.read_json(StringIO(attrs["cells"]), orient="records")
+        ct = as_table(attrs["cells"], orient="records")
         refs = Refs(**json.loads(attrs["refs"]))
         return cls(idata, cfg, ct, refs, cls._meta_of(attrs))
 

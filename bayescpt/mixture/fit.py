@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from io import StringIO
 
 import numpy as np
 import pandas as pd
 
 from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
-from bayescpt.core.fitfile import FORMAT, FitBase
+from bayescpt.core.fitfile import FORMAT, FitBase, as_table
 from bayescpt.core.sampling import resolve_settings, sample_model
 from bayescpt.mixture.data import mixture_hash
 from bayescpt.mixture.model import (
@@ -51,6 +50,7 @@ class MixtureFit(FitBase, laws=(LAW,)):
     points: pd.DataFrame | None = None   # the fitted rows (for plots)
 
     own_keys = ("groups", "ratio_ref", "points")
+    tables = {"groups": "group", "points": "obs"}
     new_groups = False
 
     @classmethod
@@ -74,22 +74,35 @@ class MixtureFit(FitBase, laws=(LAW,)):
         fit = cls(idata, cfg, prep.groups, prep.r_lo, prep.r_hi, meta,
                   prep.points[["run", "model_size", "ratio", "tokens", "val_set", "loss",
                               "curve"]])
+        fit._write_attrs()
         if warn:
             warn_if_bad(fit.diagnostics())
         return fit
 
     # -- bookkeeping ------------------------------------------------------------------------------
     def _own_attrs(self) -> dict:
-        return {"groups": self.groups.to_json(orient="split"),
-                "ratio_ref": json.dumps([self.r_lo, self.r_hi]),
-                "points": "" if self.points is None else self.points.to_json(orient="split")}
+        return {"ratio_ref": json.dumps([self.r_lo, self.r_hi])}
+
+    def _labels(self) -> dict:
+        g = self.groups
+        out = {"group": {"val_set": g["val_set"].astype(str).to_numpy(),
+                         "model_size": g["model_size"].astype(float).to_numpy(),
+                         "val_role": g["val_role"].astype(str).to_numpy()}}
+        p = self.points
+        if p is not None:
+            out["obs"] = {"run": p["run"].astype(str).to_numpy(),
+                          "val_set": p["val_set"].astype(str).to_numpy(),
+                          "ratio": p["ratio"].to_numpy(), "tokens": p["tokens"].to_numpy()}
+            per_curve = p.drop_duplicates("curve").sort_values("curve")
+            out["curve"] = {"run": per_curve["run"].astype(str).to_numpy(),
+                            "val_set": per_curve["val_set"].astype(str).to_numpy()}
+        return out
 
     @classmethod
     def _from_attrs(cls, idata, attrs: dict) -> "MixtureFit":
-        groups = pd.read_json(StringIO(attrs["groups"]), orient="split")
+        groups = as_table(attrs["groups"])
         r_lo, r_hi = json.loads(attrs["ratio_ref"])
-        pts = attrs.get("points") or None
-        pts = pd.read_json(StringIO(pts), orient="split") if pts else None
+        pts = as_table(attrs.get("points"))
         return cls(idata, json.loads(attrs["config"]), groups, r_lo, r_hi, cls._meta_of(attrs),
                    pts)
 

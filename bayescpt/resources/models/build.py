@@ -10,7 +10,8 @@ the default tuning, seed 0: a reference should pass the diagnostics with margin)
 and its pointwise log-likelihood stored as float32, so the file stays small; the diagnostics that ``bayescpt diagnose`` prints are those of the stored
 (thinned) draws. The fit's attrs record the
 command (``made_by``) beside the law, package version and data hash. Existing files are replaced
-only with ``--force``; ``--discrepancy`` only learns the prefix forecasts' discrepancy model of
+only with ``--force``; ``--relabel`` only rewrites existing files in the labelled layout
+(tables in ``constant_data``, labelled dimensions; draws untouched); ``--discrepancy`` only learns the prefix forecasts' discrepancy model of
 existing curve fits from their training tables and writes it into their attrs
 (:func:`bayescpt.curves.discrepancy.learn_discrepancy`). The OLMo-2 ladder logs are not bundled:
 ``annealing_olmo_c4`` reads them
@@ -33,6 +34,7 @@ import h5netcdf
 from bayescpt.cpt.simulate import simulate_cpt
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.discrepancy import learn_discrepancy
+from bayescpt.core.fitfile import load_fit
 from bayescpt.curves.fit import Fit
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.datasets.public import load_olmo_ladder
@@ -128,6 +130,20 @@ def add_discrepancy(name: str) -> str:
     return text
 
 
+def relabel(name: str) -> None:
+    """Rewrite the reference fit ``name`` in the labelled layout (index tables in
+    ``constant_data``, dimensions labelled; :mod:`bayescpt.core.fitfile`), its observations
+    labelled from the bundled table it was fitted to; the draws and attrs untouched."""
+    path = HERE / f"{name}.nc"
+    fit = load_fit(path)
+    if name in DATA_TABLES:
+        fit.label_observations(DATA_TABLES[name]())
+    fit.save(path, overwrite=True)
+    manifest = json.loads((HERE / "MANIFEST.json").read_text())
+    _record(name, dict(manifest.get(name, {}), bytes=path.stat().st_size,
+                       layout="labelled: python models/build.py --relabel (draws untouched)"))
+
+
 def hparams_steplaw():
 
     return HparamsFit.run(read_grid(ROOT / "data" / "steplaw_grid.csv"), seed=0, draws=DRAWS,
@@ -140,6 +156,11 @@ def mixture_ct70m():
     return MixtureFit.run(read_mixture(ROOT / "data" / "mixture_ct70m.csv"),
                           config={"ratio_form": "exp"}, seed=0, draws=DRAWS, warn=False)
 
+
+#: the tables the fits were made of, for --relabel (the mixture fit stores its own points)
+DATA_TABLES = dict(TRAINING_TABLES,
+                   cpt_simulated=lambda: read_curves(ROOT / "data" / "cpt_simulated.csv"),
+                   hparams_steplaw=lambda: read_grid(ROOT / "data" / "steplaw_grid.csv"))
 
 BUILDERS = {f.__name__: f for f in (annealing_multipowerlaw, multipower_multipowerlaw,
                                     cpt_simulated, annealing_olmo_c4, hparams_steplaw,
@@ -167,6 +188,9 @@ def main(argv=None) -> int:
     ap.add_argument("--discrepancy", action="store_true",
                     help="only learn the discrepancy model of existing curve fits (prefix "
                          "forecasts) from their training tables and store it in their attrs")
+    ap.add_argument("--relabel", action="store_true",
+                    help="only rewrite existing files in the labelled layout (tables in "
+                         "constant_data, labelled dimensions), draws untouched")
     a = ap.parse_args(argv)
     if a.list:
         print("\n".join(BUILDERS))
@@ -177,6 +201,11 @@ def main(argv=None) -> int:
     if a.discrepancy:
         for name in a.names or list(TRAINING_TABLES):
             print(f"{name}: discrepancy {add_discrepancy(name)}", flush=True)
+        return 0
+    if a.relabel:
+        for name in a.names or list(BUILDERS):
+            relabel(name)
+            print(f"{name}: relabelled", flush=True)
         return 0
     data = ROOT / "data" / "cpt_simulated.csv"
     if not data.exists():
