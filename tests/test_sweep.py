@@ -92,8 +92,8 @@ def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(t
                  f"{SAMPLER}\n")
     out = tmp_path / "out"
     # the workers import PyTensor as they start, so they load this process's compiled code
-    # (compiling it afresh in folders of their own took two minutes on 2 cores; that each worker
-    # of the engine's cluster gets its own folder is the next test's)
+    # (compiling it afresh in folders of their own was most of this test's two minutes on 2
+    # cores; that each worker of the engine's cluster gets its own folder is the next test's)
     with dask.config.set({"distributed.worker.preload": ["pytensor"]}):
         table = run_sweep(read_sweep(path), out, workers=2)
     # (150 draws: too few for the ESS bar, so "diagnostics" is a finished fit too)
