@@ -1,6 +1,7 @@
 """bayescpt sweep on a real Dask engine: a LocalCluster, and a scheduler with two worker
 processes one of which is killed mid-sweep; the fits equal serial fits with the same seeds."""
 
+import functools
 import os
 import shutil
 import signal
@@ -9,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import dask
+import distributed  # noqa: F401  (its config defaults are in before dask.config.set adds to them)
 import numpy as np
 import pandas as pd
 import pytest
@@ -39,7 +42,10 @@ def sweep_file(folder: Path, data: Path, seeds, extra: str = "") -> Path:
     return path
 
 
+@functools.cache
 def serial(data: Path, seed: int) -> Fit:
+    """The serial fit of ``data`` with ``seed`` (once per module: both sweep tests compare with
+    seed 1's)."""
     return Fit.run(read_curves(data), law="annealing", chains=2, draws=150, tune=150, seed=seed,
                    warn=False)
 
@@ -85,7 +91,11 @@ def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(t
         fh.write(f'\n[[fit]]\nname = "bad"\ndata = "{tiny_csv}"\nconfig = {{ nosie = 1 }}\n'
                  f"{SAMPLER}\n")
     out = tmp_path / "out"
-    table = run_sweep(read_sweep(path), out, workers=2)
+    # the workers import PyTensor as they start, so they load this process's compiled code
+    # (compiling it afresh in folders of their own was most of this test's two minutes on 2
+    # cores; that each worker of the engine's cluster gets its own folder is the next test's)
+    with dask.config.set({"distributed.worker.preload": ["pytensor"]}):
+        table = run_sweep(read_sweep(path), out, workers=2)
     # (150 draws: too few for the ESS bar, so "diagnostics" is a finished fit too)
     finished = {"ok", "diagnostics"}
     assert set(table["status"].iloc[:3]) <= finished and table["status"].iloc[3] == "failed"
@@ -111,6 +121,38 @@ def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(t
         run_sweep(read_sweep(path), out, workers=1)
 
 
+def _compile_folder() -> str:
+    import pytensor
+
+    return os.path.realpath(pytensor.config.base_compiledir)
+
+
+def test_each_worker_of_the_local_cluster_compiles_in_a_folder_of_its_own(tmp_path,
+                                                                          monkeypatch):
+    """The engine's LocalCluster registers the compile-folder plugin: PyTensor in each worker
+    process uses DIR/.compiledir/WORKER; a process that has imported PyTensor keeps its own."""
+    import types
+
+    from bayescpt.parallel.engine import _client, compile_dir_plugin
+
+    base = tmp_path / ".compiledir"
+    client, cluster = _client(2, None, base)
+    try:
+        names = {a: w["name"] for a, w in client.scheduler_info()["workers"].items()}
+        got = client.run(_compile_folder)
+    finally:
+        client.close()
+        cluster.close()
+    want = {a: os.path.realpath(base / "".join(c if c.isalnum() else "_" for c in str(n)))
+            for a, n in names.items()}
+    assert len(got) == 2 and got == want and all(Path(f).is_dir() for f in got.values())
+    import pytensor  # noqa: F401  (imported here: the plugin leaves this process's folder be)
+
+    monkeypatch.setenv("PYTENSOR_FLAGS", "floatX=float64")
+    compile_dir_plugin(str(base)).setup(types.SimpleNamespace(name="here"))
+    assert os.environ["PYTENSOR_FLAGS"] == "floatX=float64" and not (base / "here").exists()
+
+
 def _start(args, log):
     return subprocess.Popen([str(BIN / "dask"), *args], stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -119,7 +161,10 @@ def _start(args, log):
 def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_csv):
     """A real scheduler and two worker processes on 127.0.0.1; one worker is killed (SIGKILL)
     once the first fit has finished; every fit still finishes exactly once, with the numbers of
-    serial fits, and a rerun does nothing."""
+    serial fits, and a rerun does nothing. The workers import PyTensor as they start
+    (``--preload``), so they keep the compile folder this process uses, and load its compiled
+    code, instead of compiling everything afresh in folders of their own (the LocalCluster test
+    runs that path): the kill, not compiling, is what this test is about."""
     if shutil.which("dask", path=str(BIN)) is None:
         pytest.skip("dask's command line is not installed")
     sched_file = tmp_path / "scheduler.json"
@@ -135,7 +180,8 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_c
         address = json.loads(sched_file.read_text())["address"]
         for i in range(2):
             procs.append(_start(["worker", address, "--nthreads", "1", "--nworkers", "1",
-                                 "--name", f"w{i}", "--no-dashboard", "--no-nanny"], log))
+                                 "--name", f"w{i}", "--no-dashboard", "--no-nanny",
+                                 "--preload", "pytensor"], log))
         path = sweep_file(tmp_path, tiny_csv, [0, 1, 2, 3])
         out = tmp_path / "out"
         sweep = subprocess.Popen([str(BIN / "bayescpt"), "sweep", str(path), "--out", str(out),
@@ -146,6 +192,7 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_c
         while not (journal.exists() and journal.read_text().strip()) and time.time() - t0 < 300:
             time.sleep(0.2)
         assert journal.exists(), "no fit finished"
+        assert len(journal.read_text().splitlines()) < 4, "the sweep ended before the kill"
         os.killpg(procs[1].pid, signal.SIGKILL)     # worker w0, while fits are still running
         procs[1].wait(timeout=30)   # reaped, as its parent would: its temporaries are then stale
         stdout, stderr = sweep.communicate(timeout=600)
@@ -157,7 +204,7 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_c
         assert set(summary["status"]) <= {"ok", "diagnostics"} and len(summary) == 4
         # a result lost with the killed worker is fetched again: the rerun task finds the saved
         # output and does not fit (noted), so nothing was fitted twice
-        for seed in (0, 3):
+        for seed in (1, 3):     # (seed 1's serial fit is the LocalCluster test's)
             assert same_draws(out / f"tiny__seed{seed}.nc", serial(tiny_csv, seed)) == 0.0
         assert not list(out.glob(".*.tmp"))      # no partial output left behind
         rc = main(["sweep", str(path), "--out", str(out), "--scheduler", address, "--quiet"])
