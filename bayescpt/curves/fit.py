@@ -23,6 +23,7 @@ from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, FitError, as_table
 from bayescpt.core.priorspec import priors_from_json, priors_json
 from bayescpt.core.sampling import (
+    compile_nutpie,
     find_starts,
     one_blas_thread,
     resolve_settings,
@@ -185,7 +186,6 @@ class CompiledFit:
 
     def __init__(self, template: pd.DataFrame, law: str = "annealing", config: dict | None = None,
                  law_options: dict | None = None, **sampler):
-        import nutpie
 
         self.law = get_law(law, **(law_options or {}))
         self.law_options = law_options or {}
@@ -195,7 +195,7 @@ class CompiledFit:
         self.prep = prepare(template, self.law, self.config["settings"])
         self.model = build_model(self.law, self.prep, self.config)
         t0 = time.perf_counter()
-        self.compiled = nutpie.compile_pymc_model(self.model)
+        self.compiled = compile_nutpie(self.model)   # fastmath off: same draws fresh or cached
         self.compile_seconds = time.perf_counter() - t0
 
     def fit(self, df: pd.DataFrame, seed: int | None = None, warn: bool = False,
