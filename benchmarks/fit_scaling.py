@@ -1,0 +1,147 @@
+"""Cost of a fit against the number of loss points, with the package's thinning on and off.
+
+Simulated per-step logs with known truth: the LR-annealing law at three model sizes x three
+schedules (cosine, WSD, constant; :func:`bayescpt.curves.simulate.simulate_hierarchy`), every
+curve observed at N / 9 steps, noise on the log loss AR(1) (lag-1 correlation ``--rho``, marginal
+sd 0.003) as on dense real logs. Per N and mode, one fit in a fresh process (``bayescpt fit``'s
+library path: :func:`bayescpt.curves.thinning.thin_long_curves` when thinning is on, then
+:meth:`bayescpt.curves.fit.Fit.run` with the law's default sampler settings):
+
+* wall seconds (compile + sampling) and sampling seconds, peak resident memory (MB);
+* loss points the model saw;
+* posterior-mean error against the truth: per group and parameter (L0, A, alpha, C),
+  |posterior mean - truth| / truth, averaged; with its Monte Carlo standard error (posterior sd /
+  sqrt(bulk ESS), relative to the truth, averaged);
+* R-hat, ESS, divergences.
+
+    python benchmarks/fit_scaling.py [--points 1e3,1e4,1e5,1e6] [--modes thin,all]
+        [--rho 0.9] [--json benchmarks/fit_scaling.json]
+
+Results are appended to the JSON after every fit (a rerun skips what is there). Run it on an idle
+machine; a full-data fit of 1e6 points takes long (its gradient is 1e6 points).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TRUTH = {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45}
+GROUP_SD = {"L0": 0.03, "A": 0.1, "alpha": 0.05, "C": 0.1}
+SIZES = [25e6, 100e6, 400e6]
+SIGMA = 0.003
+
+
+def simulate(n_points: int, rho: float, seed: int = 0):
+    """The table (validated) and the per-group truth for ``n_points`` loss points in all."""
+    import pandas as pd
+
+    from bayescpt.curves import simulate as sim
+    from bayescpt.curves.laws import get_law
+
+    law = get_law("annealing")
+    per_curve = max(20, n_points // 9)
+    total = max(2000, int(per_curve * 1.02) + 300)
+    scheds = sim.default_schedules(total=total, warmup=min(200, total // 20))
+    df, truth = sim.simulate_hierarchy(law, TRUTH, GROUP_SD, SIZES, scheds, points=per_curve,
+                                       sigma=0.0, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    out = []
+    for _, g in df.groupby("run", sort=False):
+        g = g.copy()
+        has = g["loss"].notna().to_numpy()
+        e = np.empty(has.sum())
+        e[0] = rng.standard_normal()
+        z = rng.standard_normal(has.sum())
+        for i in range(1, len(e)):
+            e[i] = rho * e[i - 1] + np.sqrt(1 - rho ** 2) * z[i]
+        g.loc[has, "loss"] = g.loc[has, "loss"].to_numpy() * np.exp(SIGMA * e)
+        out.append(g)
+    return pd.concat(out, ignore_index=True), truth
+
+
+def one(n_points: int, mode: str, rho: float) -> dict:
+    """One fit, in this process: what the module docstring lists."""
+    from bayescpt.curves.fit import Fit
+    from bayescpt.curves.thinning import thin_long_curves
+
+    df, truth = simulate(n_points, rho)
+    n_all = int(df["loss"].notna().sum())
+    note = None
+    if mode == "thin":
+        df, note = thin_long_curves(df)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = Fit.run(df, law="annealing", seed=0, warn=False)
+    wall = time.perf_counter() - t0
+    d = fit.diagnostics()
+    post = fit.idata.posterior
+    errs, mcses = [], []
+    import arviz as az
+
+    for _, row in truth.iterrows():
+        gi = fit.group_index(row["model_size"], "default")
+        for p in TRUTH:
+            x = post[p].isel(group=gi)
+            ess = float(az.ess(x)[p].values)
+            errs.append(abs(float(x.mean()) - row[p]) / row[p])
+            mcses.append(float(x.std()) / np.sqrt(ess) / row[p])
+    return {"points": n_all, "mode": mode, "rho": rho, "seen_points": int(fit.meta["n_points"]),
+            "thinning": note, "wall_seconds": round(wall, 1),
+            "sampling_seconds": fit.fit_seconds,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "mean_rel_error": float(np.mean(errs)), "mcse_rel": float(np.mean(mcses)),
+            "max_rhat": round(d.max_rhat, 4), "min_ess_bulk": round(d.min_ess_bulk),
+            "divergences": int(d.divergences)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", default="1e3,1e4,1e5,1e6")
+    ap.add_argument("--modes", default="thin,all")
+    ap.add_argument("--rho", type=float, default=0.9)
+    ap.add_argument("--json", type=Path, default=Path(__file__).with_name("fit_scaling.json"))
+    ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)   # N MODE: run one fit, print JSON
+    a = ap.parse_args()
+    if a.one:
+        print(json.dumps(one(int(float(a.one[0])), a.one[1], a.rho)))
+        return 0
+    done = json.loads(a.json.read_text()) if a.json.exists() else {}
+    for n in [int(float(x)) for x in a.points.split(",")]:
+        for mode in a.modes.split(","):
+            key = f"{n}|{mode}|{a.rho}"
+            if key in done:
+                r = done[key]
+            else:
+                proc = subprocess.run([sys.executable, __file__, "--one", str(n), mode,
+                                       "--rho", str(a.rho)], capture_output=True, text=True,
+                                      env=dict(os.environ, PYTHONWARNINGS="ignore"))
+                if proc.returncode:
+                    print(f"{key}: failed\n{proc.stderr[-2000:]}", flush=True)
+                    continue
+                r = json.loads(proc.stdout.strip().splitlines()[-1])
+                done[key] = r
+                a.json.write_text(json.dumps(done, indent=1) + "\n")
+            print(f"N {r['points']:>8} {mode:>4}: seen {r['seen_points']:>7}  wall "
+                  f"{r['wall_seconds']:7.1f} s (sampling {r['sampling_seconds']:7.1f} s)  peak "
+                  f"{r['peak_rss_mb']:6.0f} MB  error {100 * r['mean_rel_error']:.3f} % (MCSE "
+                  f"{100 * r['mcse_rel']:.3f} %)  R-hat {r['max_rhat']:.3f} ESS "
+                  f"{r['min_ess_bulk']} div {r['divergences']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
