@@ -132,8 +132,8 @@ class Fit(FitBase, laws=tuple(LAWS)):
             return priors_from_json(self.meta["priors"])
         post = self.idata.posterior
         G = post.sizes.get("group", len(self.groups))
-        multi = np.unique(self.groups["x"].to_numpy(dtype=float)).size >= 3
-        return node_priors(self.law, make_config(self.law, _known(self.config)), G, multi)
+        return node_priors(self.law, make_config(self.law, _known(self.config)), G,
+                           is_multi_size(self.groups))
 
     # -------------------------------------------------------------------------------------------
     def _own_attrs(self) -> dict:
@@ -245,7 +245,7 @@ def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: floa
     """What a fit file records about where it came from, with the training range the
     extrapolation warnings compare predictions with (:func:`training_range`, JSON) and the
     prior of every top-level model variable (:func:`node_priors`, JSON of ``Prior`` dicts)."""
-    priors = node_priors(law, config, len(prep.groups), is_multi_size(prep))
+    priors = node_priors(law, config, len(prep.groups), is_multi_size(prep.groups))
     return {"format": FORMAT, "law": law.name, "law_options": law_options or {},
             "bayescpt_version": __version__, "data_hash": data_hash(df),
             "n_points": int(len(prep.points)), "fit_seconds": round(seconds, 3),

@@ -43,10 +43,9 @@ DEFAULT_NOISE = {"family": "studentt", "nu": 3.0, "sigma_loc": float(np.log(0.00
                  "sigma_scale": 1.0, "sigma_group_sd": 0.5,
                  "sigma_mu_prior": None, "sigma_sd_prior": None}
 
-#: the model variables a prior object may replace, per parameter p: config key -> (variable name
-#: suffix, whether its support must be positive)
-NODE_PRIORS = {"mu_prior": ("mu", False), "slope_prior": ("slope", False),
-               "sd_prior": ("sd", True), "tau_prior": ("tau", True)}
+#: the config keys of a parameter's prior objects (variables p_mu, p_slope, p_sd, p_tau) ->
+#: whether the prior's support must be positive (a spread)
+NODE_PRIORS = {"mu_prior": False, "slope_prior": False, "sd_prior": True, "tau_prior": True}
 
 
 def default_config(law: Law) -> dict:
@@ -76,7 +75,7 @@ def make_config(law: Law, override: dict | None = None) -> dict:
     cfg = check_config(override, default_config(law), where,
                        choices={"noise.family": ("studentt", "normal")}, open_keys=("settings",))
     for name, c in cfg["priors"].items():
-        for key, (_, positive) in NODE_PRIORS.items():
+        for key, positive in NODE_PRIORS.items():
             if c.get(key) is not None:
                 check_prior(c[key], where, f"priors.{name}.{key}", positive=positive)
         for key, knob in (("sd_prior", "group_sd"), ("tau_prior", "run_sd"),
@@ -130,9 +129,10 @@ def node_priors(law: Law, config: dict, n_groups: int, multi_size: bool) -> dict
     return out
 
 
-def is_multi_size(prep: "Prepared") -> bool:
-    """Whether the size slope is fitted: three or more distinct model sizes."""
-    return np.unique(prep.groups["x"].to_numpy(dtype=float)).size >= 3
+def is_multi_size(groups: pd.DataFrame) -> bool:
+    """Whether the size slope is fitted: three or more distinct model sizes in the group table
+    (its standardised log sizes ``x``)."""
+    return np.unique(groups["x"].to_numpy(dtype=float)).size >= 3
 
 
 @dataclass
@@ -237,7 +237,7 @@ def build_model(law: Law, prep: Prepared, config: dict):
     sidx = prep.curves["sched_idx"].to_numpy()
     cidx = prep.points["curve"].to_numpy()
     x = prep.groups["x"].to_numpy(dtype=float)
-    multi_size = is_multi_size(prep)
+    multi_size = is_multi_size(prep.groups)
     priors = node_priors(law, config, G, multi_size)
     with pm.Model(coords=coords) as model:
         theta_curve, shared = {}, {}
