@@ -7,15 +7,23 @@ sd 0.003) as on dense real logs. Per N and mode, one fit in a fresh process (``b
 library path: :func:`bayescpt.curves.thinning.thin_long_curves` when thinning is on, then
 :meth:`bayescpt.curves.fit.Fit.run` with the law's default sampler settings):
 
-* wall seconds (compile + sampling) and sampling seconds, peak resident memory (MB);
+* wall seconds (compile + sampling), CPU seconds of the fit (all threads), sampling seconds,
+  peak resident memory (MB);
 * loss points the model saw;
 * posterior-mean error against the truth: per group and parameter (L0, A, alpha, C),
   |posterior mean - truth| / truth, averaged; with its Monte Carlo standard error (posterior sd /
   sqrt(bulk ESS), relative to the truth, averaged);
-* R-hat, ESS, divergences.
+* R-hat, ESS, divergences; leapfrog steps (gradient evaluations) per draw after tuning.
+
+``--gradients`` times, per N and without thinning, one call of the sampler's compiled log density
++ gradient (nutpie's numba callback, as ``gradient_cost.py`` does) on the same simulated table,
+no sampling: a fit's sampling time is (gradient evaluations) x (seconds per gradient) / cores, so
+this separates the cost per gradient, which should grow linearly in N, from the number of
+gradients, which depends on the posterior's shape (taken from the fits).
 
     python benchmarks/fit_scaling.py [--points 1e3,1e4,1e5,1e6] [--modes thin,all]
         [--rho 0.9] [--json benchmarks/fit_scaling.json]
+    python benchmarks/fit_scaling.py --gradients [--points 1e3,1e4,1e5,1e6]
 
 Results are appended to the JSON after every fit (a rerun skips what is there). Run it on an idle
 machine; a full-data fit of 1e6 points takes long (its gradient is 1e6 points).
@@ -37,6 +45,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 TRUTH = {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45}
 GROUP_SD = {"L0": 0.03, "A": 0.1, "alpha": 0.05, "C": 0.1}
@@ -72,6 +81,13 @@ def simulate(n_points: int, rho: float, seed: int = 0):
     return pd.concat(out, ignore_index=True), truth
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user + system, all threads) this process has used: the work of a fit,
+    less sensitive than wall time to other jobs on the machine."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def one(n_points: int, mode: str, rho: float) -> dict:
     """One fit, in this process: what the module docstring lists."""
     from bayescpt.curves.fit import Fit
@@ -82,13 +98,15 @@ def one(n_points: int, mode: str, rho: float) -> dict:
     note = None
     if mode == "thin":
         df, note = thin_long_curves(df)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = Fit.run(df, law="annealing", seed=0, warn=False)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     d = fit.diagnostics()
     post = fit.idata.posterior
+    st = fit.idata.sample_stats
+    steps = float(st["n_steps"].mean()) if "n_steps" in st else None
     errs, mcses = [], []
     import arviz as az
 
@@ -100,12 +118,30 @@ def one(n_points: int, mode: str, rho: float) -> dict:
             errs.append(abs(float(x.mean()) - row[p]) / row[p])
             mcses.append(float(x.std()) / np.sqrt(ess) / row[p])
     return {"points": n_all, "mode": mode, "rho": rho, "seen_points": int(fit.meta["n_points"]),
-            "thinning": note, "wall_seconds": round(wall, 1),
+            "thinning": note, "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
             "sampling_seconds": fit.fit_seconds,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "mean_rel_error": float(np.mean(errs)), "mcse_rel": float(np.mean(mcses)),
             "max_rhat": round(d.max_rhat, 4), "min_ess_bulk": round(d.min_ess_bulk),
-            "divergences": int(d.divergences)}
+            "divergences": int(d.divergences), "leapfrog_per_draw": steps}
+
+
+def gradient_seconds(n_points: int, rho: float, calls: int = 20, repeats: int = 7) -> dict:
+    """Seconds per call of nutpie's compiled logp + gradient on the simulated table of
+    ``n_points`` points (no thinning): median of ``repeats`` blocks of ``calls`` calls."""
+    from gradient_cost import interleaved, nutpie_gradient
+
+    from bayescpt.curves.fit import CompiledFit
+
+    df, _ = simulate(n_points, rho)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cf = CompiledFit(df, "annealing")
+    med, best = interleaved({"g": nutpie_gradient(cf.compiled)}, calls, repeats)["g"]
+    return {"points": int(df["loss"].notna().sum()), "seen_points": len(cf.prep.points),
+            "gradient_seconds": med, "gradient_seconds_best": best,
+            "compile_seconds": round(cf.compile_seconds, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
 def main() -> int:
@@ -114,11 +150,17 @@ def main() -> int:
     ap.add_argument("--modes", default="thin,all")
     ap.add_argument("--rho", type=float, default=0.9)
     ap.add_argument("--json", type=Path, default=Path(__file__).with_name("fit_scaling.json"))
+    ap.add_argument("--gradients", action="store_true",
+                    help="time one compiled gradient per N (no thinning, no sampling)")
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)   # N MODE: run one fit, print JSON
     a = ap.parse_args()
     if a.one:
-        print(json.dumps(one(int(float(a.one[0])), a.one[1], a.rho)))
+        r = (gradient_seconds(int(float(a.one[0])), a.rho) if a.one[1] == "gradient"
+             else one(int(float(a.one[0])), a.one[1], a.rho))
+        print(json.dumps(r))
         return 0
+    if a.gradients:
+        a.modes = "gradient"
     done = json.loads(a.json.read_text()) if a.json.exists() else {}
     for n in [int(float(x)) for x in a.points.split(",")]:
         for mode in a.modes.split(","):
@@ -135,11 +177,19 @@ def main() -> int:
                 r = json.loads(proc.stdout.strip().splitlines()[-1])
                 done[key] = r
                 a.json.write_text(json.dumps(done, indent=1) + "\n")
+            if mode == "gradient":
+                print(f"N {r['points']:>8}: one gradient {1e3 * r['gradient_seconds']:8.3f} ms "
+                      f"(best block {1e3 * r['gradient_seconds_best']:.3f} ms), compile "
+                      f"{r['compile_seconds']} s, peak {r['peak_rss_mb']:.0f} MB", flush=True)
+                continue
             print(f"N {r['points']:>8} {mode:>4}: seen {r['seen_points']:>7}  wall "
-                  f"{r['wall_seconds']:7.1f} s (sampling {r['sampling_seconds']:7.1f} s)  peak "
+                  f"{r['wall_seconds']:7.1f} s (sampling {r['sampling_seconds']:7.1f} s"
+                  + (f", CPU {r['cpu_seconds']:.0f} s" if "cpu_seconds" in r else "") + ")  peak "
                   f"{r['peak_rss_mb']:6.0f} MB  error {100 * r['mean_rel_error']:.3f} % (MCSE "
                   f"{100 * r['mcse_rel']:.3f} %)  R-hat {r['max_rhat']:.3f} ESS "
-                  f"{r['min_ess_bulk']} div {r['divergences']}", flush=True)
+                  f"{r['min_ess_bulk']} div {r['divergences']}"
+                  + (f" leapfrog/draw {r['leapfrog_per_draw']:.1f}"
+                     if r.get("leapfrog_per_draw") else ""), flush=True)
     return 0
 
 
