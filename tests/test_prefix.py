@@ -84,13 +84,16 @@ def test_prefix_of_a_simulated_run_pulls_the_forecast_to_it(fit, run_table, mode
         assert p.loc[h["loss"].notna() & (h["step"] >= 1), "observed"].all()
         m = rest & p["mean"].notna()
         err[frac] = np.mean(np.abs(p["mean"][m] - truth[m]) / truth[m])
-        width[frac] = np.mean((p["curve_upper"] - p["curve_lower"])[m] / p["mean"][m])
+        flat = m & (g["lr"] >= g["lr"].max())       # before the decay: no LR-drop term there
+        width[frac] = np.mean((p["curve_upper"] - p["curve_lower"])[flat] / p["mean"][flat])
         inside = (truth[m] >= p["curve_lower"][m]) & (truth[m] <= p["curve_upper"][m])
         assert inside.mean() >= 0.9
         assert p["ess"].iloc[0] < p["n_points"].iloc[0] or frac == 0
     assert err[0.25] < 0.5 * err[0.0] and err[0.5] < 0.5 * err[0.0]
     # the discrepancy model keeps room for a smooth departure (0.2 % sd) the iid weights rule
-    # out: its band narrows less (measured at half: 0.77 % against 1.06 % with no prefix)
+    # out: its band narrows less (measured at half: 0.77 % against 1.06 % with no prefix);
+    # widths on the stretch before the WSD decay, where a model with an LR-drop term
+    # (lr_scale > 0) widens the band on purpose
     shrink = 0.5 if model == "iid" else 0.85
     assert width[0.5] < shrink * width[0.0] and width[0.25] < shrink * width[0.0]
 
