@@ -84,13 +84,16 @@ def test_prefix_of_a_simulated_run_pulls_the_forecast_to_it(fit, run_table, mode
         assert p.loc[h["loss"].notna() & (h["step"] >= 1), "observed"].all()
         m = rest & p["mean"].notna()
         err[frac] = np.mean(np.abs(p["mean"][m] - truth[m]) / truth[m])
-        width[frac] = np.mean((p["curve_upper"] - p["curve_lower"])[m] / p["mean"][m])
+        flat = m & (g["lr"] >= g["lr"].max())       # before the decay: no LR-drop term there
+        width[frac] = np.mean((p["curve_upper"] - p["curve_lower"])[flat] / p["mean"][flat])
         inside = (truth[m] >= p["curve_lower"][m]) & (truth[m] <= p["curve_upper"][m])
         assert inside.mean() >= 0.9
         assert p["ess"].iloc[0] < p["n_points"].iloc[0] or frac == 0
     assert err[0.25] < 0.5 * err[0.0] and err[0.5] < 0.5 * err[0.0]
     # the discrepancy model keeps room for a smooth departure (0.2 % sd) the iid weights rule
-    # out: its band narrows less (measured at half: 0.77 % against 1.06 % with no prefix)
+    # out: its band narrows less (measured at half: 0.77 % against 1.06 % with no prefix);
+    # widths on the stretch before the WSD decay, where a model with an LR-drop term
+    # (lr_scale > 0) widens the band on purpose
     shrink = 0.5 if model == "iid" else 0.85
     assert width[0.5] < shrink * width[0.0] and width[0.25] < shrink * width[0.0]
 
@@ -191,3 +194,60 @@ def test_fit_discrepancy_flag_stores_one_and_a_fit_without_one_warns(small_curve
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrefixWarning)
         forecast_with_prefix(Fit.load(out), h, n_dev=2, min_ess=0)
+
+
+def test_a_discrepancy_stored_before_the_lr_and_size_terms_reads_as_before():
+    """A fit's JSON without ``lr_scale`` / ``size_scales`` (stored before they existed) gives the
+    same model as before: no LR term, one scale for every size; the new fields round-trip."""
+    old = '{"scale": 0.002, "length": 0.25, "noise": 1e-4, "early": 0.004, "early_length": 0.1}'
+    d = Discrepancy.from_json(old)
+    assert d.lr_scale == 0 and d.size_scales == () and d.for_size(4e8) is d
+    x = np.log(np.array([3000.0, 8000.0, 20000.0]))
+    c = np.array([0.0, 0.9, 0.0])
+    assert np.allclose(d.sd(x, np.log(2000.0), c), d.sd(x, np.log(2000.0)))
+    new = Discrepancy(0.002, 0.5, 1e-4, lr_scale=0.01, size_scales=((25e6, 0.001), (4e8, 0.004)))
+    assert Discrepancy.from_json(new.to_json()) == new
+    assert new.for_size(1e8).scale == pytest.approx(0.002)       # ln-linear in ln size
+    assert new.for_size(1e9).scale == pytest.approx(0.004)       # the end value outside
+    sd = new.for_size(25e6).sd(x, 0.0, c)
+    assert sd[1] == pytest.approx(np.hypot(0.001, 0.009)) and sd[0] == pytest.approx(0.001)
+
+
+def test_lr_drop_is_the_recent_drop_as_a_share_of_the_peak():
+    from bayescpt.core.schedules import from_points
+    from bayescpt.curves.discrepancy import lr_drop
+
+    sched = from_points(np.array([0, 100, 8000, 8001, 20000]),
+                        np.array([0.0, 1e-3, 1e-3, 1e-4, 1e-4]))
+    c = lr_drop(sched, np.array([5000, 8000, 8001, 8500, 8900, 12000]), 0.1)
+    # the drop of 90 % at 8001 is seen for 10 % of the step (to about 8842), then forgotten
+    assert np.allclose(c, [0, 0, 0.9, 0.9, 0, 0], atol=1e-9)
+
+
+def test_learned_per_size_scales_and_lr_term_recover_a_simulated_discrepancy():
+    """Residual curves drawn from a known model whose late scale differs by size (0.1 / 0.2 /
+    0.4 %) and that rises after an LR drop: the maximum-likelihood model recovers each size's
+    scale and the LR term (within sampling error), which the single scale cannot."""
+    from bayescpt.core.schedules import from_points
+    from bayescpt.curves.discrepancy import learn_from_residuals, lr_drop
+
+    rng = np.random.default_rng(3)
+    truth = {25e6: 0.001, 1e8: 0.002, 4e8: 0.004}
+    sched = from_points(np.array([0, 500, 8000, 8001, 24000]),
+                        np.array([0.0, 1e-3, 1e-3, 2e-4, 2e-4]))
+    steps = np.unique(np.geomspace(600, 24000, 60).astype(int))
+    x, x0 = np.log(steps.astype(float)), np.log(500.0)
+    c = lr_drop(sched, steps, 0.1)
+    curves = []
+    for size, scale in truth.items():
+        d = Discrepancy(scale, 0.4, 1e-4, lr_scale=0.01)
+        K = d.kernel(x, x, x0, c, c) + (d.noise ** 2 + 1e-12) * np.eye(len(x))
+        for _ in range(3):
+            r = np.linalg.cholesky(K) @ rng.standard_normal(len(x))
+            curves.append((x, r, x0, c, size))
+    got = learn_from_residuals(curves)
+    per = dict(got.size_scales)
+    for size, scale in truth.items():
+        assert per[size] == pytest.approx(scale, rel=0.35), got
+    assert got.lr_scale == pytest.approx(0.01, rel=0.5) and 0.2 < got.length < 0.8, got
+    assert learn_from_residuals(curves, per_size=False).size_scales == ()

@@ -1,18 +1,32 @@
 """A run's smooth discrepancy from its law: the model prefix forecasts weight and forecast with.
 
 A real run's log loss leaves the fitted law smoothly, hundreds of logged losses leaning one way
-together. For losses y_i at steps s_i past the warmup (x_i = ln s_i, x0 = ln(warmup steps)) and a
-law curve mu(s)::
+together. For losses y_i at steps s_i past the warmup (x_i = ln s_i, x0 = ln(warmup steps)) of a
+run of model size N on a schedule with learning rate lr(s), and a law curve mu(s)::
 
     ln y_i - ln mu(s_i) = d(x_i) + e_i,      e_i ~ N(0, noise^2) iid
     d ~ GP(0, k),  k(x, x') = sd(x) sd(x') exp(-|x - x'| / length)   (Ornstein-Uhlenbeck in ln s)
-    sd(x)^2 = scale^2 + early^2 exp(-(x - x0) / early_length)       (larger just after warmup)
+    sd(x)^2 = scale_N^2                                   (the late level, per model size)
+            + early^2 exp(-(x - x0) / early_length)      (larger just after warmup)
+            + lr_scale^2 c(s)^2                           (larger just after an LR drop)
+    c(s) = (max over s' in [s exp(-lr_window), s] of lr(s') - lr(s)) / max lr
 
-:class:`Discrepancy` holds (``scale``, ``length``, ``noise``, ``early``, ``early_length``), all on
-ln loss (0.001 = 0.1 % of the loss) except the lengths (ln step). :func:`learn_discrepancy` fits
-them by maximum likelihood to a fit's own training residuals (each training curve's
-posterior-mean residual under its fitted parameters, :func:`training_residuals`): the stationary
-part on all curves first, then ``early`` with the others fixed. :class:`Conditioner` is the
+c(s) is the drop of the LR over the last ``lr_window`` in ln step, as a share of the peak LR (0 on a
+constant stretch, up to 1 just after a drop to zero): abrupt LR changes are where the laws misfit
+for a while. scale_N: ``scale`` for every size when ``size_scales`` is empty (fits stored before
+it existed); else the size's own from ``size_scales`` (pairs (N, scale_N)), ln scale_N
+interpolated linearly in ln N between the learned sizes and held at the end ones outside them.
+A fit stored without ``lr_scale`` / ``size_scales`` reads them as 0 / empty: the model above
+without those terms, as before.
+
+:class:`Discrepancy` holds (``scale``, ``length``, ``noise``, ``early``, ``early_length``,
+``lr_scale``, ``lr_window``, ``size_scales``), all on ln loss (0.001 = 0.1 % of the loss) except
+the lengths and ``lr_window`` (ln step). :func:`learn_discrepancy` fits them by maximum
+likelihood to a fit's own training residuals (each training curve's posterior-mean residual under
+its fitted parameters, :func:`training_residuals`): the stationary part (``scale``, ``length``,
+``noise``, with ``lr_scale`` when the training schedules drop their LR) on all curves first, then
+``early`` with the others fixed, then (a fit of several sizes, ``per_size``) each size's
+scale_N on that size's curves alone with everything else fixed. :class:`Conditioner` is the
 process at a prefix's steps: its Gaussian log likelihood of residuals and its conditional mean
 and variance at later steps (one Cholesky factor of K + noise^2 I for every particle). How prefix
 forecasts use it: :mod:`bayescpt.curves.prefix`.
@@ -35,45 +49,92 @@ from bayescpt.curves.hierarchy import prepare
 
 @dataclass(frozen=True)
 class Discrepancy:
-    """The smooth discrepancy of a run's log loss from the law, plus white noise (:mod:`bayescpt.curves.prefix`, module doc).
+    """The smooth discrepancy of a run's log loss from the law, plus white noise (module doc).
 
     d is an Ornstein-Uhlenbeck process in x = ln(step) (correlation exp(-|x - x'| / length))
-    of standard deviation s(x) = sqrt(scale^2 + early^2 exp(-(x - x0) / early_length)) at x,
-    x0 = ln(the run's warmup steps): ``scale`` the late level, ``early`` the extra just after
-    the warmup; ``noise`` the sd of the white part e (all on log loss)."""
+    of standard deviation sqrt(scale^2 + early^2 exp(-(x - x0) / early_length)
+    + lr_scale^2 c^2) at x, x0 = ln(the run's warmup steps), c the run's recent LR drop there
+    (:func:`lr_drop`): ``scale`` the late level (per size: :meth:`for_size`), ``early`` the
+    extra just after the warmup, ``lr_scale`` the extra per unit of LR drop; ``noise`` the sd of
+    the white part e (all on log loss)."""
 
     scale: float
     length: float
     noise: float
     early: float = 0.0
     early_length: float = 0.1
+    lr_scale: float = 0.0
+    lr_window: float = 0.1
+    size_scales: tuple = ()
 
-    def sd(self, x: np.ndarray, x0: float) -> np.ndarray:
-        return np.sqrt(self.scale ** 2 + self.early ** 2
-                       * np.exp(-np.maximum(x - x0, 0.0) / self.early_length))
+    def for_size(self, size) -> "Discrepancy":
+        """The model of a run of ``size`` parameters: ``scale`` replaced by that size's (ln scale
+        linear in ln size between the learned sizes, the end ones' outside; as is without
+        ``size_scales`` or a size)."""
+        if not self.size_scales or size is None or not np.isfinite(size) or size <= 0:
+            return self
+        n, sc = np.log(np.array(sorted(self.size_scales), dtype=float)).T
+        scale = float(np.exp(np.interp(np.log(float(size)), n, sc)))
+        return Discrepancy(scale, self.length, self.noise, self.early, self.early_length,
+                           self.lr_scale, self.lr_window)
 
-    def kernel(self, xa: np.ndarray, xb: np.ndarray, x0: float = 0.0) -> np.ndarray:
-        """Covariance of d between ln steps ``xa`` (m,) and ``xb`` (n,): shape (m, n)."""
-        return np.outer(self.sd(xa, x0), self.sd(xb, x0)) \
+    def sd(self, x: np.ndarray, x0: float, c: np.ndarray | None = None) -> np.ndarray:
+        v = self.scale ** 2 + self.early ** 2 * np.exp(-np.maximum(x - x0, 0.0) / self.early_length)
+        if c is not None and self.lr_scale:
+            v = v + (self.lr_scale * c) ** 2
+        return np.sqrt(v)
+
+    def kernel(self, xa: np.ndarray, xb: np.ndarray, x0: float = 0.0,
+               ca: np.ndarray | None = None, cb: np.ndarray | None = None) -> np.ndarray:
+        """Covariance of d between ln steps ``xa`` (m,) and ``xb`` (n,) (LR drops ``ca``,
+        ``cb`` there): shape (m, n)."""
+        return np.outer(self.sd(xa, x0, ca), self.sd(xb, x0, cb)) \
             * np.exp(-np.abs(xa[:, None] - xb[None, :]) / self.length)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        d = asdict(self)
+        d["size_scales"] = [[float(n), float(v)] for n, v in self.size_scales]
+        return json.dumps(d)
 
     @classmethod
     def from_json(cls, text) -> "Discrepancy":
         d = json.loads(text) if isinstance(text, str) else dict(text)
-        return cls(**{k: float(v) for k, v in d.items()})
+        sizes = tuple((float(n), float(v)) for n, v in d.pop("size_scales", None) or ())
+        return cls(**{k: float(v) for k, v in d.items()}, size_scales=sizes)
+
+
+def lr_drop(schedule, steps: np.ndarray, window: float) -> np.ndarray:
+    """The LR's drop over the last ``window`` in ln step before each of ``steps``, as a share of
+    the schedule's peak: (max of lr on [s exp(-window), s] - lr(s)) / max lr, in [0, 1]."""
+    lr = np.asarray(schedule.lr, dtype=float)
+    peak = lr.max()
+    if not peak > 0:
+        return np.zeros(len(steps))
+    steps = np.minimum(np.asarray(steps, dtype=np.int64), len(lr) - 1)
+    lo = np.floor(steps * np.exp(-window)).astype(np.int64)
+    # running maximum over [lo, s]: a sparse table of maxima over powers of two
+    table = [lr]
+    while 2 ** len(table) <= len(lr):
+        prev, h = table[-1], 2 ** (len(table) - 1)
+        table.append(np.maximum(prev[:-h], prev[h:]))
+    length = steps - lo + 1
+    k = np.floor(np.log2(length)).astype(int)
+    out = np.empty(len(steps))
+    for i, (a, b, kk) in enumerate(zip(lo, steps, k)):
+        t = table[kk]
+        out[i] = max(t[a], t[b - 2 ** kk + 1])
+    return np.clip((out - lr[steps]) / peak, 0.0, 1.0)
 
 
 class Conditioner:
-    """The discrepancy's Gaussian process conditioned on a prefix at ln steps ``x`` (n,): one
-    Cholesky factor shared by every particle (:mod:`bayescpt.curves.prefix`, module doc)."""
+    """The discrepancy's Gaussian process conditioned on a prefix at ln steps ``x`` (n,), the
+    run's LR drops ``c`` there (or None): one Cholesky factor shared by every particle
+    (:mod:`bayescpt.curves.prefix`, module doc)."""
 
-    def __init__(self, disc: Discrepancy, x: np.ndarray, x0: float):
-        self.disc, self.x, self.x0 = disc, x, x0
-        K = disc.kernel(x, x, x0)
-        K[np.diag_indices_from(K)] += disc.noise ** 2 + 1e-10 * disc.sd(x, x0) ** 2
+    def __init__(self, disc: Discrepancy, x: np.ndarray, x0: float, c: np.ndarray | None = None):
+        self.disc, self.x, self.x0, self.c = disc, x, x0, c
+        K = disc.kernel(x, x, x0, c, c)
+        K[np.diag_indices_from(K)] += disc.noise ** 2 + 1e-10 * disc.sd(x, x0, c) ** 2
         self.L = linalg.cholesky(K, lower=True)
         self.logdet = 2.0 * np.log(np.diag(self.L)).sum()
 
@@ -84,20 +145,22 @@ class Conditioner:
         return (-0.5 * np.einsum("ij,ij->j", Z, Z) - 0.5 * self.logdet
                 - 0.5 * n * np.log(2 * np.pi))
 
-    def predict(self, xt: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Conditional mean (P, m) and variance (m,) of d at ln steps ``xt`` given residuals
-        ``R`` (P, n)."""
-        k = self.disc.kernel(xt, self.x, self.x0)
+    def predict(self, xt: np.ndarray, R: np.ndarray,
+                ct: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Conditional mean (P, m) and variance (m,) of d at ln steps ``xt`` (LR drops ``ct``)
+        given residuals ``R`` (P, n)."""
+        k = self.disc.kernel(xt, self.x, self.x0, ct, self.c)
         A = linalg.cho_solve((self.L, True), k.T, check_finite=False)    # (n, m)
-        var = self.disc.sd(xt, self.x0) ** 2 - np.einsum("mn,nm->m", k, A)
+        var = self.disc.sd(xt, self.x0, ct) ** 2 - np.einsum("mn,nm->m", k, A)
         return R @ A, np.maximum(var, 0.0)
 
 
-def training_residuals(fit: Fit, table: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray, float]]:
-    """Each training curve's residual from the law, ``(x, r, x0)``: ln steps (n,), the
-    posterior-mean residual ln y - ln mu (n,) under the curve's own fitted parameters, and ln of
-    its warmup steps; ``table`` is the fit's training table (its loss rows past the warmup must
-    be the fit's observed points)."""
+def training_residuals(fit: Fit, table: pd.DataFrame, lr_window: float = 0.1) -> list[tuple]:
+    """Each training curve's residual from the law, ``(x, r, x0, c, size)``: ln steps (n,), the
+    posterior-mean residual ln y - ln mu (n,) under the curve's own fitted parameters, ln of its
+    warmup steps, its LR drop over ``lr_window`` at each step (:func:`lr_drop`, (n,)) and its
+    model size; ``table`` is the fit's training table (its loss rows past the warmup must be the
+    fit's observed points)."""
     df, _ = fit.law.split_data(table)
     prep = prepare(df, fit.law, dict(fit.config["settings"]), size_ref=fit.size_ref)
     y = fit.idata.observed_data["y"].values
@@ -121,46 +184,80 @@ def training_residuals(fit: Fit, table: pd.DataFrame) -> list[tuple[np.ndarray, 
         mu = fit.law.mean(np, theta, prep.X)
     r = (prep.y[None, :] - np.log(np.maximum(mu, 1e-6))).mean(axis=0)
     sched = schedules_of(df)
+    sizes = fit.groups["size"].to_numpy()
     out = []
     for c, g in prep.points.assign(r=r).groupby("curve"):
-        warm = sched[prep.curves["run"].iloc[c]].warmup_steps
-        out.append((np.log(g["step"].to_numpy(dtype=float)), g["r"].to_numpy(),
-                    float(np.log(max(warm, 1)))))
+        run = prep.curves["run"].iloc[c]
+        steps = g["step"].to_numpy(dtype=np.int64)
+        size = sizes[prep.curves["group"].iloc[c]]
+        out.append((np.log(steps.astype(float)), g["r"].to_numpy(),
+                    float(np.log(max(sched[run].warmup_steps, 1))),
+                    lr_drop(sched[run], steps, lr_window),
+                    None if size is None or pd.isna(size) else float(size)))
     return out
 
 
 def _neg_loglik(disc: Discrepancy, curves) -> float:
     total = 0.0
-    for x, r, x0 in curves:
+    for x, r, x0, c, *_ in curves:
         try:
-            total -= Conditioner(disc, x, x0).loglik(r[None, :])[0]
+            total -= Conditioner(disc, x, x0, c).loglik(r[None, :])[0]
         except linalg.LinAlgError:
             return np.inf
     return total
 
 
-def learn_discrepancy(fit: Fit, table: pd.DataFrame, early_length: float = 0.1) -> Discrepancy:
+def learn_discrepancy(fit: Fit, table: pd.DataFrame, early_length: float = 0.1,
+                      lr_window: float = 0.1, per_size: bool = True,
+                      lr_term: bool = True) -> Discrepancy:
     """The discrepancy model of ``fit``, learned by maximum likelihood from its training
-    residuals (:func:`training_residuals` of its training ``table``): first the stationary
-    process (``scale``, ``length``, ``noise``) on every residual, then the ``early`` extra sd
-    just after the warmup (decaying over ``early_length`` in ln step) with those fixed."""
-    curves = training_residuals(fit, table)
-    sd = float(np.std(np.concatenate([r for _, r, _ in curves])))
+    residuals (:func:`training_residuals` of its training ``table``; module doc): first the
+    stationary process (``scale``, ``length``, ``noise``; with ``lr_term`` and training
+    schedules that drop their LR by at least 5 % of the peak within ``lr_window``, also
+    ``lr_scale``) on every residual, then the ``early`` extra sd just after the warmup (decaying
+    over ``early_length`` in ln step) with those fixed, then with ``per_size`` and several sizes
+    each size's ``scale`` on its own curves, the rest fixed (``size_scales``)."""
+    return learn_from_residuals(training_residuals(fit, table, lr_window), early_length,
+                                lr_window, per_size, lr_term)
+
+
+def learn_from_residuals(curves, early_length: float = 0.1, lr_window: float = 0.1,
+                         per_size: bool = True, lr_term: bool = True) -> Discrepancy:
+    """:func:`learn_discrepancy` on residual curves ``(x, r, x0, c, size)`` (the tuples of
+    :func:`training_residuals`; ``c`` the LR drops over ``lr_window``)."""
+    sd = float(np.std(np.concatenate([cv[1] for cv in curves])))
+    with_lr = lr_term and max(float(cv[3].max()) for cv in curves) >= 0.05
 
     def stationary(p):
-        s, ell, e = np.exp(p)
-        return _neg_loglik(Discrepancy(s, ell, e), curves)
+        s, ell, e = np.exp(p[:3])
+        lr = float(np.exp(p[3])) if with_lr else 0.0
+        return _neg_loglik(Discrepancy(s, ell, e, lr_scale=lr, lr_window=lr_window), curves)
 
-    res = optimize.minimize(stationary, np.log([sd, 0.3, sd / 3]), method="Nelder-Mead",
-                            options={"xatol": 1e-3, "fatol": 1e-2, "maxfev": 3000})
-    s, ell, e = (float(v) for v in np.exp(res.x))
+    start = [sd, 0.3, sd / 3] + ([sd] if with_lr else [])
+    res = optimize.minimize(stationary, np.log(start), method="Nelder-Mead",
+                            options={"xatol": 1e-3, "fatol": 1e-2,
+                                     "maxfev": 4000 if with_lr else 3000})
+    s, ell, e = (float(v) for v in np.exp(res.x[:3]))
+    lr = float(np.exp(res.x[3])) if with_lr else 0.0
 
-    def early(p):
-        return _neg_loglik(Discrepancy(s, ell, e, float(np.exp(p)), early_length), curves)
+    def model(scale=s, early=0.0):
+        return Discrepancy(scale, ell, e, early, early_length, lr, lr_window)
 
-    res = optimize.minimize_scalar(early, bounds=(np.log(sd) - 7, np.log(sd) + 3),
+    res = optimize.minimize_scalar(lambda p: _neg_loglik(model(early=float(np.exp(p))), curves),
+                                   bounds=(np.log(sd) - 7, np.log(sd) + 3),
                                    method="bounded", options={"xatol": 1e-2})
-    return Discrepancy(s, ell, e, float(np.exp(res.x)), early_length)
+    early = float(np.exp(res.x))
+    sizes = sorted({cv[4] for cv in curves if cv[4] is not None})
+    by_size = []
+    if per_size and len(sizes) > 1:
+        for n in sizes:
+            mine = [cv for cv in curves if cv[4] == n]
+            r = optimize.minimize_scalar(
+                lambda p: _neg_loglik(model(float(np.exp(p)), early), mine),
+                bounds=(np.log(s) - 3, np.log(s) + 3), method="bounded",
+                options={"xatol": 1e-2})
+            by_size.append((float(n), float(np.exp(r.x))))
+    return Discrepancy(s, ell, e, early, early_length, lr, lr_window, tuple(by_size))
 
 
 def resolve_discrepancy(fit: Fit, discrepancy) -> "Discrepancy | None":

@@ -12,13 +12,16 @@ prefix losses y_i at steps s_i past the warmup, x_i = ln s_i, x0 = ln(warmup ste
 
     r_ki = ln y_i - ln mu_k(s_i) = d(x_i) + e_i,      e_i ~ N(0, noise^2) iid
     d ~ GP(0, k),  k(x, x') = sd(x) sd(x') exp(-|x - x'| / length)   (Ornstein-Uhlenbeck in ln s)
-    sd(x)^2 = scale^2 + early^2 exp(-(x - x0) / early_length)       (larger just after warmup)
+    sd(x)^2 = scale_N^2 + early^2 exp(-(x - x0) / early_length)     (larger just after warmup)
+              + lr_scale^2 c(s)^2                  (larger just after an LR drop; c in [0, 1])
 
-with (``scale``, ``length``, ``noise``, ``early``) a :class:`Discrepancy` learned by maximum
-likelihood from the fit's own training residuals (:func:`learn_discrepancy`; each training curve's
-posterior-mean residual under its fitted parameters; the stationary part on all of them first,
-then ``early`` with ``early_length`` = 0.1) and stored with the fit (``fit.meta["discrepancy"]``,
-JSON). With Sigma = K + noise^2 I (n x n, the same for every particle)::
+with (``scale_N`` of the run's model size N, ``length``, ``noise``, ``early``, ``lr_scale``) a
+:class:`Discrepancy` learned by maximum likelihood from the fit's own training residuals
+(:func:`learn_discrepancy`; each training curve's posterior-mean residual under its fitted
+parameters; c(s) the LR's drop over the last ``lr_window`` in ln step as a share of its peak,
+from the run's planned schedule: :mod:`bayescpt.curves.discrepancy`, module doc) and stored with
+the fit (``fit.meta["discrepancy"]``, JSON; a fit stored before ``lr_scale`` and the per-size
+scales existed gets neither term). With Sigma = K + noise^2 I (n x n, the same for every particle)::
 
     log w_k = log N(r_k; 0, Sigma) = -1/2 r_k' Sigma^-1 r_k - 1/2 log det(2 pi Sigma),  sum w_k = 1
 
@@ -72,6 +75,7 @@ from bayescpt.curves.discrepancy import (  # noqa: F401
     Conditioner,
     Discrepancy,
     learn_discrepancy,
+    lr_drop,
     resolve_discrepancy,
     training_residuals,
 )
@@ -115,7 +119,7 @@ def prefix_weights(fit: Fit, theta: dict, X: dict, loss: np.ndarray,
     if discrepancy is None:
         ll = _iid_loglik(fit, R, theta["_sigma"])
     else:
-        ll = Conditioner(discrepancy, np.log(np.asarray(steps, float)), x0).loglik(R)
+        ll = Conditioner(discrepancy, np.log(np.asarray(steps, float)), x0).loglik(R)  # no LR term
     return _normalise(temper * ll)
 
 
@@ -238,6 +242,8 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
         info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
     warm = schedule.warmup_steps if fit.config["settings"].get("skip_warmup", True) else 0
     obs = g[g["loss"].notna() & (g["step"] >= warm)]
+    if disc is not None:                # the size's own scale, where the model has one per size
+        disc = disc.for_size(info["model_size"])
     if max_dev is None:                 # more deviations only where the weights are honest
         max_dev = 4 * n_dev if disc is not None else n_dev
     max_dev = max(int(max_dev), n_dev)
@@ -249,7 +255,8 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
         loss = obs["loss"].to_numpy(dtype=float)
         if disc is not None:
             cond = Conditioner(disc, np.log(steps.astype(float)),
-                                np.log(max(schedule.warmup_steps, 1)))
+                               np.log(max(schedule.warmup_steps, 1)),
+                               lr_drop(schedule, steps, disc.lr_window))
     done = 0
     while True:
         batch = [parameter_draws(fit, vs, size, rng) for _ in range(n_dev)]
@@ -339,7 +346,8 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
             mean_curve = curves
         else:
             disc = part.cond.disc
-            m, v = part.cond.predict(np.log(steps.astype(float)), resid)
+            m, v = part.cond.predict(np.log(steps.astype(float)), resid,
+                                     lr_drop(sched[run], steps, disc.lr_window))
             mean_curve = curves * np.exp(m)
             curves = mean_curve * np.exp(np.sqrt(v)[None, :] * rng.standard_normal(curves.shape))
             y_rep = curves * np.exp(disc.noise * rng.standard_normal(curves.shape))
