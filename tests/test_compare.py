@@ -43,3 +43,36 @@ def test_cli_compare(small_fit_file, tmp_path, capsys):
     assert main(args) == 2                      # no silent overwrite
     assert main(["compare", str(path)]) == 2     # one fit is not a comparison
     assert "at least two" in capsys.readouterr().err
+
+
+def test_a_pointwise_log_likelihood_too_large_is_not_stored_and_loo_says_why(
+        small_fit_file, monkeypatch):
+    """4 x 1000 draws of 1e6 points would be 32 GB of log likelihood: above the limit the fit
+    keeps none, says so, and LOO names the reason instead of failing inside ArviZ."""
+    import numpy as np
+    import pymc as pm
+    import pytest
+
+    from bayescpt.core import sampling
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu")
+        pm.Normal("y", mu, 1.0, observed=np.zeros(1000))
+        pm.Normal("z", mu, 1.0, observed=pm.Data("zd", np.zeros(500)))
+    assert sampling.observed_points(model) == 1500
+    s = {"chains": 4, "draws": 1000}
+    assert sampling.loglik_too_large(model, s) is None          # 48 MB
+    monkeypatch.setattr(sampling, "LOGLIK_MAX_BYTES", 10 * 2 ** 20)
+    why = sampling.loglik_too_large(model, s)
+    assert why.startswith("pointwise log likelihood not stored: 4 chains x 1000 draws x 1500 "
+                          "observed points would take 46 MiB (limit 10 MiB)")
+
+    a, b = Fit.load(small_fit_file[1]), Fit.load(small_fit_file[1])
+    idata = b.idata
+    with pytest.warns(sampling.LogLikelihoodSkipped, match="not stored"):
+        sampling.store_log_likelihood(idata, model, s)
+    del idata.log_likelihood
+    assert loo_table([a, b], ["a", "b"]) is None
+    from bayescpt.curves.compare import loo_unavailable
+    assert loo_unavailable([a, b], ["a", "b"]) == f"b has no pointwise log likelihood ({why})"
+    assert loo_unavailable([a, a]) is None

@@ -36,6 +36,7 @@ from bayescpt.curves.compare import (
     differences,
     labels_for,
     loo_table,
+    loo_unavailable,
     parameter_table,
     shared_parameters,
 )
@@ -333,7 +334,7 @@ def cmd_compare(a) -> int:
               "plot, --plot, puts the fits' groups side by side)")
     loo = loo_table(fits, labels)
     if loo is None:
-        print("\nPSIS-LOO: not comparable (the fits are of different data)")
+        print(f"\nPSIS-LOO: not comparable ({loo_unavailable(fits, labels)})")
     else:
         print("\nPSIS-LOO (same data; higher elpd_loo is better):")
         print(loo.to_string(float_format=lambda v: f"{v:.4g}"))

@@ -22,7 +22,8 @@ from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
-from bayescpt.curves.compare import loo_table, parameter_table, shared_parameters
+from bayescpt.curves.compare import (loo_table, loo_unavailable, parameter_table,
+                                     shared_parameters)
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.extrapolation import QUANTITIES, ExtrapolationWarning
 from bayescpt.curves.fit import Fit
@@ -121,8 +122,7 @@ def _compare(fit, law: str, other: str, path: Path, force: bool, log):
     labels = [f"{law} (this fit)", f"{other} (models/)"]
     loo = loo_table([fit, ref], labels)
     if loo is None:
-        log(f"[4/5] {ref_path.name} was fitted on other data (its data hash differs): "
-            "no LOO comparison")
+        log(f"[4/5] no LOO comparison with {ref_path.name}: {loo_unavailable([fit, ref], labels)}")
     else:
         log("[4/5] PSIS-LOO on the same runs (higher elpd is better):")
         log(loo[["rank", "elpd_loo", "p_loo", "elpd_diff", "dse"]].to_string(

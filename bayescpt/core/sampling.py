@@ -35,6 +35,10 @@ from bayescpt.core.init import INITS, model_starts
 from bayescpt.core.jax_nuts import jax_precision, sample_jax
 
 SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
+
+#: the pointwise log likelihood (chains x draws x observed points, float64) is stored only up to
+#: this size: 4 x 1000 draws of 1e6 points would be 32 GB, more than the fit itself needs
+LOGLIK_MAX_BYTES = 2 * 2 ** 30
 DEFAULT_SAMPLER_SETTINGS = {"chains": 4, "draws": 1000, "tune": 1000, "target_accept": 0.95,
                             "seed": 0, "low_rank": True, "max_tree_depth": None,
                             "drop_stuck_chains": False, "init": "map"}
@@ -154,6 +158,7 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
     """
     import pymc as pm
 
+    loglik = loglik_too_large(model, s) is None   # small enough to store
     ncores = cores or min(s["chains"], os.cpu_count() or 1)
     kw = dict(draws=s["draws"], tune=s["tune"], chains=s["chains"], random_seed=s["seed"],
               progressbar=progress, model=model, target_accept=s["target_accept"])
@@ -175,8 +180,8 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
         if s["sampler"] == "pymc":
             # given starts are used as they are (PyMC's default init would jitter them again)
             init = {"init": "adapt_diag"} if initvals is not None else {}
-            idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": True}, **init, **cap,
-                              **kw)
+            idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": loglik},
+                              **init, **cap, **kw)
         elif s["sampler"] == "nutpie" and starts is not None:
             idata = sample_compiled(compile_nutpie(model), model, s, starts,
                                     cores=ncores, progress=progress, log_likelihood=False,
@@ -200,7 +205,8 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
             jax_precision()
             # JAX samplers from their own starts: chains vectorised on one device. Their default ('parallel', pmap over
             # chains) fails when there are fewer devices than chains, as on a 1-device CPU.
-            idata = pm.sample(nuts_sampler=s["sampler"], idata_kwargs={"log_likelihood": True},
+            idata = pm.sample(nuts_sampler=s["sampler"],
+                              idata_kwargs={"log_likelihood": loglik},
                               nuts_sampler_kwargs={"chain_method": "vectorized",
                                                    "jitter": initvals is None,
                                                    **({"nuts_kwargs": cap} if cap else {})}, **kw)
@@ -209,9 +215,51 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
                 # 'lp' as the log density (blackjax's and every other sampler's)
                 idata.sample_stats["lp"] = -idata.sample_stats["lp"]
         finish_trace(idata, s, starts)
-        if "log_likelihood" not in idata:
-            add_log_likelihood(idata, model)
+        store_log_likelihood(idata, model, s)
     return idata
+
+
+def store_log_likelihood(idata, model, s: dict) -> None:
+    """Add the pointwise log likelihood to ``idata`` (in place) unless it is there already or
+    too large (:func:`loglik_too_large`): then say so, in a warning and in
+    ``sample_stats.attrs['log_likelihood']``."""
+    why = loglik_too_large(model, s)
+    if why is not None:
+        idata.sample_stats.attrs["log_likelihood"] = why
+        warnings.warn(why, LogLikelihoodSkipped, stacklevel=3)
+    elif "log_likelihood" not in idata:
+        add_log_likelihood(idata, model)
+
+
+class LogLikelihoodSkipped(UserWarning):
+    """The pointwise log likelihood was not stored (too large): LOO is not available."""
+
+
+def observed_points(model) -> int:
+    """Number of observed values of ``model`` (all its observed variables)."""
+    import numpy as np
+
+    n = 0
+    for rv in model.observed_RVs:
+        v = model.rvs_to_values[rv]
+        data = v.get_value() if hasattr(v, "get_value") else getattr(v, "data", None)
+        n += int(np.size(data)) if data is not None else 0
+    return n
+
+
+def loglik_too_large(model, s: dict) -> str | None:
+    """None when the pointwise log likelihood of a fit with settings ``s`` fits in
+    :data:`LOGLIK_MAX_BYTES`; else the one line saying it is not stored, and why."""
+    n = observed_points(model)
+    size = 8 * s["chains"] * s["draws"] * n
+    if size <= LOGLIK_MAX_BYTES:
+        return None
+    def gib(b):
+        return f"{b / 2 ** 30:.1f} GiB" if b >= 2 ** 30 else f"{b / 2 ** 20:.0f} MiB"
+    return (f"pointwise log likelihood not stored: {s['chains']} chains x {s['draws']} draws x "
+            f"{n} observed points would take {gib(size)} (limit {gib(LOGLIK_MAX_BYTES)}); "
+            "PSIS-LOO (compare) needs it: fit fewer points (the default thinning of long "
+            "curves) or fewer draws")
 
 
 def add_log_likelihood(idata, model) -> None:
@@ -259,7 +307,7 @@ def sample_compiled(compiled, model, s: dict, starts=None, cores: int | None = N
         if finish:
             finish_trace(idata, s, starts)
         if log_likelihood:
-            add_log_likelihood(idata, model)
+            store_log_likelihood(idata, model, s)
     return idata
 
 

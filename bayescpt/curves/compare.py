@@ -97,14 +97,26 @@ def differences(fits, names=None, params=None, prob: float = 0.9, seed: int = 0)
     return pd.DataFrame(rows, columns=DIFF_COLUMNS)
 
 
+def loo_unavailable(fits, names=None) -> str | None:
+    """Why :func:`loo_table` cannot compare ``fits`` (one line), or None when it can."""
+    if len({f.meta.get("data_hash") for f in fits}) != 1:
+        return "the fits are of different data"
+    for label, f in zip(labels_for(fits, names), fits):
+        if "log_likelihood" not in f.idata:
+            why = f.idata.sample_stats.attrs.get("log_likelihood") if "sample_stats" in f.idata \
+                else None
+            return f"{label} has no pointwise log likelihood" + (f" ({why})" if why else "")
+    return None
+
+
 def loo_table(fits, names=None) -> pd.DataFrame | None:
-    """``arviz.compare`` of fits of the same data; None when their data differ."""
+    """``arviz.compare`` of fits of the same data; None when :func:`loo_unavailable` says why
+    not (different data, or a fit without its pointwise log likelihood)."""
     import warnings
 
     import arviz as az
 
-    hashes = {f.meta.get("data_hash") for f in fits}
-    if len(hashes) != 1:
+    if loo_unavailable(fits, names) is not None:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
