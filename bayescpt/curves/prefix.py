@@ -109,20 +109,6 @@ def _normalise(ll: np.ndarray) -> np.ndarray:
     return w / w.sum()
 
 
-def prefix_weights(fit: Fit, theta: dict, X: dict, loss: np.ndarray,
-                   temper: float = 1.0, steps: np.ndarray | None = None,
-                   discrepancy: "Discrepancy | None" = None, x0: float = 0.0) -> np.ndarray:
-    """Normalised importance weights of particles ``theta`` (shape (P,)) given the observed
-    ``loss`` (nats, shape (n,)) at the design ``X`` (at ``steps``, needed with a
-    ``discrepancy``; without one the fit's iid noise model); see the module docstring."""
-    R = _residuals(fit, theta, X, loss)
-    if discrepancy is None:
-        ll = _iid_loglik(fit, R, theta["_sigma"])
-    else:
-        ll = Conditioner(discrepancy, np.log(np.asarray(steps, float)), x0).loglik(R)  # no LR term
-    return _normalise(temper * ll)
-
-
 def systematic_resample(w: np.ndarray, m: int, rng) -> np.ndarray:
     """``m`` indices of particles drawn with probabilities ``w`` (systematic resampling: one
     uniform offset, so each particle appears floor or ceil of m w_k times)."""
