@@ -24,6 +24,7 @@ gradients, which depends on the posterior's shape (taken from the fits).
     python benchmarks/fit_scaling.py [--points 1e3,1e4,1e5,1e6] [--modes thin,all]
         [--rho 0.9] [--json benchmarks/fit_scaling.json]
     python benchmarks/fit_scaling.py --gradients [--points 1e3,1e4,1e5,1e6]
+    python benchmarks/fit_scaling.py --layout many [--points 1e3,1e4]   (many short curves)
 
 Results are appended to the JSON after every fit (a rerun skips what is there). Run it on an idle
 machine; a full-data fit of 1e6 points takes long (its gradient is 1e6 points).
@@ -53,17 +54,42 @@ SIZES = [25e6, 100e6, 400e6]
 SIGMA = 0.003
 
 
-def simulate(n_points: int, rho: float, seed: int = 0):
-    """The table (validated) and the per-group truth for ``n_points`` loss points in all."""
+#: loss points per curve of the ``many`` layout
+MANY_PER_CURVE = 111
+
+
+def many_schedules(n_triples: int) -> list:
+    """``n_triples`` x (constant, cosine, WSD) schedules of 2000-4000 steps (lengths spread
+    evenly), each named by its kind and index."""
+    from bayescpt.core import schedules as S
+
+    out = []
+    for k in range(n_triples):
+        total = int(2000 + 2000 * k / max(n_triples - 1, 1))
+        out += [S.constant(total, 3e-4, warmup_steps=100, name=f"constant{k}"),
+                S.cosine(total, 3e-4, 3e-5, warmup_steps=100, name=f"cosine{k}"),
+                S.wsd(total, 3e-4, decay_steps=total // 5, final=0.0, warmup_steps=100,
+                      name=f"wsd{k}")]
+    return out
+
+
+def simulate(n_points: int, rho: float, seed: int = 0, layout: str = "long"):
+    """The table (validated) and the per-group truth for ``n_points`` loss points in all:
+    ``long``, 9 curves (3 sizes x 3 schedules) of N / 9 points; ``many``, 3 sizes x N / 333
+    schedules, curves of :data:`MANY_PER_CURVE` points."""
     import pandas as pd
 
     from bayescpt.curves import simulate as sim
     from bayescpt.curves.laws import get_law
 
     law = get_law("annealing")
-    per_curve = max(20, n_points // 9)
-    total = max(2000, int(per_curve * 1.02) + 300)
-    scheds = sim.default_schedules(total=total, warmup=min(200, total // 20))
+    if layout == "many":
+        per_curve = MANY_PER_CURVE
+        scheds = many_schedules(max(1, round(n_points / (9 * per_curve))))
+    else:
+        per_curve = max(20, n_points // 9)
+        total = max(2000, int(per_curve * 1.02) + 300)
+        scheds = sim.default_schedules(total=total, warmup=min(200, total // 20))
     df, truth = sim.simulate_hierarchy(law, TRUTH, GROUP_SD, SIZES, scheds, points=per_curve,
                                        sigma=0.0, seed=seed)
     rng = np.random.default_rng(seed + 1)
@@ -88,12 +114,12 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def one(n_points: int, mode: str, rho: float) -> dict:
+def one(n_points: int, mode: str, rho: float, layout: str = "long") -> dict:
     """One fit, in this process: what the module docstring lists."""
     from bayescpt.curves.fit import Fit
     from bayescpt.curves.thinning import thin_long_curves
 
-    df, truth = simulate(n_points, rho)
+    df, truth = simulate(n_points, rho, layout=layout)
     n_all = int(df["loss"].notna().sum())
     note = None
     if mode == "thin":
@@ -117,7 +143,8 @@ def one(n_points: int, mode: str, rho: float) -> dict:
             ess = float(az.ess(x)[p].values)
             errs.append(abs(float(x.mean()) - row[p]) / row[p])
             mcses.append(float(x.std()) / np.sqrt(ess) / row[p])
-    return {"points": n_all, "mode": mode, "rho": rho, "seen_points": int(fit.meta["n_points"]),
+    return {"points": n_all, "mode": mode, "rho": rho, "layout": layout,
+            "curves": int(df.groupby(["run", "val_set"]).ngroups), "seen_points": int(fit.meta["n_points"]),
             "thinning": note, "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
             "sampling_seconds": fit.fit_seconds,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -149,6 +176,8 @@ def main() -> int:
     ap.add_argument("--points", default="1e3,1e4,1e5,1e6")
     ap.add_argument("--modes", default="thin,all")
     ap.add_argument("--rho", type=float, default=0.9)
+    ap.add_argument("--layout", default="long", choices=["long", "many"],
+                    help="long: 9 curves of N / 9 points; many: N / 111 curves of 111 points")
     ap.add_argument("--json", type=Path, default=Path(__file__).with_name("fit_scaling.json"))
     ap.add_argument("--gradients", action="store_true",
                     help="time one compiled gradient per N (no thinning, no sampling)")
@@ -156,7 +185,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.one:
         r = (gradient_seconds(int(float(a.one[0])), a.rho) if a.one[1] == "gradient"
-             else one(int(float(a.one[0])), a.one[1], a.rho))
+             else one(int(float(a.one[0])), a.one[1], a.rho, a.layout))
         print(json.dumps(r))
         return 0
     if a.gradients:
@@ -164,12 +193,13 @@ def main() -> int:
     done = json.loads(a.json.read_text()) if a.json.exists() else {}
     for n in [int(float(x)) for x in a.points.split(",")]:
         for mode in a.modes.split(","):
-            key = f"{n}|{mode}|{a.rho}"
+            key = f"{n}|{mode}|{a.rho}" + ("" if a.layout == "long" else f"|{a.layout}")
             if key in done:
                 r = done[key]
             else:
                 proc = subprocess.run([sys.executable, __file__, "--one", str(n), mode,
-                                       "--rho", str(a.rho)], capture_output=True, text=True,
+                                       "--rho", str(a.rho), "--layout", a.layout],
+                                      capture_output=True, text=True,
                                       env=dict(os.environ, PYTHONWARNINGS="ignore"))
                 if proc.returncode:
                     print(f"{key}: failed\n{proc.stderr[-2000:]}", flush=True)
@@ -182,7 +212,8 @@ def main() -> int:
                       f"(best block {1e3 * r['gradient_seconds_best']:.3f} ms), compile "
                       f"{r['compile_seconds']} s, peak {r['peak_rss_mb']:.0f} MB", flush=True)
                 continue
-            print(f"N {r['points']:>8} {mode:>4}: seen {r['seen_points']:>7}  wall "
+            print((f"{r['curves']} curves, " if "curves" in r else "") +
+                  f"N {r['points']:>8} {mode:>4}: seen {r['seen_points']:>7}  wall "
                   f"{r['wall_seconds']:7.1f} s (sampling {r['sampling_seconds']:7.1f} s"
                   + (f", CPU {r['cpu_seconds']:.0f} s" if "cpu_seconds" in r else "") + ")  peak "
                   f"{r['peak_rss_mb']:6.0f} MB  error {100 * r['mean_rel_error']:.3f} % (MCSE "
