@@ -82,7 +82,6 @@ from bayescpt.curves.scores import score  # noqa: E402  (light: numpy and pandas
 
 PROB = 0.9
 METHODS = ("bayes", "bootstrap", "conformal")
-OLMO_SIZES = ("190M", "370M", "760M", "1B", "3B")
 
 
 # ---------------------------------------------------------------- pure functions (unit-tested)
@@ -193,17 +192,9 @@ def load_set(name: str):
         from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 
         return split(bundled_multipowerlaw())
-    from multipower_protocol import after_warmup
-    from olmo_ladder import ROOT as OLMO_ROOT
+    from olmo_ladder import olmo_split
 
-    from bayescpt.datasets.public import load_olmo_ladder
-
-    train_runs = [f"{s}-{m}" for s in OLMO_SIZES for m in ("0.5xC", "1xC", "2xC")]
-    test_runs = [f"{s}-{m}" for s in OLMO_SIZES for m in ("5xC", "10xC")]
-    train = load_olmo_ladder(OLMO_ROOT, val_sets=("c4_en",), runs=train_runs)
-    test = load_olmo_ladder(OLMO_ROOT, val_sets=("c4_en",), runs=test_runs)
-    test = test[test["loss"].isna() | test.index.isin(after_warmup(test).index)]
-    return train, test
+    return olmo_split()
 
 
 def loo_residuals(law, train: pd.DataFrame, seed: int = 0) -> tuple[dict, list]:

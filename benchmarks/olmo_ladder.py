@@ -33,6 +33,17 @@ ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "olmo-ladder" /
 SIZES = ("190M", "370M", "760M", "1B", "3B")
 
 
+def olmo_split(root: Path = ROOT, val_set: str = "c4_en"):
+    """(train, test) of this check: the 0.5x/1x/2x Chinchilla runs of every size, and the 5x and
+    10x runs without the evaluations logged during their warmup (outside every law's domain:
+    not scored)."""
+    train_runs = [f"{s}-{m}" for s in SIZES for m in ("0.5xC", "1xC", "2xC")]
+    test_runs = [f"{s}-{m}" for s in SIZES for m in ("5xC", "10xC")]
+    train = load_olmo_ladder(root, val_sets=(val_set,), runs=train_runs)
+    test = load_olmo_ladder(root, val_sets=(val_set,), runs=test_runs)
+    return train, test[test["loss"].isna() | test.index.isin(after_warmup(test).index)]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--val-set", default="c4_en")
@@ -41,12 +52,7 @@ def main(argv=None):
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    train_runs = [f"{s}-{m}" for s in SIZES for m in ("0.5xC", "1xC", "2xC")]
-    test_runs = [f"{s}-{m}" for s in SIZES for m in ("5xC", "10xC")]
-    train = load_olmo_ladder(a.root, val_sets=(a.val_set,), runs=train_runs)
-    test = load_olmo_ladder(a.root, val_sets=(a.val_set,), runs=test_runs)
-    # evaluations logged during the warmup are outside every law's domain: not scored
-    test = test[test["loss"].isna() | test.index.isin(after_warmup(test).index)]
+    train, test = olmo_split(a.root, a.val_set)
     law = get_law("annealing")
     pred_pt, t_point, t_boot = practitioner(law, train, test, a.boot)
     t0 = time.perf_counter()
@@ -60,7 +66,8 @@ def main(argv=None):
                                    for _, g in h.groupby("model_size")]
     table["coverage_bootstrap"] = [np.mean((g["loss"] >= g["lower"]) & (g["loss"] <= g["upper"]))
                                    for _, g in h.groupby("model_size")]
-    print(f"OLMo ladder, {a.val_set}: train {len(train_runs)} runs, test {len(test_runs)} runs")
+    print(f"OLMo ladder, {a.val_set}: train {train['run'].nunique()} runs, test "
+          f"{test['run'].nunique()} runs")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print(f"NUTS {t_fit:.1f} s (cold) vs point {t_point:.2f} s + bootstrap {t_boot:.2f} s; "
           f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
