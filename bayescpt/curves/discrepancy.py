@@ -112,17 +112,11 @@ def lr_drop(schedule, steps: np.ndarray, window: float) -> np.ndarray:
         return np.zeros(len(steps))
     steps = np.minimum(np.asarray(steps, dtype=np.int64), len(lr) - 1)
     lo = np.floor(steps * np.exp(-window)).astype(np.int64)
-    # running maximum over [lo, s]: a sparse table of maxima over powers of two
-    table = [lr]
-    while 2 ** len(table) <= len(lr):
-        prev, h = table[-1], 2 ** (len(table) - 1)
-        table.append(np.maximum(prev[:-h], prev[h:]))
-    length = steps - lo + 1
-    k = np.floor(np.log2(length)).astype(int)
-    out = np.empty(len(steps))
-    for i, (a, b, kk) in enumerate(zip(lo, steps, k)):
-        t = table[kk]
-        out[i] = max(t[a], t[b - 2 ** kk + 1])
+    # max of lr[lo:s + 1] per step: reduceat over the pairs (lo, s + 1), every other result
+    # (a sentinel makes s + 1 a valid index at the schedule's last step)
+    bounds = np.column_stack([lo, steps + 1]).ravel()
+    out = np.maximum.reduceat(np.append(lr, -np.inf), bounds)[::2] if len(steps) else \
+        np.zeros(0)
     return np.clip((out - lr[steps]) / peak, 0.0, 1.0)
 
 
