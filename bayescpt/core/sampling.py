@@ -100,8 +100,9 @@ def find_starts(model, s: dict):
     return model_starts(model).starts(int(s["chains"]), int(s["seed"]))
 
 
-def compile_nutpie(model):
-    """nutpie's compiled ``model`` (its numba backend), compiled with numba's fastmath off.
+def numba_exact():
+    """PyTensor's numba backend with fastmath off, for every nutpie compile (:func:`compile_nutpie`
+    and PyMC's own nutpie path).
 
     With PyTensor's default (``numba__fastmath`` on) LLVM may reorder floating-point operations,
     and does so differently when the graph's functions are compiled together (a cache miss) and
@@ -111,10 +112,17 @@ def compile_nutpie(model):
     with fastmath off, fresh and cached compiles give identical draws). Same seed, same draws
     needs it off.
     """
-    import nutpie
     import pytensor
 
-    with pytensor.config.change_flags(numba__fastmath=False):
+    return pytensor.config.change_flags(numba__fastmath=False)
+
+
+def compile_nutpie(model):
+    """nutpie's compiled ``model`` (its numba backend), with numba's fastmath off
+    (:func:`numba_exact`)."""
+    import nutpie
+
+    with numba_exact():
         return nutpie.compile_pymc_model(model)
 
 
@@ -190,10 +198,7 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
             # The low-rank mass-matrix adaptation follows strong posterior correlations (L0-A-alpha
             # in the loss laws) that a diagonal one cannot: 10x faster and no divergences there.
             # numba's fastmath off: the same draws from a fresh and a cached compile
-            # (compile_nutpie)
-            import pytensor
-
-            with pytensor.config.change_flags(numba__fastmath=False):
+            with numba_exact():
                 idata = pm.sample(nuts_sampler="nutpie", nuts_sampler_kwargs={
                     "low_rank_modified_mass_matrix": s.get("low_rank", True), "cores": ncores,
                     "save_warmup": False, **cap}, **kw)
