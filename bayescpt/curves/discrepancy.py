@@ -47,6 +47,11 @@ from bayescpt.curves.fit import Fit
 from bayescpt.curves.hierarchy import prepare
 
 
+#: White-noise sds (ln loss) a run in progress may show, besides the fit's learned one: 0.0025 %
+#: to 1.28 % of the loss, a factor 2 apart (:meth:`Discrepancy.noise_levels`).
+RUN_NOISE_LEVELS = 2.5e-5 * 2.0 ** np.arange(10)
+
+
 @dataclass(frozen=True)
 class Discrepancy:
     """The smooth discrepancy of a run's log loss from the law, plus white noise (module doc).
@@ -77,6 +82,14 @@ class Discrepancy:
         scale = float(np.exp(np.interp(np.log(float(size)), n, sc)))
         return Discrepancy(scale, self.length, self.noise, self.early, self.early_length,
                            self.lr_scale, self.lr_window)
+
+    def noise_levels(self) -> np.ndarray:
+        """The white-noise sds a new run's own evaluations may have (ln loss, ascending): the
+        learned ``noise`` and :data:`RUN_NOISE_LEVELS`. A run is evaluated on its own eval set,
+        batch count and logging cadence, so its noise need not be the training curves' (smooth
+        published curves give ``noise`` ~ 0; a live run's eval loss is rarely that smooth); a
+        prefix forecast weighs every level by the prefix's likelihood (equal prior weights)."""
+        return np.unique(np.append(RUN_NOISE_LEVELS, self.noise))
 
     def sd(self, x: np.ndarray, x0: float, c: np.ndarray | None = None) -> np.ndarray:
         v = self.scale ** 2 + self.early ** 2 * np.exp(-np.maximum(x - x0, 0.0) / self.early_length)
@@ -122,13 +135,15 @@ def lr_drop(schedule, steps: np.ndarray, window: float) -> np.ndarray:
 
 class Conditioner:
     """The discrepancy's Gaussian process conditioned on a prefix at ln steps ``x`` (n,), the
-    run's LR drops ``c`` there (or None): one Cholesky factor shared by every particle
-    (:mod:`bayescpt.curves.prefix`, module doc)."""
+    run's LR drops ``c`` there (or None), white noise of sd ``noise`` (None: the model's own):
+    one Cholesky factor shared by every particle (:mod:`bayescpt.curves.prefix`, module doc)."""
 
-    def __init__(self, disc: Discrepancy, x: np.ndarray, x0: float, c: np.ndarray | None = None):
+    def __init__(self, disc: Discrepancy, x: np.ndarray, x0: float, c: np.ndarray | None = None,
+                 noise: float | None = None):
         self.disc, self.x, self.x0, self.c = disc, x, x0, c
+        self.noise = disc.noise if noise is None else float(noise)
         K = disc.kernel(x, x, x0, c, c)
-        K[np.diag_indices_from(K)] += disc.noise ** 2 + 1e-10 * disc.sd(x, x0, c) ** 2
+        K[np.diag_indices_from(K)] += self.noise ** 2 + 1e-10 * disc.sd(x, x0, c) ** 2
         self.L = linalg.cholesky(K, lower=True)
         self.logdet = 2.0 * np.log(np.diag(self.L)).sum()
 

@@ -21,18 +21,28 @@ with (``scale_N`` of the run's model size N, ``length``, ``noise``, ``early``, `
 parameters; c(s) the LR's drop over the last ``lr_window`` in ln step as a share of its peak,
 from the run's planned schedule: :mod:`bayescpt.curves.discrepancy`, module doc) and stored with
 the fit (``fit.meta["discrepancy"]``, JSON; a fit stored before ``lr_scale`` and the per-size
-scales existed gets neither term). With Sigma = K + noise^2 I (n x n, the same for every particle)::
+scales existed gets neither term). With Sigma_j = K + noise_j^2 I (n x n; the same for every
+particle at the run noise level j, below)::
 
-    log w_k = log N(r_k; 0, Sigma) = -1/2 r_k' Sigma^-1 r_k - 1/2 log det(2 pi Sigma),  sum w_k = 1
+    log w_kj = log N(r_k; 0, Sigma_j) = -1/2 r_k' Sigma_j^-1 r_k - 1/2 log det(2 pi Sigma_j),  sum w = 1
 
-(one Cholesky factor of Sigma, one triangular solve with P right-hand sides): a dense prefix of
+(one Cholesky factor of Sigma_j, one triangular solve with P right-hand sides): a dense prefix of
 smooth residuals counts as about (its span in ln step) / ``length`` independent pieces, not n.
+**The run's own noise.** A run is evaluated on its own eval set and cadence, so its white noise
+need not be the training curves' (published curves are smoothed: ``noise`` ~ 0). The noise sd is
+unknown per run, with equal prior weight on each of :meth:`Discrepancy.noise_levels` (the learned
+one and 0.0025 %-1.28 % of the loss, a factor 2 apart): a particle is a (draw x deviation, level
+j) pair weighted by N(r_k; 0, K + noise_j^2 I) (one Cholesky factor per level). The prefix
+decides the level: white noise does not shrink between close evaluations, the OU part does.
+Without this, a run noisier than the training curves reads its last few noisy losses as a
+departure that persists, and its 99 % band at the next evaluation is as narrow as the OU
+increment (a watch false alarm; measured in ``benchmarks/RESULTS.md``, 'Runs in progress').
 **Forecast** at steps s_t (x_t = ln s_t) for particle k: the law curve times the discrepancy's
 conditional given the prefix residual, plus fresh noise::
 
-    d(x_t) | r_k ~ N(m_kt, v_t),    m_kt = k(x_t, x)' Sigma^-1 r_k,
-                                    v_t = sd(x_t)^2 - k(x_t, x)' Sigma^-1 k(x, x_t)
-    curve_kt = mu_k(s_t) exp(m_kt + sqrt(v_t) z),  y_kt = curve_kt exp(noise z'),  z, z' ~ N(0, 1)
+    d(x_t) | r_k ~ N(m_kt, v_t),    m_kt = k(x_t, x)' Sigma_j^-1 r_k,
+                                    v_t = sd(x_t)^2 - k(x_t, x)' Sigma_j^-1 k(x, x_t)
+    curve_kt = mu_k(s_t) exp(m_kt + sqrt(v_t) z),  y_kt = curve_kt exp(noise_j z'),  z, z' ~ N(0, 1)
 
 so the last residual decays into the future over ``length`` (in ln step) and its conditional
 variance widens the band back to the stationary sd(x_t). ``mean`` is sum_k w_k mu_k exp(m_k);
@@ -198,9 +208,11 @@ def merge_observed(schedule: pd.DataFrame, observed: pd.DataFrame) -> pd.DataFra
 class Particles:
     """One curve's weighted particles given its prefix: parameter draws ``theta`` (only those
     that carry weight), normalised weights ``w``, the effective sample size ``ess`` of the ``n``
-    particles drawn, the prefix rows used ``obs`` and the curve's ``info``
-    (:func:`~bayescpt.curves.data.curve_info`); with a discrepancy model, its conditioner on the
-    prefix ``cond`` and the kept particles' prefix residuals ``resid`` (P, n)."""
+    particles weighed, the prefix rows used ``obs`` and the curve's ``info``
+    (:func:`~bayescpt.curves.data.curve_info`); with a discrepancy model, one conditioner on the
+    prefix per run noise level ``conds`` (:meth:`Discrepancy.noise_levels`), each kept
+    particle's noise ``level`` (an index into ``conds``) and its prefix residuals ``resid``
+    (P, n). A particle is then a (posterior draw x deviation, noise level) pair."""
 
     theta: dict
     w: np.ndarray
@@ -208,7 +220,8 @@ class Particles:
     n: int
     obs: pd.DataFrame
     info: dict
-    cond: "Conditioner | None" = None
+    conds: "list[Conditioner] | None" = None
+    level: np.ndarray | None = None
     resid: np.ndarray | None = None
 
 
@@ -234,15 +247,15 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
         max_dev = 4 * n_dev if disc is not None else n_dev
     max_dev = max(int(max_dev), n_dev)
     parts, lls = [], []
-    cond, X_obs, loss = None, None, None
+    conds, X_obs, loss = None, None, None
     if len(obs):
         steps = obs["step"].to_numpy()
         X_obs = fit.law.design(schedule, steps, fit.config["settings"], info)
         loss = obs["loss"].to_numpy(dtype=float)
         if disc is not None:
-            cond = Conditioner(disc, np.log(steps.astype(float)),
-                               np.log(max(schedule.warmup_steps, 1)),
-                               lr_drop(schedule, steps, disc.lr_window))
+            x, x0 = np.log(steps.astype(float)), np.log(max(schedule.warmup_steps, 1))
+            c = lr_drop(schedule, steps, disc.lr_window)
+            conds = [Conditioner(disc, x, x0, c, noise=s) for s in disc.noise_levels()]
     done = 0
     while True:
         batch = [parameter_draws(fit, vs, size, rng) for _ in range(n_dev)]
@@ -250,26 +263,28 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
         parts.append(theta)
         done += n_dev
         if X_obs is None:
-            lls.append(np.zeros(theta["_sigma"].shape[0]))
-        else:
+            lls.append(np.zeros((theta["_sigma"].shape[0], 1)))
+        else:                           # (P, levels): each particle at each run noise level
             R = _residuals(fit, theta, X_obs, loss)
-            lls.append(temper * (_iid_loglik(fit, R, theta["_sigma"]) if cond is None
-                                 else cond.loglik(R)))
-        w = _normalise(np.concatenate(lls))
+            lls.append(temper * (_iid_loglik(fit, R, theta["_sigma"])[:, None] if conds is None
+                                 else np.column_stack([cd.loglik(R) for cd in conds])))
+        w = _normalise(np.concatenate(lls).ravel())
         ess = 1.0 / np.sum(w ** 2)
         if ess >= min_ess or done + n_dev > max_dev or X_obs is None:
             break
     theta = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    n_part = theta["_sigma"].shape[0]
+    n_part = w.size
     if ess < min_ess:
         warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses leaves an "
                       f"effective sample size of {ess:.0f} of {n_part} particles; the "
                       "forecast rests on few draws (thin the prefix or raise n_dev)",
                       PrefixWarning, stacklevel=3)
-    keep = w > 1e-12 * w.max()                      # particles that carry any weight
-    theta = {k: v[keep] for k, v in theta.items()}
-    resid = None if cond is None else _residuals(fit, theta, X_obs, loss)
-    return Particles(theta, w[keep] / w[keep].sum(), ess, n_part, obs, info, cond, resid)
+    keep = np.flatnonzero(w > 1e-12 * w.max())      # particles that carry any weight
+    draw, level = np.divmod(keep, lls[0].shape[1])
+    theta = {k: v[draw] for k, v in theta.items()}
+    resid = None if conds is None else _residuals(fit, theta, X_obs, loss)
+    return Particles(theta, w[keep] / w[keep].sum(), ess, n_part, obs, info, conds,
+                     None if conds is None else level, resid)
 
 
 def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0,
@@ -314,29 +329,35 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
         part = curve_particles(fit, df, run, vs, g, sched[run], rng, n_dev, temper, min_ess,
                                discrepancy, max_dev)
         th, wk, ess, n_part, obs, info = part.theta, part.w, part.ess, part.n, part.obs, part.info
-        resid = part.resid
+        resid, level = part.resid, part.level
         if len(obs) and len(wk) > n_forecast:       # equal-weight particles for the bands
             idx = systematic_resample(wk, n_forecast, rng)
             th = {k: v[idx] for k, v in th.items()}
             resid = None if resid is None else resid[idx]
+            level = None if level is None else level[idx]
             wk = np.full(n_forecast, 1.0 / n_forecast)
         settings = fit.config["settings"]
         steps = g["step"].to_numpy()
         X = fit.law.design(sched[run], steps, settings, info)
         curves = curve_draws(fit, th, X)
         sigma = th["_sigma"][:, None]
-        if part.cond is None:
+        if part.conds is None:
             eps = rng.standard_t(noise.get("nu", 5.0), size=curves.shape) \
                 if noise["family"] == "studentt" else rng.standard_normal(curves.shape)
             y_rep = curves * np.exp(sigma * eps)
             mean_curve = curves
         else:
-            disc = part.cond.disc
-            m, v = part.cond.predict(np.log(steps.astype(float)), resid,
-                                     lr_drop(sched[run], steps, disc.lr_window))
+            xt = np.log(steps.astype(float))
+            ct = lr_drop(sched[run], steps, part.conds[0].disc.lr_window)
+            m, sd = np.empty_like(curves), np.empty_like(curves)
+            for j in np.unique(level):                  # each run noise level's conditional
+                at = level == j
+                m[at], v = part.conds[j].predict(xt, resid[at], ct)
+                sd[at] = np.sqrt(v)
             mean_curve = curves * np.exp(m)
-            curves = mean_curve * np.exp(np.sqrt(v)[None, :] * rng.standard_normal(curves.shape))
-            y_rep = curves * np.exp(disc.noise * rng.standard_normal(curves.shape))
+            curves = mean_curve * np.exp(sd * rng.standard_normal(curves.shape))
+            noise_k = np.array([cd.noise for cd in part.conds])[level][:, None]
+            y_rep = curves * np.exp(noise_k * rng.standard_normal(curves.shape))
         res = g.copy()
         res["mean"] = wk @ mean_curve
         res["median"] = weighted_quantiles(curves, wk, [0.5])[0]
