@@ -15,6 +15,7 @@ from bayescpt.lab.corpora import load_corpus
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "bayescpt" / "lab" / "configs" / "tiny.toml"
 GRID = ROOT / "bayescpt" / "lab" / "configs" / "grid.toml"
+PTSET = ROOT / "bayescpt" / "lab" / "configs" / "pt_schedules.toml"
 
 
 def tiny_raw(tmp_path=None):
@@ -39,10 +40,43 @@ def toml_text(raw):
     return "\n".join(f"{k} = {val(v)}" for k, v in raw.items()) + "\n"
 
 
-@pytest.mark.parametrize("path", [TINY, GRID])
+@pytest.mark.parametrize("path", [TINY, GRID, PTSET])
 def test_bundled_configs_parse(path):
     cfg = labconfig.load_config(path)
-    assert cfg.runs and set(cfg.sizes_in_use()) <= set(cfg.sizes)
+    assert (cfg.runs or cfg.pt_runs) and set(cfg.sizes_in_use()) <= set(cfg.sizes)
+
+
+def test_pt_set_holds_out_schedules_of_every_kind_the_issue_names():
+    """The unseen-schedule set (issue 16, 3a): three sizes, each with the same three training
+    schedules and held-out WSD cooldowns of other lengths and shapes, step decay, cyclic, 1-sqrt,
+    and runs longer than any training run."""
+    cfg = labconfig.load_config(PTSET)
+    assert not cfg.runs and len(cfg.sizes_in_use()) == 3
+    held = set(cfg.pt_heldout)
+    for size in cfg.sizes_in_use():
+        runs = [r for r in cfg.pt_runs if r.size == size]
+        train = [r for r in runs if r.schedule not in held]
+        test = [r for r in runs if r.schedule in held]
+        assert len(train) == 3 and len(test) >= 6
+        kinds = {cfg.pt_schedules[r.schedule]["kind"] for r in test}
+        shapes = {cfg.pt_schedules[r.schedule].get("shape") for r in test}
+        assert {"wsd", "multistep", "cyclic"} <= kinds and "1-sqrt" in shapes
+        assert max(r.steps for r in test) >= 2 * max(r.steps for r in train)
+    # no schedule of the CPT grid's kinds was a PT-set schedule: the grid ran only rewarmups
+    grid = labconfig.load_config(GRID)
+    assert {s["kind"] for s in grid.cpt_schedules.values()} == {"rewarmup"}
+
+
+def pt_raw():
+    """The tiny config with PT-only runs instead of its CPT grid."""
+    raw = tiny_raw()
+    del raw["cpt"]
+    raw["pt"] = {"schedules": {"const": {"kind": "constant", "peak": 3e-3, "warmup_steps": 5},
+                               "wsd": {"kind": "wsd", "peak": 3e-3, "warmup_steps": 5,
+                                       "decay_steps": 8}},
+                 "grid": [{"sizes": ["xs"], "schedules": ["const", "wsd"], "steps": [24]}],
+                 "heldout_schedules": ["wsd"]}
+    return raw
 
 
 def test_grid_has_heldout_schedule_and_replay_and_three_sizes():
@@ -78,6 +112,23 @@ def test_cpt_schedule_rewarms_from_the_pt_learning_rate():
 ])
 def test_config_errors_are_one_line(edit, message):
     raw = tiny_raw()
+    edit(raw)
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
+        labconfig.parse_config(raw, source="x.toml")
+    assert "\n" not in str(err.value) and str(err.value).startswith("x.toml")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r["pt"]["grid"][0].update(schedules=["cos"]), "'schedules' has 'cos'"),
+    (lambda r: r["pt"]["grid"][0].update(step=[10]), "[[pt.grid]] #1: unknown key(s) ['step']"),
+    (lambda r: r["pt"]["grid"][0].update(steps=[1]), "'steps' = [1]"),
+    (lambda r: r["pt"].update(heldout_schedules=["cosine"]), "'heldout_schedules' has 'cosine'"),
+    (lambda r: r["pt"]["schedules"]["wsd"].update(decay_steps=50), "decay_steps=50"),
+    (lambda r: r["pt"].update(grid=[]), "no runs; add [[cpt.grid]] blocks"),
+    (lambda r: r["pt"].update(schedule_=1), "[pt] unknown key(s) ['schedule_']"),
+])
+def test_pt_config_errors_are_one_line(edit, message):
+    raw = pt_raw()
     edit(raw)
     with pytest.raises(ValueError, match=re.escape(message)) as err:
         labconfig.parse_config(raw, source="x.toml")
@@ -190,6 +241,33 @@ def test_plot_writes_figures(tiny_runs, tmp_path):
                                                         "by_replay_ratio.png"}
     table = pd.read_csv(tmp_path / "phenomena.csv")
     assert len(table) == 8 and table["dom_change"].notna().all()
+
+
+def test_pt_only_runs_share_initialisation_and_batches(tmp_path):
+    """Two PT-only runs of one size differ only in their schedule: identical losses while the
+    schedules agree (common random numbers), different after the cooldown starts; rows in the
+    data model with phase pt; the plot command draws them."""
+    pytest.importorskip("torch")
+    from bayescpt.cli.main import main
+    from bayescpt.curves.data import read_curves
+
+    cfg_path = tmp_path / "pt.toml"
+    cfg_path.write_text(toml_text(pt_raw()))
+    out = tmp_path / "out"
+    assert main(["lab", "run", str(cfg_path), "--out", str(out), "--quiet"]) == 0
+    df = read_curves(out / "curves.csv")
+    assert set(df["phase"]) == {"pt"} and df["run"].nunique() == 2
+    gen = df[df["val_role"] == "general"].dropna(subset=["loss"])
+    const = gen[gen["run"] == "xs/pt/const-24"].set_index("step")["loss"]
+    wsd = gen[gen["run"] == "xs/pt/wsd-24"].set_index("step")["loss"]
+    assert list(const.index) == [0, 5, 10, 15, 20, 24] == list(wsd.index)
+    np.testing.assert_array_equal(const.loc[:15], wsd.loc[:15])  # the decay starts after step 16
+    assert const[24] != wsd[24]
+    runs = pd.read_csv(out / "runs.csv")
+    assert runs.set_index("schedule")["heldout_schedule"].to_dict() == {"const": False,
+                                                                       "wsd": True}
+    assert main(["lab", "plot", str(out / "curves.csv"), "--out", str(tmp_path / "p")]) == 0
+    assert {p.name for p in (tmp_path / "p").glob("*.png")} == {"pt_xs.png"}
 
 
 # ------------------------------------------------------------------ the bundled grid (no torch)

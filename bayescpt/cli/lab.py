@@ -14,7 +14,7 @@ import pandas as pd
 from bayescpt.cli.common import csv_writer, save_figure, say, write_files
 from bayescpt.lab.config import load_config
 from bayescpt.lab.phenomena import per_run
-from bayescpt.lab.plots import plot_all
+from bayescpt.lab.plots import plot_all, plot_pt_runs
 from bayescpt.lab.runner import run_lab
 
 
@@ -46,7 +46,8 @@ def _dispatch(a: argparse.Namespace) -> int:
 
         cfg = load_config(a.config)
         log = (lambda m: None) if a.quiet else say
-        log(f"lab: {cfg.name}: {len(cfg.runs)} CPT runs over {len(cfg.sizes_in_use())} sizes")
+        log(f"lab: {cfg.name}: {len(cfg.runs)} CPT runs and {len(cfg.pt_runs)} PT-only runs over "
+            f"{len(cfg.sizes_in_use())} sizes")
         m = run_lab(cfg, a.out, force=a.force, log=log)
         log(f"wrote {a.out / 'curves.csv'} ({m['rows']} rows, {m['runs']} runs) in "
             f"{m['timings_s']['total']:.0f} s; sha256 {m['curves_sha256'][:16]}")
@@ -59,9 +60,13 @@ def _dispatch(a: argparse.Namespace) -> int:
     curves, runs = pd.read_csv(a.curves), pd.read_csv(runs)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    table = out / "phenomena.csv"
-    write_files({table: csv_writer(per_run(curves, runs), "%.4f")}, force=True)
-    say(f"wrote {table}")
-    for name, fig in plot_all(curves, runs).items():   # replaced on every call, as before
+    cpt = runs[runs["transfer"].notna()] if "transfer" in runs else runs.iloc[:0]
+    figs = plot_pt_runs(curves, runs)
+    if len(cpt):
+        table = out / "phenomena.csv"
+        write_files({table: csv_writer(per_run(curves, cpt), "%.4f")}, force=True)
+        say(f"wrote {table}")
+        figs = {**plot_all(curves, cpt), **figs}
+    for name, fig in figs.items():   # replaced on every call, as before
         say(f"wrote {save_figure(fig, out / f'{name}.png', force=True)}")
     return 0

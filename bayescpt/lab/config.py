@@ -1,5 +1,11 @@
 """The lab's experiment file (TOML): model sizes, corpora, the PT schedule and its transfer
-points, and the CPT grid. See ``bayescpt/lab/configs/grid.toml`` for a commented example.
+points, the CPT grid, and pre-training-only runs. See ``bayescpt/lab/configs/grid.toml`` (CPT)
+and ``bayescpt/lab/configs/pt_schedules.toml`` (PT runs under many schedules) for commented
+examples.
+
+A config has CPT runs (``[pt] steps, schedule`` and ``[[cpt.grid]]`` blocks), PT-only runs
+(``[pt.schedules.NAME]`` tables and ``[[pt.grid]]`` blocks of ``sizes, schedules, steps``: each
+run trains a size from its initialisation under one schedule), or both.
 
 Every problem raises ``ValueError`` with one line naming the file and the key. Learning-rate
 schedules are tables ``{kind = BUILDER, ...}`` whose other keys are the keyword arguments of the
@@ -41,6 +47,19 @@ class CptRun:
         return f"{self.size}/pt{self.transfer}/{self.schedule}-{self.steps}/r{self.replay:g}"
 
 
+@dataclass(frozen=True)
+class PtRun:
+    """One pre-training-only run: model size, PT schedule name, steps."""
+
+    size: str
+    schedule: str
+    steps: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.size}/pt/{self.schedule}-{self.steps}"
+
+
 @dataclass
 class LabConfig:
     source: str
@@ -57,6 +76,9 @@ class LabConfig:
     heldout_schedules: list = field(default_factory=list)
     heldout_replay: list = field(default_factory=list)
     raw: dict = field(default_factory=dict)
+    pt_schedules: dict = field(default_factory=dict)   # name -> schedule table (PT-only runs)
+    pt_runs: list = field(default_factory=list)        # [PtRun]
+    pt_heldout: list = field(default_factory=list)     # PT schedule names held out
 
     def corpus_with_role(self, role: str) -> str:
         return next(n for n, c in self.corpora.items() if c["role"] == role)
@@ -65,7 +87,12 @@ class LabConfig:
         return sorted({r.transfer for r in self.runs if r.size == size})
 
     def sizes_in_use(self) -> list[str]:
-        return [s for s in self.sizes if any(r.size == s for r in self.runs)]
+        return [s for s in self.sizes if any(r.size == s for r in self.runs + self.pt_runs)]
+
+    def pt_run_schedule(self, run: PtRun) -> S.Schedule:
+        """The per-step LR of a PT-only run (index 0 is the initialisation)."""
+        return build_schedule(self.pt_schedules[run.schedule], run.steps,
+                              where=f"{self.source}: [pt.schedules.{run.schedule}]")
 
     def pt_schedule_built(self) -> S.Schedule:
         return build_schedule(self.pt_schedule, self.pt_steps, where=f"{self.source}: [pt]")
@@ -190,11 +217,76 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
                          f"and one with role 'domain' (CPT data); found roles {roles}")
 
     pt = _table(raw.get("pt"), "pt", source)
-    pt_steps = _int(pt, "steps", f"{source}: [pt]")
-    if not isinstance(pt.get("schedule"), dict):
-        raise ValueError(f"{source}: [pt] needs a 'schedule' table, e.g. "
-                         "{kind = \"wsd\", peak = 2e-3, decay_steps = 300, warmup_steps = 50}")
+    extra = set(pt) - {"steps", "schedule", "schedules", "grid", "heldout_schedules"}
+    if extra:
+        raise ValueError(f"{source}: [pt] unknown key(s) {sorted(extra)}; known: steps, "
+                         "schedule, schedules, grid, heldout_schedules")
+    pt_scheds = _table(pt.get("schedules"), "pt.schedules", source, of_tables=True)
+    pt_runs = _pt_grid(pt, pt_scheds, sizes, source)
+    if "cpt" not in raw and not pt_runs:
+        raise ValueError(f"{source}: no runs; add [[cpt.grid]] blocks (CPT runs, with [pt] steps "
+                         "and schedule) or [[pt.grid]] blocks (PT-only runs)")
+    cpt_wanted = "cpt" in raw
+    pt_steps = 0
+    if cpt_wanted:
+        pt_steps = _int(pt, "steps", f"{source}: [pt]")
+        if not isinstance(pt.get("schedule"), dict):
+            raise ValueError(f"{source}: [pt] needs a 'schedule' table, e.g. "
+                             "{kind = \"wsd\", peak = 2e-3, decay_steps = 300, warmup_steps = 50}")
 
+    runs, held, cpt, scheds = [], [], {}, {}
+    if cpt_wanted:
+        runs, held, cpt, scheds = _cpt_grid(raw, sizes, pt_steps, source)
+    pt_held = pt.get("heldout_schedules", [])
+    if pt_held:
+        _names(pt_held, pt_scheds, "heldout_schedules", f"{source}: [pt]")
+    cfg = LabConfig(source, str(raw.get("name", Path(source).stem)), int(raw.get("seed", 0)),
+                    int(raw.get("threads", 1)), train, sizes, corpora, pt_steps,
+                    pt.get("schedule", {}), scheds, runs,
+                    list(cpt.get("heldout_schedules", [])),
+                    [float(r) for r in held], raw, pt_scheds, pt_runs, list(pt_held))
+    if cpt_wanted:
+        _names(cfg.heldout_schedules or list(scheds)[:1], scheds, "heldout_schedules",
+               f"{source}: [cpt]")
+        cfg.pt_schedule_built()
+    for run in runs:  # build every schedule now: errors before any training
+        cfg.full_schedule(run)
+    for run in pt_runs:
+        cfg.pt_run_schedule(run)
+    return cfg
+
+
+def _pt_grid(pt: dict, scheds: dict, sizes: dict, source: str) -> list:
+    """The PT-only runs of the ``[[pt.grid]]`` blocks (``sizes``, ``schedules``, ``steps``)."""
+    grid = pt.get("grid") or []
+    if not isinstance(grid, list) or any(not isinstance(b, dict) for b in grid):
+        raise ValueError(f"{source}: 'pt.grid' = {grid!r}; expected [[pt.grid]] blocks")
+    if grid and not scheds:
+        raise ValueError(f"{source}: [[pt.grid]] needs [pt.schedules.NAME] tables")
+    runs, seen = [], set()
+    for i, block in enumerate(grid):
+        where = f"{source}: [[pt.grid]] #{i + 1}"
+        extra = set(block) - {"sizes", "schedules", "steps"}
+        if extra:
+            raise ValueError(f"{where}: unknown key(s) {sorted(extra)}; known: sizes, "
+                             "schedules, steps")
+        sz = _names(block.get("sizes"), sizes, "sizes", where)
+        sc = _names(block.get("schedules"), scheds, "schedules", where)
+        lengths = block.get("steps")
+        if not isinstance(lengths, list) or not lengths or any(
+                not isinstance(t, int) or isinstance(t, bool) or t < 2 for t in lengths):
+            raise ValueError(f"{where}: 'steps' = {lengths!r}; expected a list of PT lengths "
+                             ">= 2")
+        for combo in itertools.product(sz, sc, lengths):
+            run = PtRun(*combo)
+            if run not in seen:
+                seen.add(run)
+                runs.append(run)
+    return runs
+
+
+def _cpt_grid(raw: dict, sizes: dict, pt_steps: int, source: str):
+    """(runs, held-out replay ratios, the [cpt] table, its schedules) of the [[cpt.grid]]."""
     cpt = _table(raw.get("cpt"), "cpt", source)
     scheds = _table(cpt.get("schedules"), "cpt.schedules", source, of_tables=True)
     grid = cpt.get("grid") or []
@@ -228,7 +320,8 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
                 seen.add(run)
                 runs.append(run)
     if not runs:
-        raise ValueError(f"{source}: no CPT runs; add a [[cpt.grid]] block")
+        raise ValueError(f"{source}: no runs; add a [[cpt.grid]] block (CPT runs) "
+                         "or [[pt.grid]] blocks (PT-only runs)")
     held = cpt.get("heldout_replay", [])
     if not isinstance(held, list) or any(not isinstance(r, (int, float)) or isinstance(r, bool)
                                          or not 0 <= r < 1 for r in held):
@@ -237,13 +330,4 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
     if not isinstance(cpt.get("heldout_schedules", []), list):
         raise ValueError(f"{source}: [cpt] 'heldout_schedules' = "
                          f"{cpt['heldout_schedules']!r}; expected a list of schedule names")
-    cfg = LabConfig(source, str(raw.get("name", Path(source).stem)), int(raw.get("seed", 0)),
-                    int(raw.get("threads", 1)), train, sizes, corpora, pt_steps, pt["schedule"],
-                    scheds, runs, list(cpt.get("heldout_schedules", [])),
-                    [float(r) for r in cpt.get("heldout_replay", [])], raw)
-    _names(cfg.heldout_schedules or list(scheds)[:1], scheds, "heldout_schedules",
-           f"{source}: [cpt]")
-    cfg.pt_schedule_built()
-    for run in runs:  # build every schedule now: errors before any training
-        cfg.full_schedule(run)
-    return cfg
+    return runs, held, cpt, scheds

@@ -1,6 +1,7 @@
 """Figures of lab curves: general and domain validation loss and the LR against the step, for
-runs that differ in one factor (CPT schedule, transfer step, replay ratio, model size, length)
-with the others fixed at the grid's reference values."""
+CPT runs that differ in one factor (CPT schedule, transfer step, replay ratio, model size,
+length) with the others fixed at the grid's reference values, and for PT-only runs one figure
+per model size with a line per schedule."""
 
 from __future__ import annotations
 
@@ -76,4 +77,42 @@ def plot_all(curves: pd.DataFrame, runs: pd.DataFrame) -> dict:
         fig = plot_factor(curves, runs, vary, ref)
         if fig is not None:
             figs[f"by_{vary}"] = fig
+    return figs
+
+
+def plot_pt_runs(curves: pd.DataFrame, runs: pd.DataFrame) -> dict:
+    """PT-only runs (rows of ``runs`` with a ``pt_steps``): ``{"pt_<size>": Figure}``, each the
+    general validation loss (top) and the LR (bottom) against the step, one line per run,
+    held-out schedules dashed; nothing is written."""
+    figs = {}
+    if "pt_steps" not in runs:
+        return figs
+    pt = runs[runs["pt_steps"].notna()]
+    cmap = plt.get_cmap("tab10")
+    for size, group in pt.groupby("size", sort=False):
+        fig = plt.figure(figsize=(7.5, 6.0))
+        ax, axlr = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
+        for i, (_, r) in enumerate(group.iterrows()):
+            c = curves[curves["run"] == r["run"]]
+            g = c[(c["val_role"] == "general") & c["loss"].notna()]
+            held = bool(r.get("heldout_schedule", False))
+            ls = "--" if held else "-"
+            label = f"{r['schedule']} ({int(r['pt_steps'])})" + (", held out" if held else "")
+            ax.plot(g["step"], g["loss"], ls, color=cmap(i % 10), lw=1.1, label=label)
+            lr = c.drop_duplicates("step")
+            axlr.plot(lr["step"], lr["lr"], ls, color=cmap(i % 10), lw=1.0)
+        low = curves.loc[curves["run"].isin(group["run"]) & (curves["val_role"] == "general"),
+                         "loss"].min()
+        ax.set_ylim(low - 0.05, low + 1.0)   # the informative part: the decays, not the start
+        name = curves.loc[curves["val_role"] == "general", "val_set"].iloc[0]
+        ax.set_ylabel(f"general loss ({name}, nats/byte)")
+        ax.set_title(f"PT runs of size {size} "
+                     f"({int(group['model_size'].iloc[0]):,} non-embedding params)", fontsize=9)
+        ax.legend(fontsize=7, ncol=2, loc="upper right")
+        ax.grid(alpha=0.3)
+        axlr.set_ylabel("learning rate")
+        axlr.set_xlabel("step")
+        axlr.grid(alpha=0.3)
+        fig.tight_layout()
+        figs[f"pt_{size}"] = fig
     return figs

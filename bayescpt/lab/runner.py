@@ -1,4 +1,5 @@
-"""Run a lab config: pre-train each model size, branch CPT runs from its checkpoints, and write
+"""Run a lab config: pre-train each model size, branch CPT runs from its checkpoints, train the
+PT-only runs (each from the size's initialisation under its own schedule), and write
 ``curves.csv`` (the CPT data model), ``runs.csv`` (one row per run with its factors) and
 ``manifest.json`` (config, seed, versions, corpora hashes, timings). Needs torch.
 
@@ -6,7 +7,8 @@ Determinism: one thread, ``torch.use_deterministic_algorithms``, and every rando
 from the config's ``seed`` and a fixed purpose string. The PT batches are the same for every
 model size; every CPT run sees the same domain batches in the same order (common random
 numbers), so differences between runs come from the schedule, the checkpoint, the replay ratio
-and the size, not from data-order noise. A replay ratio r puts ``floor(r*B*j) - floor(r*B*(j-1))``
+and the size, not from data-order noise. PT-only runs of a size share its initialisation and
+the PT batch stream too: two of them differ only in their learning-rate schedule. A replay ratio r puts ``floor(r*B*j) - floor(r*B*(j-1))``
 PT sequences in the batch of CPT step j (B the batch size): exactly r of the sequences on average.
 """
 
@@ -149,7 +151,7 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
     general, domain = cfg.corpus_with_role("general"), cfg.corpus_with_role("domain")
     val = {n: fixed_windows(c.val, tr["seq_len"], tr["eval_sequences"]) for n, c in corpora.items()}
     B, k = tr["batch_size"], tr["eval_every"]
-    pt_sched = cfg.pt_schedule_built()
+    pt_sched = cfg.pt_schedule_built() if cfg.runs else None
 
     frames, timings, sizes_info, run_info = [], {}, {}, []
     for size in cfg.sizes_in_use():
@@ -157,6 +159,11 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
         n_params = trainer.model.non_embedding_params()
         sizes_info[size] = {**cfg.sizes[size], "non_embedding_params": n_params,
                             "params": sum(p.numel() for p in trainer.model.parameters())}
+        for prun in (r for r in cfg.pt_runs if r.size == size):
+            frames.append(_pt_run(torch, cfg, prun, corpora[general].train, val, roles, general,
+                                  n_params, timings, run_info, log))
+        if not any(r.size == size for r in cfg.runs):
+            continue
         transfers = cfg.transfers(size)
         last = max(transfers)
         pt_batches = Batches(corpora[general].train, tr["seq_len"], derive_seed(cfg.seed, "pt"))
@@ -225,6 +232,7 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
         "sizes": sizes_info,
         "runs": len(run_info),
         "heldout_schedules": cfg.heldout_schedules, "heldout_replay": cfg.heldout_replay,
+        "pt_heldout_schedules": cfg.pt_heldout,
         "curves_sha256": hashlib.sha256(text.encode()).hexdigest(),
         "rows": len(curves),
         "timings_s": {"total": round(time.perf_counter() - t_start, 1),
@@ -233,6 +241,34 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
     }
     _atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def _pt_run(torch, cfg: LabConfig, run, stream: np.ndarray, val: dict, roles: dict,
+            general: str, n_params: int, timings: dict, run_info: list, log) -> pd.DataFrame:
+    """Train one PT-only run from the size's initialisation on the PT batch stream (``stream``,
+    the general corpus's training bytes, drawn with the same seed as the CPT grid's PT);
+    evaluate every ``eval_every`` steps and at the end. Returns its rows; appends to
+    ``timings`` and ``run_info``."""
+    tr, t0 = cfg.train, time.perf_counter()
+    trainer = Trainer(torch, cfg, run.size, val)
+    sched = cfg.pt_run_schedule(run)
+    batches = Batches(stream, tr["seq_len"], derive_seed(cfg.seed, "pt"))
+    losses = {0: trainer.evaluate()}
+    for s in range(1, run.steps + 1):
+        lr = float(sched.lr[s])
+        _check_finite(trainer.step(batches.take(tr["batch_size"]), lr), f"run {run.name!r}", s,
+                      lr)
+        if s % tr["eval_every"] == 0 or s == run.steps:
+            losses[s] = trainer.evaluate()
+    timings[run.name] = round(time.perf_counter() - t0, 2)
+    log(f"  {run.name}: {timings[run.name]:.0f} s; general {losses[0][general]:.3f} -> "
+        f"{losses[run.steps][general]:.3f}")
+    run_info.append({"run": run.name, "size": run.size, "model_size": n_params,
+                     "schedule": run.schedule, "pt_steps": run.steps,
+                     "pt_peak_lr": float(sched.lr.max()), "pt_final_lr": float(sched.lr[-1]),
+                     "heldout_schedule": run.schedule in cfg.pt_heldout})
+    phase = np.full(sched.lr.size, "pt", dtype=object)
+    return _rows(run.name, sched.lr, phase, losses, roles, general, 0.0, float(n_params))
 
 
 def _atomic_write(path: Path, text: str):
