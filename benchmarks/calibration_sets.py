@@ -1,6 +1,6 @@
 """Calibration of the default fits on held-out sets, beside two baselines (issue 16, items 2-3).
 
-    python benchmarks/calibration_sets.py --set olmo|steplaw|multipowerlaw|all
+    python benchmarks/calibration_sets.py --set olmo|steplaw|multipowerlaw|lab_pt|all
         [--law annealing|multipower] [--seed 0] [--boot 100]
         [--json benchmarks/calibration_sets.json] [--force]
 
@@ -12,6 +12,10 @@ Loss-curve sets (``olmo``: annealing law; ``multipowerlaw``: the annealing and t
   were tuned on it: it is not an independent set, it is reported for the per-schedule view.
 * ``olmo``: the OLMo-2 ladder of ``olmo_ladder.py`` (c4_en; fit the 0.5x/1x/2x Chinchilla runs of
   five sizes, predict the 5x and 10x runs), warmup evaluations not scored.
+* ``lab_pt`` (item 3a): the lab's PT-only runs of ``data/lab_pt/`` (config
+  ``bayescpt/lab/configs/pt_schedules.toml``): three sizes, fit the three training schedules
+  (constant, cosine, WSD linear 20 %, 1200 steps) on the general validation set, predict the
+  seven held-out schedules (``heldout_schedule`` in ``runs.csv``), both laws.
 
 Three methods, computed in the same run, scored on the same points (after each run's warmup):
 
@@ -102,8 +106,9 @@ def conformal_band(mean, q):
 
 
 def schedule_of(run: str) -> str:
-    """``25M/cosine_72000`` -> ``cosine_72000``; ``190M-5xC`` -> ``5xC``."""
-    return run.split("/", 1)[1] if "/" in run else run.split("-", 1)[-1]
+    """``25M/cosine_72000`` -> ``cosine_72000``; ``190M-5xC`` -> ``5xC``; ``s/pt/step-1200`` ->
+    ``step-1200``."""
+    return run.rsplit("/", 1)[1] if "/" in run else run.split("-", 1)[-1]
 
 
 def score_table(pred: pd.DataFrame, by, prob: float = PROB) -> pd.DataFrame:
@@ -133,15 +138,15 @@ def summarize(preds: dict, prob: float = PROB) -> tuple[pd.DataFrame, pd.DataFra
     return pd.concat(sizes, ignore_index=True), pd.concat(runs, ignore_index=True)
 
 
-def bars(size_table: pd.DataFrame) -> pd.DataFrame:
-    """The issue's bars per size for ``bayes`` (True = holds): coverage in [85, 95] %, width <=
+def bars(size_table: pd.DataFrame, method: str = "bayes") -> pd.DataFrame:
+    """The issue's bars per size for ``method`` (default ``bayes``; True = holds): coverage in [85, 95] %, width <=
     5x the posterior mean's mean abs. relative error, mean error <= the point fit's (the
     bootstrap row's centre), no held-out run below 70 % coverage, interval score below both
     baselines'."""
     t = size_table.set_index(["method", "model_size"])
     out = []
-    for size in t.loc["bayes"].index:
-        b = t.loc[("bayes", size)]
+    for size in t.loc[method].index:
+        b = t.loc[(method, size)]
         row = {"model_size": size,
                "coverage_85_95": bool(0.85 <= b["coverage"] <= 0.95),
                "width_le_5x_mae": bool(b["width_over_mae"] <= 5),
@@ -185,13 +190,31 @@ def ols_optimum(train_cells: pd.DataFrame, test_cells: pd.DataFrame) -> pd.DataF
 
 # ---------------------------------------------------------------- loss-curve sets
 
+LAB_PT = ROOT / "data" / "lab_pt"
+
+
+def lab_pt_split(root: Path = LAB_PT):
+    """(train, test) of the lab's PT-only set: general validation set only, split by the
+    ``heldout_schedule`` flag of ``runs.csv``."""
+    from bayescpt.curves.data import read_curves
+
+    df = read_curves(root / "curves.csv.gz")
+    df = df[df["val_role"] == "general"].reset_index(drop=True)
+    runs = pd.read_csv(root / "runs.csv")
+    held = set(runs.loc[runs["heldout_schedule"], "run"])
+    is_test = df["run"].isin(held)
+    return df[~is_test].reset_index(drop=True), df[is_test].reset_index(drop=True)
+
+
 def load_set(name: str):
     """(train, test) of a loss-curve set; test rows inside a run's warmup are dropped (OLMo) or
-    left unpredicted (multipowerlaw: the fit's skip_warmup leaves them empty)."""
+    left unpredicted (multipowerlaw, lab_pt: the fit's skip_warmup leaves them empty)."""
     if name == "multipowerlaw":
         from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 
         return split(bundled_multipowerlaw())
+    if name == "lab_pt":
+        return lab_pt_split()
     from olmo_ladder import olmo_split
 
     return olmo_split()
@@ -398,21 +421,23 @@ def _jsonable(o):
 
 def jobs(set_name: str, law: str | None) -> list[tuple[str, str]]:
     out = []
-    for s in (("olmo", "steplaw", "multipowerlaw") if set_name == "all" else (set_name,)):
+    for s in (("olmo", "steplaw", "multipowerlaw", "lab_pt") if set_name == "all"
+              else (set_name,)):
         if s == "olmo":
             out.append(("olmo", "annealing"))
         elif s == "steplaw":
             out.append(("steplaw", "hparams"))
         else:
-            out += [("multipowerlaw", m) for m in ((law,) if law else ("annealing", "multipower"))]
+            out += [(s, m) for m in ((law,) if law else ("annealing", "multipower"))]
     return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="all", choices=["multipowerlaw", "olmo", "steplaw", "all"])
+    ap.add_argument("--set", default="all",
+                    choices=["multipowerlaw", "olmo", "steplaw", "lab_pt", "all"])
     ap.add_argument("--law", choices=["annealing", "multipower"],
-                    help="multipowerlaw only (default both; OLMo is annealing)")
+                    help="multipowerlaw and lab_pt (default both; OLMo is annealing)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--boot", type=int, default=100)
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "calibration_sets.json")
