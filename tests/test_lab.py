@@ -298,6 +298,37 @@ def test_bundled_data_is_what_the_grid_config_wrote():
     assert df["run"].nunique() == len(labconfig.load_config(GRID).runs) == manifest["runs"]
 
 
+def test_bundled_pt_set_is_what_its_config_wrote():
+    """data/lab_pt: the curves the pt_schedules config wrote (hash, config, runs, held-out flags);
+    per size the held-out schedules are the config's, and every run starts from the same
+    initialisation (same loss at step 0) and sees the same batches (identical losses while
+    the schedules agree: the constant and WSD runs up to the cooldown)."""
+    import gzip
+    import hashlib
+    import json
+
+    from bayescpt.curves.data import read_curves
+
+    root = ROOT / "data" / "lab_pt"
+    manifest = json.loads((root / "manifest.json").read_text())
+    text = gzip.decompress((root / "curves.csv.gz").read_bytes())
+    assert hashlib.sha256(text).hexdigest() == manifest["curves_sha256"]
+    assert manifest["config"] == tomllib.loads(PTSET.read_text())
+    cfg = labconfig.load_config(PTSET)
+    df = read_curves(root / "curves.csv.gz")
+    assert df["run"].nunique() == len(cfg.pt_runs) == manifest["runs"] == 30
+    runs = pd.read_csv(root / "runs.csv")
+    assert set(runs.loc[runs["heldout_schedule"], "schedule"]) == set(cfg.pt_heldout)
+    gen = df[(df["val_role"] == "general")].dropna(subset=["loss"])
+    for size in ("s", "m", "l"):
+        at0 = gen[gen["run"].str.startswith(f"{size}/") & (gen["step"] == 0)]["loss"]
+        assert len(at0) == 10 and at0.nunique() == 1
+        const = gen[gen["run"] == f"{size}/pt/constant-1200"].set_index("step")["loss"]
+        wsd = gen[gen["run"] == f"{size}/pt/wsd_sqrt20-1200"].set_index("step")["loss"]
+        np.testing.assert_array_equal(const.loc[:960], wsd.loc[:960])   # cooldown from 971
+        assert const[1200] - wsd[1200] > 0.05                             # the cooldown's drop
+
+
 def test_bundled_data_shows_the_cpt_phenomena(bundled):
     _, _, ph = bundled
     no_replay = ph[ph["replay_ratio"] == 0]
