@@ -23,7 +23,6 @@ Run: ``python benchmarks/calibration_bayes.py --set multipowerlaw --law annealin
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import warnings
@@ -36,14 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from calibration_sets import PROB, bars, conformal_band, conformal_quantile, load_set  # noqa: E402
-from calibration_sets import loo_residuals, schedule_of, summarize  # noqa: E402
-from multipower_protocol import after_warmup, practitioner  # noqa: E402
+from calibration_sets import PROB, compare_methods, load_set, store_scores, schedule_of  # noqa: E402
+from multipower_protocol import after_warmup  # noqa: E402
 
 from bayescpt.curves.data import curve_info, schedules_of  # noqa: E402
 from bayescpt.curves.hierarchy import parameter_draws  # noqa: E402
 from bayescpt.curves.laws import get_law  # noqa: E402
-from bayescpt.curves.predict import curve_draws, predict_frame  # noqa: E402
+from bayescpt.curves.predict import curve_draws  # noqa: E402
 
 K_GRID = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 B_GRID = (0.0, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032)
@@ -177,36 +175,12 @@ def main(argv=None):
     diag = fit.diagnostics()
     longest = after_warmup(train).groupby("model_size")["step"].max()
     pieces = draws(fit, test, longest, a.seed)
-    pred_pt, _, _ = practitioner(law, train, test, a.boot, a.seed)
-    resid, _ = loo_residuals(law, train, a.seed)
-    qs = {s: conformal_quantile(r) for s, r in resid.items()}
-    lo, hi = conformal_band(pred_pt["mean"].to_numpy(), pred_pt["model_size"].map(qs).to_numpy())
-    preds = {"bayes": predict_frame(fit, test, prob=PROB, seed=a.seed),
-             "bootstrap": pred_pt, "conformal": pred_pt.assign(lower=lo, upper=hi),
-             "eb": predict_kb(pieces, cal["k"], cal["b"])}
-    keys = ["run", "step", "val_set"]
-    base = preds["bootstrap"][keys]
-    for m in list(preds):
-        preds[m] = base.merge(preds[m], on=keys, how="left", suffixes=("", "_x"))
-    sizes, runs = summarize(preds)
-    pd.set_option("display.width", 200)
-    cols = ["model_size", "method", "points", "mean_rel_err", "bias", "coverage", "rel_width",
-            "width_over_mae", "interval_score", "min_run_coverage"]
     print(f"NUTS {t_fit:.0f} s; max R-hat {diag.max_rhat:.4f}, min bulk ESS "
           f"{diag.min_ess_bulk:.0f}, divergences {diag.divergences}")
-    print(sizes[cols].to_string(index=False))
-    for m in ("bayes", "eb"):
-        print(m, bars(sizes, m).to_string(index=False), sep="\n")
-    print(runs[runs["method"].isin(["bayes", "eb"])][["model_size", "schedule", "method",
-                                                       "coverage", "bias", "interval_score"]]
-          .to_string(index=False))
-    store = json.loads(a.json.read_text()) if a.json.exists() else {}
-    store[f"{a.set}/{a.law}"] = {
-        "calibration": cal, "backtest_s": t_cal, "fit_s": t_fit,
-        "diagnostics": {"max_rhat": diag.max_rhat, "min_ess_bulk": diag.min_ess_bulk,
-                        "divergences": diag.divergences},
-        "per_size": sizes.to_dict(orient="records"), "per_run": runs.to_dict(orient="records")}
-    a.json.write_text(json.dumps(store, indent=1, default=float))
+    sizes, runs = compare_methods(law, train, test, fit,
+                                  {"eb": predict_kb(pieces, cal["k"], cal["b"])}, a.seed, a.boot)
+    store_scores(a.json, f"{a.set}/{a.law}", {"calibration": cal, "backtest_s": t_cal,
+                                               "fit_s": t_fit}, diag, sizes, runs)
 
 
 if __name__ == "__main__":

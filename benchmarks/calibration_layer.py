@@ -29,7 +29,6 @@ Run: ``python benchmarks/calibration_layer.py --set multipowerlaw --law annealin
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import warnings
@@ -43,14 +42,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from calibration_sets import PROB, bars, conformal_band, conformal_quantile, load_set  # noqa: E402
-from calibration_sets import loo_residuals, summarize  # noqa: E402
-from multipower_protocol import after_warmup, design_of, practitioner  # noqa: E402
+from calibration_sets import PROB, compare_methods, load_set, store_scores  # noqa: E402
+from multipower_protocol import after_warmup, design_of  # noqa: E402
 
 from bayescpt.curves import baseline  # noqa: E402
 from bayescpt.curves.data import curve_info, schedules_of  # noqa: E402
 from bayescpt.curves.laws import get_law  # noqa: E402
-from bayescpt.curves.predict import curve_draws, predict_frame  # noqa: E402
+from bayescpt.curves.predict import curve_draws  # noqa: E402
 from bayescpt.curves.hierarchy import parameter_draws  # noqa: E402
 
 
@@ -201,37 +199,15 @@ def main(argv=None):
         if a.fit_cache is not None:
             fit.save(a.fit_cache)
     diag = fit.diagnostics()
-    pred_pt, _, _ = practitioner(law, train, test, a.boot, a.seed)
-    resid, _ = loo_residuals(law, train, a.seed)
-    qs = {s: conformal_quantile(r) for s, r in resid.items()}
-    lo, hi = conformal_band(pred_pt["mean"].to_numpy(), pred_pt["model_size"].map(qs).to_numpy())
-    preds = {"bayes": predict_frame(fit, test, prob=PROB, seed=a.seed),
-             "bootstrap": pred_pt, "conformal": pred_pt.assign(lower=lo, upper=hi),
-             "layer": calibrated(fit, test, train, cal, tau=False, seed=a.seed),
-             "layer/size": calibrated(fit, test, train, per_size, tau=False, seed=a.seed),
-             "layer/power": calibrated(fit, test, train, power, tau=False, seed=a.seed),
-             "tau+grow": calibrated(fit, test, train, grow, tau=True, seed=a.seed)}
-    keys = ["run", "step", "val_set"]
-    base = preds["bootstrap"][keys]
-    for k in list(preds):
-        preds[k] = base.merge(preds[k], on=keys, how="left", suffixes=("", "_x"))
-    sizes, runs = summarize(preds)
-    pd.set_option("display.width", 200)
-    cols = ["model_size", "method", "points", "mean_rel_err", "bias", "coverage", "rel_width",
-            "width_over_mae", "interval_score", "min_run_coverage"]
-    print(sizes[[c for c in cols if c in sizes]].to_string(index=False))
-    for m in ("bayes", "layer", "layer/size", "layer/power", "tau+grow"):
-        print(m, bars(sizes, m).to_string(index=False), sep="\n")
-    run_cols = [c for c in ("model_size", "schedule", "method", "coverage", "bias",
-                            "interval_score") if c in runs]
-    print(runs[run_cols].to_string(index=False))
-    store = json.loads(a.json.read_text()) if a.json.exists() else {}
-    store[f"{a.set}/{a.law}"] = {
-        "calibration": cal, "power": power, "per_size": {f"{k:g}": v for k, v in per_size.items()}, "backtest_s": t_cal,
-        "diagnostics": {"max_rhat": diag.max_rhat, "min_ess_bulk": diag.min_ess_bulk,
-                        "divergences": diag.divergences},
-        "scores_per_size": sizes.to_dict(orient="records"), "per_run": runs.to_dict(orient="records")}
-    a.json.write_text(json.dumps(store, indent=1, default=float))
+    sizes, runs = compare_methods(law, train, test, fit, {
+        "layer": calibrated(fit, test, train, cal, tau=False, seed=a.seed),
+        "layer/size": calibrated(fit, test, train, per_size, tau=False, seed=a.seed),
+        "layer/power": calibrated(fit, test, train, power, tau=False, seed=a.seed),
+        "tau+grow": calibrated(fit, test, train, grow, tau=True, seed=a.seed)}, a.seed, a.boot)
+    store_scores(a.json, f"{a.set}/{a.law}",
+                 {"calibration": cal, "power": power, "backtest_s": t_cal,
+                  "per_size_calibration": {f"{k:g}": v for k, v in per_size.items()}},
+                 diag, sizes, runs)
 
 
 if __name__ == "__main__":

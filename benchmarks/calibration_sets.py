@@ -144,8 +144,8 @@ def summarize(preds: dict, prob: float = PROB) -> tuple[pd.DataFrame, pd.DataFra
 
 
 def bars(size_table: pd.DataFrame, method: str = "bayes") -> pd.DataFrame:
-    """The issue's bars per size for ``method`` (default ``bayes``; True = holds): coverage in [85, 95] %, width <=
-    5x the posterior mean's mean abs. relative error, mean error <= the point fit's (the
+    """The issue's bars per size for ``method`` (default ``bayes``; True = holds): coverage in
+    [85, 95] %, width <= 5x the posterior mean's mean abs. relative error, mean error <= the point fit's (the
     bootstrap row's centre), no held-out run below 70 % coverage, interval score below both
     baselines'."""
     t = size_table.set_index(["method", "model_size"])
@@ -307,6 +307,51 @@ def curve_set(name: str, law_name: str, seed: int, n_boot: int) -> dict:
             "per_size": sizes.to_dict(orient="records"),
             "per_run": runs.to_dict(orient="records"),
             "bars": b.to_dict(orient="records")}
+
+
+def compare_methods(law, train: pd.DataFrame, test: pd.DataFrame, fit, candidates: dict,
+                    seed: int = 0, n_boot: int = 100) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The default (``bayes``: ``predict_frame`` of ``fit``), the bootstrap, the conformal band
+    and ``candidates`` (name -> prediction table of test's points) scored on the same points;
+    prints the per-size table, the bars of the default and of each candidate, and their
+    per-run rows; returns (per size, per run) of :func:`summarize`."""
+    from multipower_protocol import practitioner
+
+    from bayescpt.curves.predict import predict_frame
+
+    pred_pt, _, _ = practitioner(law, train, test, n_boot, seed)
+    resid, _ = loo_residuals(law, train, seed)
+    qs = {s: conformal_quantile(r) for s, r in resid.items()}
+    lo, hi = conformal_band(pred_pt["mean"].to_numpy(), pred_pt["model_size"].map(qs).to_numpy())
+    preds = {"bayes": predict_frame(fit, test, prob=PROB, seed=seed), "bootstrap": pred_pt,
+             "conformal": pred_pt.assign(lower=lo, upper=hi), **candidates}
+    keys = ["run", "step", "val_set"]
+    base = pred_pt[keys]
+    preds = {m: base.merge(p, on=keys, how="left", suffixes=("", "_x")) for m, p in preds.items()}
+    sizes, runs = summarize(preds)
+    pd.set_option("display.width", 200)
+    cols = ["model_size", "method", "points", "mean_rel_err", "bias", "coverage", "rel_width",
+            "width_over_mae", "interval_score", "min_run_coverage"]
+    print(sizes[cols].to_string(index=False))
+    shown = ["bayes", *candidates]
+    for m in shown:
+        print(m, bars(sizes, m).to_string(index=False), sep="\n")
+    print(runs[runs["method"].isin(shown)][["model_size", "schedule", "method", "coverage",
+                                             "bias", "interval_score"]].to_string(index=False))
+    return sizes, runs
+
+
+def store_scores(path: Path, key: str, record: dict, diag, sizes: pd.DataFrame,
+                 runs: pd.DataFrame) -> None:
+    """Add ``record`` with the fit's diagnostics and the score tables under ``key`` to the JSON
+    file ``path`` (created if missing)."""
+    store = json.loads(path.read_text()) if path.exists() else {}
+    store[key] = {**record,
+                  "diagnostics": {"max_rhat": diag.max_rhat, "min_ess_bulk": diag.min_ess_bulk,
+                                  "divergences": diag.divergences},
+                  "per_size": sizes.to_dict(orient="records"),
+                  "per_run": runs.to_dict(orient="records")}
+    path.write_text(json.dumps(store, indent=1, default=float))
 
 
 def print_curve(res: dict):
