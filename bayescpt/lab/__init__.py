@@ -2,7 +2,8 @@
 
 A small decoder-only transformer over bytes is pre-trained (PT) on one corpus, checkpointed at
 several transfer steps, and continued (CPT) from each checkpoint on a second corpus, with a
-learning-rate schedule built by :mod:`bayescpt.core.schedules` and used exactly, step by step. The
+learning-rate schedule built by :mod:`bayescpt.core.schedules` and used exactly, step by step;
+PT-only runs train a size from its initialisation under each of several schedules instead. The
 output is the CPT data model (``run, step, lr, loss, val_set, val_role, phase, replay_ratio,
 model_size``) plus a manifest.
 
