@@ -478,7 +478,7 @@ def jobs(set_name: str, law: str | None) -> list[tuple[str, str]]:
     for s in (("olmo", "steplaw", "multipowerlaw", "lab_pt", "lab_pt_late") if set_name == "all"
               else (set_name,)):
         if s == "olmo":
-            out.append(("olmo", "annealing"))
+            out.append(("olmo", law or "annealing"))
         elif s == "steplaw":
             out.append(("steplaw", "hparams"))
         else:
@@ -491,7 +491,7 @@ def main(argv=None):
     ap.add_argument("--set", default="all",
                     choices=["multipowerlaw", "olmo", "steplaw", "lab_pt", "lab_pt_late", "all"])
     ap.add_argument("--law", choices=["annealing", "multipower"],
-                    help="multipowerlaw and lab_pt (default both; OLMo is annealing)")
+                    help="the law (default: both for multipowerlaw and lab_pt, annealing for olmo)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--boot", type=int, default=100)
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "calibration_sets.json")
