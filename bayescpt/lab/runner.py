@@ -8,8 +8,9 @@ from the config's ``seed`` and a fixed purpose string. The PT batches are the sa
 model size; every CPT run sees the same domain batches in the same order (common random
 numbers), so differences between runs come from the schedule, the checkpoint, the replay ratio
 and the size, not from data-order noise. PT-only runs of a size share its initialisation and
-the PT batch stream too: two of them differ only in their learning-rate schedule. A replay ratio r puts ``floor(r*B*j) - floor(r*B*(j-1))``
-PT sequences in the batch of CPT step j (B the batch size): exactly r of the sequences on average.
+the PT batch stream too: two of them differ only in their learning-rate schedule. A replay ratio
+r puts ``floor(r*B*j) - floor(r*B*(j-1))`` PT sequences in the batch of CPT step j (B the batch
+size): exactly r of the sequences on average.
 """
 
 from __future__ import annotations
