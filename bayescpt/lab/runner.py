@@ -168,15 +168,10 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
         transfers = cfg.transfers(size)
         last = max(transfers)
         pt_batches = Batches(corpora[general].train, tr["seq_len"], derive_seed(cfg.seed, "pt"))
-        pt_losses, snaps = {0: trainer.evaluate()}, {}
+        pt_losses = {0: trainer.evaluate()}
         t0 = time.perf_counter()
-        for s in range(1, last + 1):
-            lr = float(pt_sched.lr[s])
-            _check_finite(trainer.step(pt_batches.take(B), lr), f"PT of size {size!r}", s, lr)
-            if s % k == 0 or s in transfers:
-                pt_losses[s] = trainer.evaluate()
-            if s in transfers:
-                snaps[s] = trainer.snapshot()
+        snaps = _pretrain(trainer, pt_sched.lr, last, pt_batches, B, k, set(transfers),
+                          pt_losses, f"PT of size {size!r}", snapshot=True)
         timings[f"{size}/pt"] = round(time.perf_counter() - t0, 2)
         log(f"size {size} ({n_params:,} non-embedding params): PT {last} steps in "
             f"{timings[f'{size}/pt']:.0f} s; general loss {pt_losses[last][general]:.3f}")
@@ -244,6 +239,22 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
     return manifest
 
 
+def _pretrain(trainer: Trainer, lr: np.ndarray, last: int, batches: Batches, B: int, every: int,
+              marks: set, losses: dict, what: str, snapshot: bool = False) -> dict:
+    """Steps 1..``last`` at learning rates ``lr[s]`` on batches of ``B`` from ``batches``;
+    evaluates into ``losses`` every ``every`` steps and at the steps in ``marks``; with
+    ``snapshot``, returns {step: snapshot} at the ``marks`` (the CPT grid's transfers)."""
+    snaps = {}
+    for s in range(1, last + 1):
+        rate = float(lr[s])
+        _check_finite(trainer.step(batches.take(B), rate), what, s, rate)
+        if s % every == 0 or s in marks:
+            losses[s] = trainer.evaluate()
+        if snapshot and s in marks:
+            snaps[s] = trainer.snapshot()
+    return snaps
+
+
 def _pt_run(torch, cfg: LabConfig, run, stream: np.ndarray, val: dict, roles: dict,
             general: str, n_params: int, timings: dict, run_info: list, log) -> pd.DataFrame:
     """Train one PT-only run from the size's initialisation on the PT batch stream (``stream``,
@@ -255,12 +266,8 @@ def _pt_run(torch, cfg: LabConfig, run, stream: np.ndarray, val: dict, roles: di
     sched = cfg.pt_run_schedule(run)
     batches = Batches(stream, tr["seq_len"], derive_seed(cfg.seed, "pt"))
     losses = {0: trainer.evaluate()}
-    for s in range(1, run.steps + 1):
-        lr = float(sched.lr[s])
-        _check_finite(trainer.step(batches.take(tr["batch_size"]), lr), f"run {run.name!r}", s,
-                      lr)
-        if s % tr["eval_every"] == 0 or s == run.steps:
-            losses[s] = trainer.evaluate()
+    _pretrain(trainer, sched.lr, run.steps, batches, tr["batch_size"], tr["eval_every"],
+              {run.steps}, losses, f"run {run.name!r}")
     timings[run.name] = round(time.perf_counter() - t0, 2)
     log(f"  {run.name}: {timings[run.name]:.0f} s; general {losses[0][general]:.3f} -> "
         f"{losses[run.steps][general]:.3f}")
