@@ -101,34 +101,25 @@ def test_cpt_schedule_rewarms_from_the_pt_learning_rate():
     assert full.lr[-1] == pytest.approx(0.0)             # cosine to 0 at the end
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda r: r["cpt"]["schedules"]["cos"].update(kind="zigzag"), "schedule kind 'zigzag'"),
-    (lambda r: r["cpt"]["grid"][0].update(sizes=["xl"]), "'sizes' has 'xl'"),
-    (lambda r: r["cpt"]["grid"][0].update(replay=[1.5]), "'replay' = [1.5]"),
-    (lambda r: r["cpt"]["grid"][0].update(transfers=[31]), "expected PT steps in 1..30"),
-    (lambda r: r["corpora"]["python"].update(role="code"), "role 'code'"),
-    (lambda r: r["cpt"]["schedules"]["cos"].update(peek=1e-3), "unexpected keyword argument 'peek'"),
-    (lambda r: r["pt"]["schedule"].update(decay_steps=100), "decay_steps=100"),
+@pytest.mark.parametrize("make, edit, message", [
+    (tiny_raw, lambda r: r["cpt"]["schedules"]["cos"].update(kind="zigzag"), "schedule kind 'zigzag'"),
+    (tiny_raw, lambda r: r["cpt"]["grid"][0].update(sizes=["xl"]), "'sizes' has 'xl'"),
+    (tiny_raw, lambda r: r["cpt"]["grid"][0].update(replay=[1.5]), "'replay' = [1.5]"),
+    (tiny_raw, lambda r: r["cpt"]["grid"][0].update(transfers=[31]), "expected PT steps in 1..30"),
+    (tiny_raw, lambda r: r["corpora"]["python"].update(role="code"), "role 'code'"),
+    (tiny_raw, lambda r: r["cpt"]["schedules"]["cos"].update(peek=1e-3), "unexpected keyword argument 'peek'"),
+    (tiny_raw, lambda r: r["pt"]["schedule"].update(decay_steps=100), "decay_steps=100"),
+    (pt_raw, lambda r: r["pt"]["grid"][0].update(schedules=["cos"]), "'schedules' has 'cos'"),
+    (pt_raw, lambda r: r["pt"]["grid"][0].update(step=[10]), "[[pt.grid]] #1: unknown key(s) ['step']"),
+    (pt_raw, lambda r: r["pt"]["grid"][0].update(steps=[1]), "'steps' = [1]"),
+    (pt_raw, lambda r: r["pt"].update(heldout_schedules=["cosine"]), "'heldout_schedules' has 'cosine'"),
+    (pt_raw, lambda r: r["pt"]["schedules"]["wsd"].update(decay_steps=50), "decay_steps=50"),
+    (pt_raw, lambda r: r["pt"].update(grid=[]), "no runs; add [[cpt.grid]] blocks"),
+    (pt_raw, lambda r: r["pt"].update(schedule_=1), "[pt] unknown key(s) ['schedule_']"),
 ])
-def test_config_errors_are_one_line(edit, message):
-    raw = tiny_raw()
-    edit(raw)
-    with pytest.raises(ValueError, match=re.escape(message)) as err:
-        labconfig.parse_config(raw, source="x.toml")
-    assert "\n" not in str(err.value) and str(err.value).startswith("x.toml")
-
-
-@pytest.mark.parametrize("edit, message", [
-    (lambda r: r["pt"]["grid"][0].update(schedules=["cos"]), "'schedules' has 'cos'"),
-    (lambda r: r["pt"]["grid"][0].update(step=[10]), "[[pt.grid]] #1: unknown key(s) ['step']"),
-    (lambda r: r["pt"]["grid"][0].update(steps=[1]), "'steps' = [1]"),
-    (lambda r: r["pt"].update(heldout_schedules=["cosine"]), "'heldout_schedules' has 'cosine'"),
-    (lambda r: r["pt"]["schedules"]["wsd"].update(decay_steps=50), "decay_steps=50"),
-    (lambda r: r["pt"].update(grid=[]), "no runs; add [[cpt.grid]] blocks"),
-    (lambda r: r["pt"].update(schedule_=1), "[pt] unknown key(s) ['schedule_']"),
-])
-def test_pt_config_errors_are_one_line(edit, message):
-    raw = pt_raw()
+def test_config_errors_are_one_line(make, edit, message):
+    """CPT grids (the tiny config) and PT-only runs (``pt_raw``): one line naming the file."""
+    raw = make()
     edit(raw)
     with pytest.raises(ValueError, match=re.escape(message)) as err:
         labconfig.parse_config(raw, source="x.toml")
