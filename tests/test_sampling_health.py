@@ -185,3 +185,57 @@ def test_one_chain_is_reported_as_unjudged_not_a_crash(healthy):
     line = diag.problems()[0]
     assert line.startswith("R-hat cannot be computed from 1 chain(s)") and "--chains" in line
     assert "R-hat cannot be computed" in diag.to_text()
+
+
+# ---- slow mixing is run longer; stuck chains and divergences are not (core.sampling.run_longer)
+def _diag(ess, rhat, divergences=0, stuck=()):
+    """A Diagnostics with one parameter of the given bulk ESS and R-hat."""
+    import pandas as pd
+
+    from bayescpt.core.diagnostics import Diagnostics
+
+    table = pd.DataFrame({"r_hat": [rhat], "ess_bulk": [ess], "ess_tail": [ess]}, index=["a"])
+    return Diagnostics(table, divergences, 1000, 4, stuck=stuck)
+
+
+def test_extension_rule():
+    from bayescpt.core.sampling import extension
+
+    s = resolve_settings(None, "nutpie")                  # default: 1000 draws, extend auto (4)
+    assert extension(_diag(284, 1.012), s) == (2000, "bulk ESS 284 < 400 and R-hat 1.012 > 1.01")
+    assert extension(_diag(150, 1.005), s)[0] == 4000     # ceil(1.25 x 400 / 150) = 4
+    assert extension(_diag(21, 1.14), s)[0] == 4000       # capped at 4x
+    assert extension(_diag(900, 1.02), s)[0] == 2000      # R-hat alone: twice the draws
+    assert extension(_diag(900, 1.005), s) is None        # healthy
+    assert extension(_diag(284, 1.0, divergences=3), s) is None   # more draws do not fix these
+    assert extension(_diag(284, 1.0, stuck=("chain 3",)), s) is None
+    assert extension(_diag(284, 1.0), dict(s, extend=1)) is None
+    assert extension(_diag(284, 1.0), dict(s, draws=300)) is None  # a quick look stays quick
+    assert extension(_diag(100, 1.0), dict(s, draws=300, extend=3))[0] == 900
+    for bad in (0, 2.5, True, "4"):
+        with pytest.raises(ValueError, match="extend"):
+            resolve_settings({"extend": bad}, "nutpie")
+
+
+def test_slow_fit_is_run_longer_with_the_same_chains_and_says_so(small_curves):
+    """A curve fit whose 4 x 100 draws give a bulk ESS below 400 is sampled again with more
+    draws from the same seed and starts: nutpie's chains then begin with the shorter run's draws
+    (the same chains, run longer), the fit's diagnostics say what was done and why."""
+    from bayescpt.curves.fit import Fit
+
+    df = small_curves[0]
+    kw = dict(law="annealing", sampler="nutpie", chains=4, draws=100, tune=300, seed=2,
+              warn=False)
+    short = Fit.run(df, config={"sampler": {"extend": 1}}, **kw)
+    ds = short.diagnostics()
+    assert ds.min_ess_bulk < 400 and ds.extended is None
+    longer = Fit.run(df, config={"sampler": {"extend": 3}}, **kw)
+    dl = longer.diagnostics()
+    rec = json.loads(longer.idata.sample_stats.attrs["extended"])
+    assert rec["draws"] == 100 and rec["to"] == dl.draws > 100 and "bulk ESS" in rec["why"]
+    assert dl.min_ess_bulk > ds.min_ess_bulk
+    for v in ("L0", "A", "alpha", "C"):
+        np.testing.assert_array_equal(longer.idata.posterior[v].values[:, :100],
+                                      short.idata.posterior[v].values)
+    assert any(n.startswith("run longer: 100 draws per chain gave bulk ESS") for n in dl.notes())
+    assert "run longer" in dl.to_text()

@@ -8,6 +8,7 @@ dropped from the fit are listed from its attrs.
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass
 
@@ -42,7 +43,9 @@ class Diagnostics:
 
     ``stuck``: chains in a minor mode (:class:`~bayescpt.core.chains.StuckChain`); ``per_chain``:
     one row per chain (mean lp, seconds, gradient evaluations, tree depth); ``dropped``: the
-    chains removed from the fit, as recorded in its attrs; ``max_tree_depth``: the cap used.
+    chains removed from the fit, as recorded in its attrs; ``max_tree_depth``: the cap used;
+    ``extended``: the record of a run sampled again with more draws because its chains mixed
+    slowly (:func:`bayescpt.core.sampling.run_longer`), else None.
     """
 
     table: pd.DataFrame
@@ -55,6 +58,7 @@ class Diagnostics:
     dropped: tuple = ()
     max_tree_depth: int = DEFAULT_MAX_DEPTH
     start: StartReport | None = None
+    extended: dict | None = None
 
     @property
     def judged(self) -> pd.DataFrame:
@@ -119,6 +123,11 @@ class Diagnostics:
         far costlier than the others."""
         out = [f"chain {d['chain']} was dropped ({d['reason']}); the fit uses the other chains"
                for d in self.dropped]
+        if self.extended:
+            e = self.extended
+            out.append(f"run longer: {e['draws']} draws per chain gave {e['why']} with no "
+                       f"divergence and no stuck chain (slow mixing), so the chains were run "
+                       f"to {e['to']} draws (sampler setting extend; 1 turns this off)")
         return out + cost_notes(self.per_chain, self.max_tree_depth)
 
     def to_text(self) -> str:
@@ -154,9 +163,11 @@ def summarize(idata, var_names: list[str], derived=()) -> Diagnostics:
     init = stats.attrs.get("init") if stats is not None else None
     start = StartReport.from_json(init) if isinstance(init, str) and init.startswith("{") \
         else None
+    ext = stats.attrs.get("extended") if stats is not None else None
     return Diagnostics(table, div, int(post.sizes["draw"]), int(post.sizes["chain"]),
                        tuple(derived), tuple(find_stuck_chains(idata, var_names)),
-                       chain_stats(idata), tuple(dropped_record(idata)), depth, start)
+                       chain_stats(idata), tuple(dropped_record(idata)), depth, start,
+                       json.loads(ext) if isinstance(ext, str) else None)
 
 
 def warn_if_bad(diag: Diagnostics) -> None:

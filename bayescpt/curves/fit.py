@@ -27,6 +27,7 @@ from bayescpt.core.sampling import (
     find_starts,
     one_blas_thread,
     resolve_settings,
+    run_longer,
     sample_compiled,
     sample_model,
 )
@@ -90,7 +91,8 @@ class Fit(FitBase, laws=tuple(LAWS)):
         prep = prepare(df_law, law_obj, cfg["settings"])
         model = build_model(law_obj, prep, cfg)
         t0 = time.perf_counter()
-        idata = sample_model(model, s, progress=progress, cores=cores)
+        idata = sample_model(model, s, progress=progress, cores=cores, judge=lambda i: cls(
+            i, law_obj, cfg, prep.groups, prep.curves, prep.size_ref).diagnostics())
         wall = time.perf_counter() - t0
         if prior_predictive:
             idata.extend(prior_predictive_idata(model, prior_predictive, seed=s["seed"]))
@@ -213,10 +215,18 @@ class CompiledFit:
         s = self.settings if seed is None else dict(self.settings, seed=seed)
         t0 = time.perf_counter()
         pm.set_data({"y_obs": prep.y}, model=self.model)   # the starts see the new losses
-        with one_blas_thread():
-            trace = sample_compiled(self.compiled.with_data(y_obs=prep.y), self.model, s,
-                                    find_starts(self.model, s), cores=cores,
-                                    log_likelihood=log_likelihood)
+        compiled, starts = self.compiled.with_data(y_obs=prep.y), find_starts(self.model, s)
+
+        def sample(s2):
+            return sample_compiled(compiled, self.model, s2, starts, cores=cores,
+                                   log_likelihood=log_likelihood)
+
+        def judge(trace):
+            return Fit(trace, self.law, self.config, prep.groups, prep.curves,
+                       prep.size_ref).diagnostics()
+
+        with one_blas_thread():   # a slowly mixing run is run longer, as in Fit.run
+            trace = run_longer(sample(s), s, judge, sample)
         meta = _meta(self.law, self.law_options, df, prep, time.perf_counter() - t0, self.config)
         config = dict(self.config, sampler=dict(s))   # the seed this fit used
         fit = Fit(trace, self.law, config, prep.groups, prep.curves, prep.size_ref, meta)

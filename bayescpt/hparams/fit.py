@@ -60,7 +60,8 @@ class HparamsFit(FitBase, laws=(LAW,)):
         cfg["sampler"] = s
         model, ct, refs = build_model(df, cfg)
         t0 = time.perf_counter()
-        idata = sample_model(model, s, progress=progress, cores=cores)
+        idata = sample_model(model, s, progress=progress, cores=cores,
+                             judge=lambda i: cls(i, cfg, ct, refs).diagnostics())
         meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
                 "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 3)}
         fit = cls(idata, cfg, ct, refs, meta)

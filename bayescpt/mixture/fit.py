@@ -67,7 +67,8 @@ class MixtureFit(FitBase, laws=(LAW,)):
         prep = prepare(df, cfg)
         model = build_model(prep, cfg)
         t0 = time.perf_counter()
-        idata = sample_model(model, s, progress=progress, cores=cores)
+        idata = sample_model(model, s, progress=progress, cores=cores, judge=lambda i: cls(
+            i, cfg, prep.groups, prep.r_lo, prep.r_hi).diagnostics())
         meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
                 "data_hash": mixture_hash(df), "n_points": int(len(prep.points)),
                 "fit_seconds": round(time.perf_counter() - t0, 3)}
