@@ -212,6 +212,9 @@ def test_extension_rule():
     assert extension(_diag(284, 1.0), dict(s, extend=1)) is None
     assert extension(_diag(284, 1.0), dict(s, draws=300)) is None  # a quick look stays quick
     assert extension(_diag(100, 1.0), dict(s, draws=300, extend=3))[0] == 900
+    # a run already extended: the cap counts from the draws asked for
+    assert extension(_diag(398, 1.0), dict(s, draws=2000), base=1000)[0] == 4000
+    assert extension(_diag(398, 1.0), dict(s, draws=4000), base=1000) is None
     for bad in (0, 2.5, True, "4"):
         with pytest.raises(ValueError, match="extend"):
             resolve_settings({"extend": bad}, "nutpie")

@@ -125,9 +125,12 @@ class Diagnostics:
                for d in self.dropped]
         if self.extended:
             e = self.extended
+            via = [st["to"] for st in e.get("steps", [])][:-1]
             out.append(f"run longer: {e['draws']} draws per chain gave {e['why']} with no "
                        f"divergence and no stuck chain (slow mixing), so the chains were run "
-                       f"to {e['to']} draws (sampler setting extend; 1 turns this off)")
+                       f"to {e['to']} draws" + (f" (via {', '.join(map(str, via))})" if via
+                                                else "")
+                       + " (sampler setting extend; 1 turns this off)")
         return out + cost_notes(self.per_chain, self.max_tree_depth)
 
     def to_text(self) -> str:
