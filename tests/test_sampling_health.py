@@ -199,7 +199,10 @@ def _diag(ess, rhat, divergences=0, stuck=()):
 
 
 def test_extension_rule():
-    from bayescpt.core.sampling import extension
+    from bayescpt.core.mixing import AUTO_FROM_DRAWS, extension
+    from bayescpt.core.sampling import DEFAULT_SAMPLER_SETTINGS
+
+    assert AUTO_FROM_DRAWS == DEFAULT_SAMPLER_SETTINGS["draws"]
 
     s = resolve_settings(None, "nutpie")                  # default: 1000 draws, extend auto (4)
     assert extension(_diag(284, 1.012), s) == (2000, "bulk ESS 284 < 400 and R-hat 1.012 > 1.01")

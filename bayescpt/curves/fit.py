@@ -21,13 +21,13 @@ import pandas as pd
 from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, FitError, as_table
+from bayescpt.core.mixing import run_longer
 from bayescpt.core.priorspec import priors_from_json, priors_json
 from bayescpt.core.sampling import (
     compile_nutpie,
     find_starts,
     one_blas_thread,
     resolve_settings,
-    run_longer,
     sample_compiled,
     sample_model,
 )
