@@ -12,6 +12,12 @@ noise model instead) on runs the fits have not seen, with the reference fits shi
 * ``olmo``: the LR-annealing fit of the OLMo-2 ladder's 0.5/1/2 x Chinchilla runs
   (``models/annealing_olmo_c4.nc``), its 5x and 10x runs (read from ``../shared/data``; skipped
   when absent).
+* ``lab_pt``: the lab's PT-only set (``data/lab_pt/``, built after the prefix method was frozen:
+  an independent check), general validation set: no reference fit ships for it, so each law is
+  fitted here on the three training schedules x 3 sizes (``Fit.run``, default settings, ``--seed``)
+  and its discrepancy model learned from those runs (``learn_discrepancy``, as
+  ``models/build.py --discrepancy`` does); the fit is saved under ``--fits`` (reused when there)
+  and its diagnostics printed. Held out: the seven schedules flagged in ``runs.csv``.
 
 For every held-out run of ``T`` logged steps and prefix fraction f in 10 / 25 / 50 %: the losses
 at steps <= f T are the run's prefix (its evidence), the remainder (steps > f T) is scored: mean
@@ -26,8 +32,8 @@ band of the forecast made before it (:class:`bayescpt.curves.watch.Watch`); the 
 the share of points a calibrated band leaves outside (1 %), and the alerts (two in a row outside
 on one side, the watch's default) are false alerts.
 
-    python benchmarks/prefix_forecast.py [--sets multipowerlaw,olmo] [--watch-laws annealing]
-        [--json out.json]
+    python benchmarks/prefix_forecast.py [--sets multipowerlaw,olmo,lab_pt]
+        [--watch-laws annealing] [--lab-laws annealing,multipower] [--json out.json]
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bayescpt.curves.fit import Fit  # noqa: E402
 from bayescpt.curves.predict import predict_frame  # noqa: E402
@@ -57,7 +64,30 @@ FRACTIONS = (0.10, 0.25, 0.50)
 COLS = ["points", "mean_rel_err", "coverage", "rel_width", "interval_score"]
 
 
-def held_out_sets(names) -> list[tuple[str, str, pd.DataFrame]]:
+def lab_pt_fit(law: str, fits: Path, seed: int) -> str:
+    """The fit file of ``law`` on the lab PT set's training runs, with its discrepancy model:
+    fitted (default settings) and saved under ``fits`` unless already there."""
+    from calibration_sets import lab_pt_split
+
+    from bayescpt.curves.discrepancy import learn_discrepancy
+
+    path = fits / f"{law}_lab_pt_seed{seed}.nc"
+    if not path.exists():
+        train, _ = lab_pt_split()
+        t0 = time.perf_counter()
+        fit = Fit.run(train, law=law, seed=seed, warn=False)
+        fit.meta["discrepancy"] = learn_discrepancy(fit, train).to_json()
+        d = fit.diagnostics()
+        print(f"lab_pt {law}: fitted in {time.perf_counter() - t0:.0f} s; R-hat "
+              f"{d.max_rhat:.4f}, bulk ESS {d.min_ess_bulk:.0f}, divergences {d.divergences}",
+              flush=True)
+        fits.mkdir(parents=True, exist_ok=True)
+        fit.save(path)
+    return str(path)
+
+
+def held_out_sets(names, lab_laws=("annealing", "multipower"), fits: Path | None = None,
+                  seed: int = 0) -> list[tuple[str, str, pd.DataFrame]]:
     """(set, fit file, held-out table) for each named set that is available."""
     out = []
     if "multipowerlaw" in names:
@@ -74,6 +104,13 @@ def held_out_sets(names) -> list[tuple[str, str, pd.DataFrame]]:
             out.append(("olmo", str(ROOT / "models" / "annealing_olmo_c4.nc"), test))
         else:
             print(f"olmo: {OLMO} not found, skipped")
+    if "lab_pt" in names:
+        from calibration_sets import lab_pt_split
+
+        test = lab_pt_split()[1]
+        for law in lab_laws:
+            out.append(("lab_pt", lab_pt_fit(law, fits or ROOT / "benchmarks" / "fits", seed),
+                        test))
     return out
 
 
@@ -97,11 +134,16 @@ def main(argv=None):
                          "multi-power law's forecasts cost about 10x more)")
     ap.add_argument("--discrepancy", default="auto",
                     help="auto (the fit's stored discrepancy model) or iid (the iid weights)")
+    ap.add_argument("--lab-laws", default="annealing,multipower",
+                    help="laws fitted on the lab PT set's training runs (set lab_pt)")
+    ap.add_argument("--fits", type=Path, default=ROOT / "benchmarks" / "fits",
+                    help="where the lab_pt fits are saved and looked for")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     rows, alarms, models = [], [], {}
-    for name, path, test in held_out_sets(a.sets.split(",")):
+    for name, path, test in held_out_sets(a.sets.split(","), a.lab_laws.split(","), a.fits,
+                                          a.seed):
         fit = Fit.load(path)
         models[f"{name}/{fit.law.name}"] = fit.meta.get("discrepancy") \
             if a.discrepancy == "auto" else a.discrepancy
