@@ -218,6 +218,11 @@ def test_extension_rule():
     # a run already extended: the cap counts from the draws asked for
     assert extension(_diag(398, 1.0), dict(s, draws=2000), base=1000)[0] == 4000
     assert extension(_diag(398, 1.0), dict(s, draws=4000), base=1000) is None
+    # a run at its cap and still failing: the problem line says it was already run longer
+    d = _diag(300, 1.02)
+    d.extended = {"draws": 1000, "to": 4000, "why": "bulk ESS 75 < 400"}
+    assert all("already run 4x longer automatically, 1000 -> 4000" in p for p in d.problems())
+    assert not any("already" in p for p in _diag(300, 1.02).problems())
     for bad in (0, 2.5, True, "4"):
         with pytest.raises(ValueError, match="extend"):
             resolve_settings({"extend": bad}, "nutpie")
@@ -245,3 +250,5 @@ def test_slow_fit_is_run_longer_with_the_same_chains_and_says_so(small_curves):
                                       short.idata.posterior[v].values)
     assert any(n.startswith("run longer: 100 draws per chain gave bulk ESS") for n in dl.notes())
     assert "run longer" in dl.to_text()
+    if not dl.ok:   # at the cap and still failing: the problem line says it was run longer
+        assert any("already run" in p for p in dl.problems())

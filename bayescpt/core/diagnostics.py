@@ -98,7 +98,8 @@ class Diagnostics:
                        "centered) or draw more (--draws)")
             else:
                 why = "chains disagree; run longer (--tune, --draws) or check the priors"
-            out.append(f"R-hat {self.max_rhat:.3f} > {rhat_max} (worst: {worst}): {why}")
+            out.append(f"R-hat {self.max_rhat:.3f} > {rhat_max} (worst: {worst}): {why}"
+                       + self._already())
         elif self.stuck:
             out.extend(s.text() for s in self.stuck)
         if self.judged["ess_bulk"].isna().all():
@@ -107,12 +108,20 @@ class Diagnostics:
         elif not np.isfinite(self.min_ess_bulk) or self.min_ess_bulk < ess_min:
             worst = self.judged["ess_bulk"].idxmin()
             out.append(f"bulk ESS {self.min_ess_bulk:.0f} < {ess_min} (worst: {worst}): "
-                       "draw more (--draws, --chains)")
+                       "draw more (--draws, --chains)" + self._already())
         if self.divergences:
             out.append(f"{self.divergences} divergent transitions: the posterior has regions the "
                        "sampler cannot follow; raise target_accept (config sampler.target_accept) or"
                        " switch the group level between centred and non-centred (config centered)")
         return out
+
+    def _already(self) -> str:
+        """What a failing line adds when the run was already run longer (the cap reached)."""
+        if not self.extended:
+            return ""
+        e = self.extended
+        return (f" (already run {e['to'] / e['draws']:g}x longer automatically, {e['draws']} -> "
+                f"{e['to']} draws per chain)")
 
     @property
     def ok(self) -> bool:
