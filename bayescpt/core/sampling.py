@@ -157,23 +157,28 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
                  initvals=None, judge=None):
     """Sample ``model`` with the settings ``s`` (:func:`_sample_model`), BLAS on one thread;
     with ``judge`` (InferenceData -> Diagnostics) a slowly mixing run is run longer
-    (:func:`run_longer`, module doc)."""
+    (:func:`bayescpt.core.mixing.run_longer`) from the same starts and compiled model."""
     with one_blas_thread():
-        idata = _sample_model(model, s, progress, cores, initvals)
-        return run_longer(idata, s, judge,
-                          lambda s2: _sample_model(model, s2, progress, cores, initvals))
+        starts = find_starts(model, s) if initvals is None else None
+        compiled = {}                   # nutpie's compiled model, made on the first run
+
+        def run(settings):
+            return _sample_model(model, settings, progress, cores, initvals, starts, compiled)
+
+        return run_longer(run(s), s, judge, run)
 
 
 def _sample_model(model, s: dict, progress: bool = False, cores: int | None = None,
-                  initvals=None):
+                  initvals=None, starts=None, compiled: dict | None = None):
     """Sample ``model`` with the settings ``s``; returns InferenceData with log likelihood.
 
     No sampler stores its tuning draws (nutpie's ``save_warmup=False``), so the result holds only
     the posterior. Chains start as ``s['init']`` says (module doc); ``initvals``: start points as
-    PyMC takes them instead (one dict, or a list with one dict per chain; nutpie ignores them).
-    ``sample_stats.attrs['max_tree_depth']`` records the depth cap used; with
-    ``s['drop_stuck_chains']`` chains in a minor mode are dropped and recorded in the posterior
-    attrs (``dropped_chains``).
+    PyMC takes them instead (one dict, or a list with one dict per chain; nutpie ignores them);
+    ``starts``: the chains' starts (:func:`find_starts`, made by the caller); ``compiled``: a dict
+    that keeps nutpie's compiled model between calls. ``sample_stats.attrs['max_tree_depth']``
+    records the depth cap used; with ``s['drop_stuck_chains']`` chains in a minor mode are
+    dropped and recorded in the posterior attrs (``dropped_chains``).
     """
     import pymc as pm
 
@@ -181,7 +186,6 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
     ncores = cores or min(s["chains"], os.cpu_count() or 1)
     kw = dict(draws=s["draws"], tune=s["tune"], chains=s["chains"], random_seed=s["seed"],
               progressbar=progress, model=model, target_accept=s["target_accept"])
-    starts = find_starts(model, s) if initvals is None else None
     if starts is not None and s["sampler"] == "pymc":
         initvals = starts.initvals(s["chains"], s["seed"])
     if initvals is not None:
@@ -202,7 +206,10 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
             idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": loglik},
                               **init, **cap, **kw)
         elif s["sampler"] == "nutpie" and starts is not None:
-            idata = sample_compiled(compile_nutpie(model), model, s, starts,
+            compiled = {} if compiled is None else compiled
+            if "nutpie" not in compiled:
+                compiled["nutpie"] = compile_nutpie(model)
+            idata = sample_compiled(compiled["nutpie"], model, s, starts,
                                     cores=ncores, progress=progress, log_likelihood=False,
                                     finish=False)
         elif s["sampler"] == "nutpie":
