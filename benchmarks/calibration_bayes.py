@@ -22,7 +22,6 @@ Run: ``python benchmarks/calibration_bayes.py --set multipowerlaw --law annealin
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -35,7 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from calibration_sets import PROB, compare_methods, load_set, store_scores, schedule_of  # noqa: E402
+from calibration_sets import (  # noqa: E402
+    PROB,
+    candidate_args,
+    compare_methods,
+    load_set,
+    schedule_of,
+    store_scores,
+)
 from multipower_protocol import after_warmup  # noqa: E402
 
 from bayescpt.curves.data import curve_info, schedules_of  # noqa: E402
@@ -152,13 +158,7 @@ def learn_kb(train: pd.DataFrame, law_name: str, seed: int = 0, log=print) -> di
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="multipowerlaw")
-    ap.add_argument("--law", default="annealing")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--boot", type=int, default=100)
-    ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "calibration_bayes.json")
-    a = ap.parse_args(argv)
+    a = candidate_args(__doc__, "calibration_bayes.json", argv)
     warnings.simplefilter("ignore")
     train, test = load_set(a.set)
     law = get_law(a.law)

@@ -28,7 +28,6 @@ Run: ``python benchmarks/calibration_layer.py --set multipowerlaw --law annealin
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -42,7 +41,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from calibration_sets import PROB, compare_methods, load_set, store_scores  # noqa: E402
+from calibration_sets import (  # noqa: E402
+    PROB,
+    candidate_args,
+    compare_methods,
+    load_set,
+    store_scores,
+)
 from multipower_protocol import after_warmup, design_of  # noqa: E402
 
 from bayescpt.curves import baseline  # noqa: E402
@@ -161,14 +166,8 @@ def calibrated(fit, test: pd.DataFrame, train: pd.DataFrame, cal: dict, tau: boo
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="multipowerlaw")
-    ap.add_argument("--law", default="annealing")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--boot", type=int, default=100)
-    ap.add_argument("--fit-cache", type=Path, default=None)
-    ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "calibration_layer.json")
-    a = ap.parse_args(argv)
+    a = candidate_args(__doc__, "calibration_layer.json", argv,
+                       extra=[("--fit-cache", {"type": Path, "default": None})])
     warnings.simplefilter("ignore")
     from bayescpt.curves.fit import Fit
 

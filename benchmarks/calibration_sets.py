@@ -459,6 +459,21 @@ def steplaw_set(seed: int) -> dict:
 
 # ---------------------------------------------------------------- driver
 
+def candidate_args(doc: str, json_name: str, argv=None, extra=()) -> argparse.Namespace:
+    """The command line of a calibration candidate's script (``calibration_layer.py``,
+    ``calibration_bayes.py``): ``--set``, ``--law``, ``--seed``, ``--boot`` and ``--json``
+    (default ``benchmarks/<json_name>``), plus ``extra`` (name, add_argument keywords) pairs."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--set", default="multipowerlaw")
+    ap.add_argument("--law", default="annealing")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--boot", type=int, default=100)
+    for name, kw in extra:
+        ap.add_argument(name, **kw)
+    ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / json_name)
+    return ap.parse_args(argv)
+
+
 def _jsonable(o):
     if isinstance(o, dict):
         return {str(k): _jsonable(v) for k, v in o.items()}
