@@ -25,6 +25,8 @@ gradients, which depends on the posterior's shape (taken from the fits).
         [--rho 0.9] [--json benchmarks/fit_scaling.json]
     python benchmarks/fit_scaling.py --gradients [--points 1e3,1e4,1e5,1e6]
     python benchmarks/fit_scaling.py --layout many [--points 1e3,1e4]   (many short curves)
+    python benchmarks/fit_scaling.py --chains 2 --tune 500 --draws 500 ...   (a shorter run per
+        fit, the same at every N: the growth in N of a full-data fit at 1e6 points in ~1 h)
 
 Results are appended to the JSON after every fit (a rerun skips what is there). Run it on an idle
 machine; a full-data fit of 1e6 points takes long (its gradient is 1e6 points).
@@ -114,8 +116,10 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def one(n_points: int, mode: str, rho: float, layout: str = "long") -> dict:
-    """One fit, in this process: what the module docstring lists."""
+def one(n_points: int, mode: str, rho: float, layout: str = "long",
+        run: dict | None = None) -> dict:
+    """One fit, in this process: what the module docstring lists. ``run``: sampler settings
+    (chains, draws, tune) other than the law's defaults."""
     from bayescpt.curves.fit import Fit
     from bayescpt.curves.thinning import thin_long_curves
 
@@ -127,7 +131,7 @@ def one(n_points: int, mode: str, rho: float, layout: str = "long") -> dict:
     t0, c0 = time.perf_counter(), cpu_seconds()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = Fit.run(df, law="annealing", seed=0, warn=False)
+        fit = Fit.run(df, law="annealing", seed=0, warn=False, **(run or {}))
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     d = fit.diagnostics()
     post = fit.idata.posterior
@@ -143,7 +147,7 @@ def one(n_points: int, mode: str, rho: float, layout: str = "long") -> dict:
             ess = float(az.ess(x)[p].values)
             errs.append(abs(float(x.mean()) - row[p]) / row[p])
             mcses.append(float(x.std()) / np.sqrt(ess) / row[p])
-    return {"points": n_all, "mode": mode, "rho": rho, "layout": layout,
+    return {"points": n_all, "mode": mode, "rho": rho, "layout": layout, **(run or {}),
             "curves": int(df.groupby(["run", "val_set"]).ngroups), "seen_points": int(fit.meta["n_points"]),
             "thinning": note, "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
             "sampling_seconds": fit.fit_seconds,
@@ -181,11 +185,15 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=Path(__file__).with_name("fit_scaling.json"))
     ap.add_argument("--gradients", action="store_true",
                     help="time one compiled gradient per N (no thinning, no sampling)")
+    for k in ("chains", "draws", "tune"):
+        ap.add_argument(f"--{k}", type=int, default=None,
+                        help=f"sampler {k} instead of the law's default (the rows' key says so)")
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)   # N MODE: run one fit, print JSON
     a = ap.parse_args()
+    run = {k: getattr(a, k) for k in ("chains", "draws", "tune") if getattr(a, k) is not None}
     if a.one:
         r = (gradient_seconds(int(float(a.one[0])), a.rho) if a.one[1] == "gradient"
-             else one(int(float(a.one[0])), a.one[1], a.rho, a.layout))
+             else one(int(float(a.one[0])), a.one[1], a.rho, a.layout, run))
         print(json.dumps(r))
         return 0
     if a.gradients:
@@ -193,12 +201,14 @@ def main() -> int:
     done = json.loads(a.json.read_text()) if a.json.exists() else {}
     for n in [int(float(x)) for x in a.points.split(",")]:
         for mode in a.modes.split(","):
-            key = f"{n}|{mode}|{a.rho}" + ("" if a.layout == "long" else f"|{a.layout}")
+            key = (f"{n}|{mode}|{a.rho}" + ("" if a.layout == "long" else f"|{a.layout}")
+                   + "".join(f"|{k}{v}" for k, v in run.items()))
             if key in done:
                 r = done[key]
             else:
                 proc = subprocess.run([sys.executable, __file__, "--one", str(n), mode,
-                                       "--rho", str(a.rho), "--layout", a.layout],
+                                       "--rho", str(a.rho), "--layout", a.layout,
+                                       *[f"--{k}={v}" for k, v in run.items()]],
                                       capture_output=True, text=True,
                                       env=dict(os.environ, PYTHONWARNINGS="ignore"))
                 if proc.returncode:
