@@ -179,7 +179,9 @@ def cmd_fit(a) -> int:
             fit.meta["discrepancy"] = learn_discrepancy(fit, df).to_json()
         return fit
 
-    _, diag = sample_and_save(a, run)
+    fit, diag = sample_and_save(a, run)
+    if fit.schedule_level is not None:
+        print(fit.schedule_level.text())
     return verdict(diag, a.strict)
 
 
@@ -230,6 +232,8 @@ def cmd_predict(a) -> int:
                 f"sample size {g['ess'].min():.0f} of {int(g['n_points'].iloc[0])} particles")
     else:
         pred = _predict_telling(fit, sched, a.prob, a.seed, draws=a.draws_out is not None)
+        if fit.schedule_level is not None:   # what sets the band's width on a new schedule
+            say(fit.schedule_level.text())
     idata = None
     if a.draws_out is not None:
         draws, pred = pred
@@ -360,6 +364,8 @@ def cmd_diagnose(a) -> int:
     print(f"{a.fit}: law {fit.meta['law']}, bayescpt {fit.meta['bayescpt_version']}, data "
           f"{fit.meta['data_hash']}, sampler {fit.config['sampler']['sampler']}")
     print(diag.to_text())
+    if getattr(fit, "schedule_level", None) is not None:
+        print(fit.schedule_level.text())
     if a.plot is not None:
 
         save_figure(plot_diagnostics(fit.idata, diag, title=f"{a.fit.name}: {fit.meta['law']} "

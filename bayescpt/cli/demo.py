@@ -86,6 +86,8 @@ def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int
         log(f"      warning: {msg}")
     save_figure(plot_diagnostics(fit.idata, diag, title=f"{law} law on the multipowerlaw runs: "
                                  "sampler diagnostics"), targets["diagnostics_png"], force)
+    if fit.schedule_level is not None:
+        log(f"      {fit.schedule_level.text()}")
     log(f"[3/5] predicting {test['run'].nunique()} unseen schedules with 90 % intervals ...")
     with warnings.catch_warnings():     # summarised in one line below
         warnings.simplefilter("ignore", ExtrapolationWarning)

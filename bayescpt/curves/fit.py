@@ -46,6 +46,7 @@ from bayescpt.curves.laws import LAWS, get_law
 from bayescpt.curves.laws.base import Law
 from bayescpt.curves.other_sets import add_to_posterior, fit_other
 from bayescpt.curves.priors import prior_predictive_idata
+from bayescpt.curves.schedule_level import ScheduleLevel, schedule_level
 
 __all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
 
@@ -105,11 +106,27 @@ class Fit(FitBase, laws=tuple(LAWS)):
             add_to_posterior(idata, arrays, summary)
             meta["other_sets"] = json.dumps(summary)
         fit = cls(idata, law_obj, cfg, prep.groups, prep.curves, prep.size_ref, meta)
+        fit._add_schedule_level(prep)
         fit._write_attrs()
         fit.label(_obs_labels(prep.points))
         if warn:
             warn_if_bad(fit.diagnostics())
         return fit
+
+    def _add_schedule_level(self, prep: Prepared) -> None:
+        """Measure what the fit learned about its schedule level on its training curves
+        (:func:`schedule_level`) and keep it in ``meta`` (saved with the fit)."""
+        lvl = schedule_level(self, prep, seed=int(self.config["sampler"].get("seed") or 0))
+        if lvl is not None:
+            self.meta["schedule_level"] = lvl.to_json()
+
+    @property
+    def schedule_level(self) -> ScheduleLevel | None:
+        """What the fit learned about how far a new schedule departs from its model size's curve
+        (:mod:`bayescpt.curves.schedule_level`); None for a law without a schedule level or a
+        fit stored before it was measured."""
+        text = self.meta.get("schedule_level")
+        return ScheduleLevel.from_json(text) if text else None
 
     # -------------------------------------------------------------------------------------------
     def param_vars(self) -> list[str]:
@@ -230,6 +247,7 @@ class CompiledFit:
         meta = _meta(self.law, self.law_options, df, prep, time.perf_counter() - t0, self.config)
         config = dict(self.config, sampler=dict(s))   # the seed this fit used
         fit = Fit(trace, self.law, config, prep.groups, prep.curves, prep.size_ref, meta)
+        fit._add_schedule_level(prep)
         fit._write_attrs()
         fit.label(_obs_labels(prep.points))
         if warn:
