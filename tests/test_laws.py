@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 
 from bayescpt.core import schedules as S
@@ -224,3 +225,20 @@ def test_multipower_progress_exponent_is_recovered_by_a_point_fit():
     assert abs(float(th["kappa"]) - 0.15) < 0.05
     _, zp = baseline.point_fit(paper, Xp, y, n_starts=6, seed=0)
     assert baseline.huber_objective(law, X, y)(z) < baseline.huber_objective(paper, Xp, y)(zp)
+
+
+def test_a_loss_logged_at_step_0_is_the_initial_models_and_not_fitted():
+    # logs from trainers often hold an evaluation before the first step; the laws describe
+    # training, so that loss is left out (it used to stop the fit with an unclear range error)
+    from bayescpt.curves.data import validate_curves
+    from bayescpt.curves.hierarchy import make_config, prepare
+
+    steps = np.arange(0, 2001, 100)
+    df = validate_curves(pd.DataFrame({
+        "run": "a", "step": steps, "lr": 3e-4,     # no warmup: nothing else drops step 0
+        "loss": 3.0 + 8.0 * (steps + 1.0) ** -0.3}))
+    law = get_law("annealing")
+    prep = prepare(df, law, make_config(law)["settings"])
+    assert prep.points["step"].min() >= 1
+    assert 0 not in set(prep.points["step"])
+    assert len(prep.points) == len(steps) - 1      # only step 0 left out

@@ -168,7 +168,8 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
     has_size = "model_size" in df.columns
     law.settings_from_data(df, settings)   # settings from the fitted data (saved with the fit)
     sched = schedules_of(df)
-    pts = df[df["loss"].notna()].copy()
+    # a loss logged at step 0 is the initial model's, before any training the laws describe
+    pts = df[df["loss"].notna() & (df["step"] >= 1)].copy()
     if settings.get("skip_warmup", True):
         # The laws describe training after the initial warmup; losses logged during it are not
         # evidence about their parameters (on the OLMo ladder they were off by 3-8 %).
