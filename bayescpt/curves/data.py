@@ -11,7 +11,10 @@ One row per logged step of one run (and validation set)::
 
 The learning rate between logged steps is taken as linear in the step (the multi-power-law
 authors' convention); give a dense ``lr`` (rows without loss) where that is not good enough,
-e.g. a row ``step=0, lr=0`` for a linear warmup from zero. Other columns are kept as they are.
+e.g. a row ``step=0, lr=0`` for a linear warmup from zero. Other columns are kept as they are;
+one is read by the fits: ``_noise_scale`` (float > 0, default 1), a loss's noise sd relative to
+one logged loss, which :func:`bayescpt.curves.thinning.thin_long_curves` writes on the points it
+averages from windows of logged losses.
 
 Continual pre-training (CPT) runs add, all optional for the other laws and required by the CPT law::
 
@@ -53,6 +56,9 @@ MAX_STEP = 2 ** 53
 
 
 DEFAULT_VAL_SET = "default"
+
+#: the column with a loss's noise sd relative to one logged loss (set where losses are averaged)
+NOISE_SCALE = "_noise_scale"
 
 
 PHASES = ("pt", "cpt")
@@ -147,6 +153,19 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
                             f"{df['model_size'][i]!r} looks like millions or billions; expected "
                             "the number of non-embedding parameters (e.g. 25e6)")
         df["model_size"] = ms
+
+    if NOISE_SCALE in df.columns:
+        ns = parse_numeric(df[NOISE_SCALE], NOISE_SCALE, source, runs, lines, allow_empty=True) \
+            if _from_text else pd.to_numeric(df[NOISE_SCALE], errors="coerce").astype(float)
+        bad = df["loss"].notna() & ((ns.notna() & (~np.isfinite(ns) | (ns <= 0)))
+                                    | (ns.isna() & df[NOISE_SCALE].notna()
+                                       & (df[NOISE_SCALE].astype(str).str.strip() != "")))
+        if bad.any():
+            i = int(bad.idxmax())
+            raise DataError(f"{where(source, runs[i], NOISE_SCALE, df['step'][i], lines[i])}: "
+                            f"value {df[NOISE_SCALE][i]!r}; expected a positive noise scale "
+                            "(a loss's noise sd relative to one logged loss; empty means 1)")
+        df[NOISE_SCALE] = ns.fillna(1.0)
 
     _validate_cpt_columns(df, source, runs, lines)
 

@@ -32,7 +32,7 @@ from bayescpt.core.sampling import (
     sample_model,
 )
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.data import schedules_of
+from bayescpt.curves.data import NOISE_SCALE, schedules_of
 from bayescpt.curves.extrapolation import training_range
 from bayescpt.curves.hierarchy import (
     Prepared,
@@ -229,10 +229,17 @@ class CompiledFit:
         if len(prep.points) != len(self.prep.points) or not np.array_equal(
                 prep.points["step"].to_numpy(), self.prep.points["step"].to_numpy()):
             raise ValueError("the table does not have the template's runs and steps")
+        scaled = NOISE_SCALE in self.prep.points.columns
+        if scaled != (NOISE_SCALE in prep.points.columns):
+            raise ValueError("the table's losses are averaged (a noise scale per point) where "
+                             "the template's are not, or the other way round; thin both alike")
         s = self.settings if seed is None else dict(self.settings, seed=seed)
         t0 = time.perf_counter()
-        pm.set_data({"y_obs": prep.y}, model=self.model)   # the starts see the new losses
-        compiled, starts = self.compiled.with_data(y_obs=prep.y), find_starts(self.model, s)
+        data = {"y_obs": prep.y}
+        if scaled:
+            data["y_scale"] = prep.points[NOISE_SCALE].to_numpy(float)
+        pm.set_data(data, model=self.model)   # the starts see the new losses
+        compiled, starts = self.compiled.with_data(**data), find_starts(self.model, s)
 
         def sample(s2):
             return sample_compiled(compiled, self.model, s2, starts, cores=cores,

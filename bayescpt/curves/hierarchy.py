@@ -36,7 +36,7 @@ import pandas as pd
 from bayescpt.core.config import ConfigError, check_config
 from bayescpt.core.priorspec import check_prior
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import curve_info, schedule_ids, schedules_of
+from bayescpt.curves.data import NOISE_SCALE, curve_info, schedule_ids, schedules_of
 from bayescpt.curves.laws.base import Law
 
 DEFAULT_NOISE = {"family": "studentt", "nu": 3.0, "sigma_loc": float(np.log(0.003)),
@@ -139,7 +139,8 @@ def is_multi_size(groups: pd.DataFrame) -> bool:
 class Prepared:
     """Observed points and their index structure, ready for the model.
 
-    points: one row per loss observation (run, val_set, step, loss, curve, group)
+    points: one row per loss observation (run, val_set, step, loss, curve, group; and
+        ``_noise_scale``, the noise sd relative to one logged loss, where thinning averaged)
     curves: one row per (run, val_set) curve with its group index
     groups: one row per (val_set, model_size) with ``x`` the standardised log size
     X: the law's design at the points (numpy)
@@ -218,8 +219,10 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
         designs.append(law.design(sched[c["run"]], steps, settings, infos[i]))
     X = law.stack_designs(designs)
     law.check_fit_design(X, pts)
-    return Prepared(pts[["run", "val_set", "step", "loss", "curve", "group"]], curves, groups, X,
-                    tuple(size_ref))
+    cols = ["run", "val_set", "step", "loss", "curve", "group"]
+    if NOISE_SCALE in pts.columns and not np.allclose(pts[NOISE_SCALE].to_numpy(float), 1.0):
+        cols.append(NOISE_SCALE)         # averaged points (thinning): their own noise scale
+    return Prepared(pts[cols], curves, groups, X, tuple(size_ref))
 
 
 def build_model(law: Law, prep: Prepared, config: dict):
@@ -293,6 +296,11 @@ def build_model(law: Law, prep: Prepared, config: dict):
         else:
             log_sigma = pm.Deterministic("log_sigma", log_sigma_mu * np.ones(G), dims="group")
         sigma = pt.exp(log_sigma)[prep.points["group"].to_numpy()]
+        if NOISE_SCALE in prep.points.columns:
+            # a point averaged from a window of logged losses (thin_long_curves): its noise sd
+            # is sigma (one logged loss's) times its scale; data, so a compiled model can refit
+            sigma = sigma * pm.Data("y_scale", prep.points[NOISE_SCALE].to_numpy(float),
+                                    dims="obs")
         mu_y = pt.log(pt.maximum(mean, 1e-6))
         y_obs = pm.Data("y_obs", prep.y, dims="obs")   # data, so a compiled model can refit
         if noise["family"] == "studentt":
