@@ -4,10 +4,12 @@ Simulated per-step logs with known truth: the LR-annealing law at three model si
 schedules (cosine, WSD, constant; :func:`bayescpt.curves.simulate.simulate_hierarchy`), every
 curve observed at N / 9 steps, noise on the log loss AR(1) (lag-1 correlation ``--rho``, marginal
 sd 0.003) as on dense real logs. Per N and mode, one fit in a fresh process (``bayescpt fit``'s
-library path: :func:`bayescpt.curves.thinning.thin_long_curves` when thinning is on, then
+library path: :func:`bayescpt.curves.thinning.thin_long_curves` when thinning is on (mode
+``thin``, the default averaging rule; ``thin-decimate``, the rule before 2026-12-05), then
 :meth:`bayescpt.curves.fit.Fit.run` with the law's default sampler settings):
 
-* wall seconds (compile + sampling), CPU seconds of the fit (all threads), sampling seconds,
+* wall seconds (thinning + compile + sampling), CPU seconds of the fit (all threads), sampling
+  seconds, thinning seconds,
   peak resident memory (MB);
 * loss points the model saw;
 * posterior-mean error against the truth: per group and parameter (L0, A, alpha, C),
@@ -126,9 +128,10 @@ def one(n_points: int, mode: str, rho: float, layout: str = "long",
     df, truth = simulate(n_points, rho, layout=layout)
     n_all = int(df["loss"].notna().sum())
     note = None
-    if mode == "thin":
-        df, note = thin_long_curves(df)
     t0, c0 = time.perf_counter(), cpu_seconds()
+    if mode in ("thin", "thin-decimate"):
+        df, note = thin_long_curves(df, average=mode == "thin")
+    thin_seconds = time.perf_counter() - t0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = Fit.run(df, law="annealing", seed=0, warn=False, **(run or {}))
@@ -149,7 +152,8 @@ def one(n_points: int, mode: str, rho: float, layout: str = "long",
             mcses.append(float(x.std()) / np.sqrt(ess) / row[p])
     return {"points": n_all, "mode": mode, "rho": rho, "layout": layout, **(run or {}),
             "curves": int(df.groupby(["run", "val_set"]).ngroups), "seen_points": int(fit.meta["n_points"]),
-            "thinning": note, "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
+            "thinning": note, "thin_seconds": round(thin_seconds, 2),
+            "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
             "sampling_seconds": fit.fit_seconds,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "mean_rel_error": float(np.mean(errs)), "mcse_rel": float(np.mean(mcses)),
@@ -178,7 +182,10 @@ def gradient_seconds(n_points: int, rho: float, calls: int = 20, repeats: int = 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", default="1e3,1e4,1e5,1e6")
-    ap.add_argument("--modes", default="thin,all")
+    ap.add_argument("--modes", default="thin,all",
+                    help="thin: the package's default thinning (averaged windows); "
+                         "thin-decimate: one logged loss per kept point (the rule before "
+                         "2026-12-05); all: every point")
     ap.add_argument("--rho", type=float, default=0.9)
     ap.add_argument("--layout", default="long", choices=["long", "many"],
                     help="long: 9 curves of N / 9 points; many: N / 111 curves of 111 points")
@@ -223,7 +230,7 @@ def main() -> int:
                       f"{r['compile_seconds']} s, peak {r['peak_rss_mb']:.0f} MB", flush=True)
                 continue
             print((f"{r['curves']} curves, " if "curves" in r else "") +
-                  f"N {r['points']:>8} {mode:>4}: seen {r['seen_points']:>7}  wall "
+                  f"N {r['points']:>8} {mode:>13}: seen {r['seen_points']:>7}  wall "
                   f"{r['wall_seconds']:7.1f} s (sampling {r['sampling_seconds']:7.1f} s"
                   + (f", CPU {r['cpu_seconds']:.0f} s" if "cpu_seconds" in r else "") + ")  peak "
                   f"{r['peak_rss_mb']:6.0f} MB  error {100 * r['mean_rel_error']:.3f} % (MCSE "
