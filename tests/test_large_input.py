@@ -82,6 +82,29 @@ def test_all_points_turns_the_default_thinning_off(tmp_path, monkeypatch, capsys
     assert "thinned 3 curve(s)" in capsys.readouterr().err
 
 
+def test_max_points_thins_to_that_many_by_the_same_averaging_rule(tmp_path, monkeypatch, capsys):
+    data = tmp_path / "mid.csv"
+    curves(3, 1500).to_csv(data, index=False, float_format="%.6g")   # under the default's 2000
+    kept = {}
+
+    def capture(df, **kw):
+        kept["df"] = df
+        raise Stop
+
+    monkeypatch.setattr(cli_curves.Fit, "run", capture)
+    monkeypatch.setattr(cli_curves, "sample_and_save", lambda a, run: run())
+    with pytest.raises(Stop):
+        main(["fit", str(data), "--law", "annealing", "--out", str(tmp_path / "f.nc"),
+              "--max-points", "100"])
+    err = capsys.readouterr().err
+    assert "thinned 3 curve(s) with more than 100 loss points" in err
+    assert "average of its window" in err and "--all-points" not in err
+    df = kept["df"]
+    per_curve = df[df["loss"].notna()].groupby("run").size()
+    assert per_curve.max() <= 102 and per_curve.min() >= 50
+    assert (df.loc[df["loss"].notna(), "_noise_scale"] < 1).mean() > 0.5   # averaged points
+
+
 def test_only_long_curves_are_thinned():
     df = validate_curves(pd.concat([curves(2, 3000), curves(1, 800, seed=1).assign(run="short")],
                                    ignore_index=True))

@@ -40,7 +40,7 @@ from bayescpt.curves.compare import (
     parameter_table,
     shared_parameters,
 )
-from bayescpt.curves.data import decimate, describe, read_curves
+from bayescpt.curves.data import describe, read_curves
 from bayescpt.curves.extrapolation import ExtrapolationWarning, RangeUnknownWarning
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.hierarchy import default_config, make_config
@@ -75,7 +75,8 @@ def add_fit(sub) -> None:
     f.add_argument("--law", required=True, choices=law_names())
     f.add_argument("--out", required=True, type=Path, metavar="FIT.nc")
     f.add_argument("--max-points", type=positive_int, default=None,
-                   help="thin each curve to about this many loss points (decay phases kept dense)")
+                   help="thin each curve with more loss points to about this many (decay phases kept "
+                   "dense; each kept loss the average of its window of logged losses)")
     f.add_argument("--all-points", action="store_true",
                    help=f"fit every loss point; by default curves with more than "
                    f"{AUTO_THIN_ABOVE} loss points are thinned to about {AUTO_MAX_POINTS}")
@@ -192,14 +193,14 @@ def _read_for_fit(a):
     mb = a.data.stat().st_size / 1e6 if a.data.is_file() else 0.0
     with stage(f"reading {a.data} ({mb:.0f} MB)", **quiet):
         df = read_curves(a.data)
-    if a.max_points:
-        return decimate(df, a.max_points)
-    if a.all_points:
+    if a.all_points and not a.max_points:
         return df
+    n = a.max_points or AUTO_MAX_POINTS
     with stage("thinning long curves", **quiet):
-        df, note = thin_long_curves(df)
+        df, note = thin_long_curves(df, above=a.max_points or AUTO_THIN_ABOVE, points=n)
     if note is not None:
-        say(f"{note} (--all-points keeps every point; --max-points N sets the number)")
+        say(note + ("" if a.max_points else
+                    " (--all-points keeps every point; --max-points N sets the number)"))
     return df
 
 
