@@ -119,13 +119,13 @@ def cpu_seconds() -> float:
 
 
 def one(n_points: int, mode: str, rho: float, layout: str = "long",
-        run: dict | None = None) -> dict:
+        run: dict | None = None, data_seed: int = 0) -> dict:
     """One fit, in this process: what the module docstring lists. ``run``: sampler settings
-    (chains, draws, tune) other than the law's defaults."""
+    (chains, draws, tune) other than the law's defaults; ``data_seed``: the simulated data's."""
     from bayescpt.curves.fit import Fit
     from bayescpt.curves.thinning import thin_long_curves
 
-    df, truth = simulate(n_points, rho, layout=layout)
+    df, truth = simulate(n_points, rho, seed=data_seed, layout=layout)
     n_all = int(df["loss"].notna().sum())
     note = None
     t0, c0 = time.perf_counter(), cpu_seconds()
@@ -151,6 +151,7 @@ def one(n_points: int, mode: str, rho: float, layout: str = "long",
             errs.append(abs(float(x.mean()) - row[p]) / row[p])
             mcses.append(float(x.std()) / np.sqrt(ess) / row[p])
     return {"points": n_all, "mode": mode, "rho": rho, "layout": layout, **(run or {}),
+            "data_seed": data_seed,
             "curves": int(df.groupby(["run", "val_set"]).ngroups), "seen_points": int(fit.meta["n_points"]),
             "thinning": note, "thin_seconds": round(thin_seconds, 2),
             "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
@@ -189,6 +190,8 @@ def main() -> int:
     ap.add_argument("--rho", type=float, default=0.9)
     ap.add_argument("--layout", default="long", choices=["long", "many"],
                     help="long: 9 curves of N / 9 points; many: N / 111 curves of 111 points")
+    ap.add_argument("--data-seed", type=int, default=0,
+                    help="seed of the simulated data (rows of another seed keyed |seedN)")
     ap.add_argument("--json", type=Path, default=Path(__file__).with_name("fit_scaling.json"))
     ap.add_argument("--gradients", action="store_true",
                     help="time one compiled gradient per N (no thinning, no sampling)")
@@ -200,7 +203,7 @@ def main() -> int:
     run = {k: getattr(a, k) for k in ("chains", "draws", "tune") if getattr(a, k) is not None}
     if a.one:
         r = (gradient_seconds(int(float(a.one[0])), a.rho) if a.one[1] == "gradient"
-             else one(int(float(a.one[0])), a.one[1], a.rho, a.layout, run))
+             else one(int(float(a.one[0])), a.one[1], a.rho, a.layout, run, a.data_seed))
         print(json.dumps(r))
         return 0
     if a.gradients:
@@ -209,12 +212,14 @@ def main() -> int:
     for n in [int(float(x)) for x in a.points.split(",")]:
         for mode in a.modes.split(","):
             key = (f"{n}|{mode}|{a.rho}" + ("" if a.layout == "long" else f"|{a.layout}")
-                   + "".join(f"|{k}{v}" for k, v in run.items()))
+                   + "".join(f"|{k}{v}" for k, v in run.items())
+                   + (f"|seed{a.data_seed}" if a.data_seed else ""))
             if key in done:
                 r = done[key]
             else:
                 proc = subprocess.run([sys.executable, __file__, "--one", str(n), mode,
                                        "--rho", str(a.rho), "--layout", a.layout,
+                                       "--data-seed", str(a.data_seed),
                                        *[f"--{k}={v}" for k, v in run.items()]],
                                       capture_output=True, text=True,
                                       env=dict(os.environ, PYTHONWARNINGS="ignore"))
