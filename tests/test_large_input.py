@@ -46,9 +46,8 @@ def fit_until_sampling(monkeypatch, argv):
     return seen
 
 
-def test_a_200k_row_table_is_thinned_with_a_message(tmp_path, monkeypatch, capsys):
-    data = tmp_path / "big.csv"
-    curves(20, 10_000).to_csv(data, index=False, float_format="%.6g")
+def table_given_to_the_fit(monkeypatch, argv) -> pd.DataFrame:
+    """The table ``bayescpt`` with ``argv`` hands to the fit (stopped before it runs)."""
     kept = {}
 
     def capture(df, **kw):
@@ -58,14 +57,21 @@ def test_a_200k_row_table_is_thinned_with_a_message(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(cli_curves.Fit, "run", capture)
     monkeypatch.setattr(cli_curves, "sample_and_save", lambda a, run: run())
     with pytest.raises(Stop):
-        main(["fit", str(data), "--law", "annealing", "--out", str(tmp_path / "f.nc")])
+        main(argv)
+    return kept["df"]
+
+
+def test_a_200k_row_table_is_thinned_with_a_message(tmp_path, monkeypatch, capsys):
+    data = tmp_path / "big.csv"
+    curves(20, 10_000).to_csv(data, index=False, float_format="%.6g")
+    df = table_given_to_the_fit(monkeypatch, ["fit", str(data), "--law", "annealing", "--out",
+                                              str(tmp_path / "f.nc")])
     err = capsys.readouterr().err
     line = [x for x in err.splitlines() if x.startswith("thinned ")]
     assert len(line) == 1, err
     assert (f"thinned 20 curve(s) with more than {AUTO_THIN_ABOVE} loss points (up to 10000)"
             in line[0])
     assert "200000 -> " in line[0] and "--all-points" in line[0]
-    df = kept["df"]
     assert len(df) == 200_000                       # every schedule row stays
     per_curve = df[df["loss"].notna()].groupby("run").size()
     assert per_curve.max() <= AUTO_MAX_POINTS + 2 and per_curve.min() >= AUTO_MAX_POINTS // 2
@@ -85,21 +91,11 @@ def test_all_points_turns_the_default_thinning_off(tmp_path, monkeypatch, capsys
 def test_max_points_thins_to_that_many_by_the_same_averaging_rule(tmp_path, monkeypatch, capsys):
     data = tmp_path / "mid.csv"
     curves(3, 1500).to_csv(data, index=False, float_format="%.6g")   # under the default's 2000
-    kept = {}
-
-    def capture(df, **kw):
-        kept["df"] = df
-        raise Stop
-
-    monkeypatch.setattr(cli_curves.Fit, "run", capture)
-    monkeypatch.setattr(cli_curves, "sample_and_save", lambda a, run: run())
-    with pytest.raises(Stop):
-        main(["fit", str(data), "--law", "annealing", "--out", str(tmp_path / "f.nc"),
-              "--max-points", "100"])
+    df = table_given_to_the_fit(monkeypatch, ["fit", str(data), "--law", "annealing", "--out",
+                                              str(tmp_path / "f.nc"), "--max-points", "100"])
     err = capsys.readouterr().err
     assert "thinned 3 curve(s) with more than 100 loss points" in err
     assert "average of its window" in err and "--all-points" not in err
-    df = kept["df"]
     per_curve = df[df["loss"].notna()].groupby("run").size()
     assert per_curve.max() <= 102 and per_curve.min() >= 50
     assert (df.loc[df["loss"].notna(), "_noise_scale"] < 1).mean() > 0.5   # averaged points
