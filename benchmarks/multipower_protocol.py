@@ -139,6 +139,9 @@ def main(argv=None):
     ap.add_argument("--draws", type=int, default=None,
                     help="draws per chain (default: the package's, 1000); more draws shrink the "
                          "Monte Carlo error of the posterior mean")
+    ap.add_argument("--tune", type=int, default=None,
+                    help="tuning steps per chain (default: the law's; the LR-annealing law's is 300 "
+                         "from 2026-12-05, the package's 1000 before)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--law-options", type=json.loads, default={},
                     help='the law\'s options as JSON, e.g. \'{"progress": true}\' (multipower)')
@@ -152,6 +155,8 @@ def main(argv=None):
     train, test = split(df)
     law = get_law(a.law, **a.law_options)
     draws = {} if a.draws is None else {"draws": a.draws}
+    if a.tune is not None:
+        draws["tune"] = a.tune
     print(f"== {a.law} law: train {train['run'].nunique()} curves, "
           f"test {test['run'].nunique()} curves ({int(test['loss'].notna().sum())} points)", flush=True)
 

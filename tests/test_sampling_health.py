@@ -252,3 +252,23 @@ def test_slow_fit_is_run_longer_with_the_same_chains_and_says_so(small_curves):
     assert "run longer" in dl.to_text()
     if not dl.ok:   # at the cap and still failing: the problem line says it was run longer
         assert any("already run" in p for p in dl.problems())
+
+
+def test_short_warmup_from_the_mode_only():
+    """The LR-annealing law tunes 300 steps from the posterior mode and 1000 from the samplers'
+    own starts (on OLMo-2 seed 2 one jittered chain stayed in a minor mode after 300); an
+    explicit ``tune`` holds for either start; other laws tune 1000 either way."""
+    from bayescpt.curves.hierarchy import make_config
+    from bayescpt.curves.laws import get_law
+
+    base = make_config(get_law("annealing"))["sampler"]
+    assert resolve_settings(base, "auto")["tune"] == 300
+    assert resolve_settings(base, "auto", init="jitter")["tune"] == 1000
+    assert resolve_settings(dict(base, init="jitter"), "auto")["tune"] == 1000   # from a config
+    assert resolve_settings(base, "auto", init="jitter", tune=200)["tune"] == 200
+    assert resolve_settings(base, "auto", tune=500)["tune"] == 500
+    for law in ("multipower", "cpt"):
+        assert make_config(get_law(law)).get("sampler", {}).get("tune") is None
+    assert resolve_settings(None, "auto", init="jitter")["tune"] == 1000
+    with pytest.raises(ValueError, match="tune_jitter"):
+        resolve_settings({"tune_jitter": -1}, "auto")

@@ -121,8 +121,14 @@ def sampler_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sampler", default="auto",
                    help="nutpie (default when installed), pymc, numpyro or blackjax (JAX: GPU path)")
     p.add_argument("--chains", type=positive_int, help="number of chains (default 4)")
-    p.add_argument("--draws", type=positive_int, help="draws per chain after tuning (default 1000)")
-    p.add_argument("--tune", type=nonneg_int, help="tuning steps per chain (default 1000)")
+    p.add_argument("--draws", type=positive_int,
+                   help="draws per chain after tuning (default: the law's; 1000, 2000 for the cpt "
+                        "and mixture laws, 3000-4000 for the cpt law's checkpoint and anchored "
+                        "forms)")
+    p.add_argument("--tune", type=nonneg_int,
+                   help="tuning steps per chain (default: the law's; 1000, 300 for the plain "
+                        "LR-annealing law from the mode (1000 with --init jitter), 2000 for the mixture law and the cpt law's checkpoint "
+                        "form)")
     p.add_argument("--seed", type=nonneg_int,
                    help="random seed (default 0); same seed, same numbers")
     p.add_argument("--config", type=Path,
@@ -132,7 +138,9 @@ def sampler_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--init", choices=["map", "jitter"],
                    help="where chains start: map (default) = each its own draw around the "
                         "posterior mode found by multi-start optimisation; jitter = each "
-                        "sampler's own start (prior support point + U(-1, 1))")
+                        "sampler's own start (prior support point + U(-1, 1)); a law with a "
+                        "short warmup from the mode tunes longer from these (the LR-annealing "
+                        "law: 1000 instead of 300)")
     p.add_argument("--drop-stuck-chains", action="store_true",
                    help="drop chains stuck in a minor mode (mean log density far below the "
                         "others); the drop is recorded in the fit file and shown by diagnose")

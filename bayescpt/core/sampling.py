@@ -44,7 +44,8 @@ SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
 LOGLIK_MAX_BYTES = 2 * 2 ** 30
 DEFAULT_SAMPLER_SETTINGS = {"chains": 4, "draws": 1000, "tune": 1000, "target_accept": 0.95,
                             "seed": 0, "low_rank": True, "max_tree_depth": None,
-                            "drop_stuck_chains": False, "init": "map", "extend": None}
+                            "drop_stuck_chains": False, "init": "map", "extend": None,
+                            "tune_jitter": None}
 
 
 @contextlib.contextmanager
@@ -86,9 +87,21 @@ def resolve_settings(base: dict | None = None, sampler: str | None = "auto", **o
     """Sampler settings: package defaults < ``base`` (a config's 'sampler' entry) < overrides.
 
     ``overrides`` with value None are ignored, so CLI options can be passed straight through.
+    ``tune_jitter``: the tuning steps when the chains start from the samplers' own points
+    (``init="jitter"``) instead of the posterior mode; None: ``tune`` either way. A law whose short
+    warmup is safe only from the mode sets both (the LR-annealing law: 300 and 1000). An explicit
+    ``tune`` override holds for either start.
     """
     s = dict(DEFAULT_SAMPLER_SETTINGS, **(base or {}))
     s.update({k: v for k, v in overrides.items() if v is not None})
+    if overrides.get("tune") is not None:
+        s["tune_jitter"] = None
+    tj = s.get("tune_jitter")
+    if tj is not None and (isinstance(tj, bool) or not isinstance(tj, int) or tj < 0):
+        raise ValueError(f"sampler setting tune_jitter = {tj!r}; expected None (the same as tune) "
+                         "or a whole number >= 0")
+    if s.get("init", "map") == "jitter" and tj is not None:
+        s["tune"] = tj
     s["sampler"] = check_sampler(sampler or s.get("sampler") or "auto")
     if s.get("init", "map") not in INITS:
         raise ValueError(f"sampler setting init = {s['init']!r}; expected one of {INITS}")
