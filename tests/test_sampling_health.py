@@ -267,6 +267,8 @@ def test_short_warmup_from_the_mode_only():
     assert resolve_settings(dict(base, init="jitter"), "auto")["tune"] == 1000   # from a config
     assert resolve_settings(base, "auto", init="jitter", tune=200)["tune"] == 200
     assert resolve_settings(base, "auto", tune=500)["tune"] == 500
+    own = make_config(get_law("annealing"), {"sampler": {"tune": 500}})["sampler"]
+    assert resolve_settings(own, "auto", init="jitter")["tune"] == 500   # a config's tune too
     for law in ("multipower", "cpt"):
         assert make_config(get_law(law)).get("sampler", {}).get("tune") is None
     assert resolve_settings(None, "auto", init="jitter")["tune"] == 1000

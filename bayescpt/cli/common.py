@@ -127,8 +127,8 @@ def sampler_args(p: argparse.ArgumentParser) -> None:
                         "forms)")
     p.add_argument("--tune", type=nonneg_int,
                    help="tuning steps per chain (default: the law's; 1000, 300 for the plain "
-                        "LR-annealing law from the mode (1000 with --init jitter), 2000 for the mixture law and the cpt law's checkpoint "
-                        "form)")
+                        "LR-annealing law from the mode (1000 with --init jitter), 2000 for the "
+                        "mixture law and the cpt law's checkpoint form)")
     p.add_argument("--seed", type=nonneg_int,
                    help="random seed (default 0); same seed, same numbers")
     p.add_argument("--config", type=Path,

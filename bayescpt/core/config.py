@@ -60,6 +60,9 @@ def check_config(override: dict | None, defaults: dict, where: str, *, choices: 
         schema["sampler"] = dict(SAMPLER_SCHEMA, **defaults.get("sampler", {}))
     _check(override, schema, "", where, alternatives or {}, set(open_keys))
     out = merge_config(defaults, override)
+    given = override.get("sampler") if isinstance(override.get("sampler"), dict) else {}
+    if "tune" in given and "tune_jitter" not in given and isinstance(out.get("sampler"), dict):
+        out["sampler"]["tune_jitter"] = None   # the user's tune holds for either start
     for path, allowed in (choices or {}).items():
         value = _get(out, path)
         if value not in allowed:
