@@ -198,7 +198,7 @@ def test_multipower_progress_option_is_the_paper_law_times_a_power_of_the_area()
         np.testing.assert_allclose(law.derived(np, sampled, s)["B"], th["B"], rtol=1e-12)
     # without the option the design and the law are the paper's
     assert set(paper.design(sch, steps, paper.default_settings)) == {
-        "S1", "D", "Sk", "log_eta", "log_eta_ref"}
+        "S1", "log_S1", "D", "Sk", "log_eta", "log_eta_ref"}
 
 
 def test_multipower_progress_exponent_is_recovered_by_a_point_fit():

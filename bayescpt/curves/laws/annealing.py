@@ -30,10 +30,12 @@ from bayescpt.curves.laws.base import (
     Law,
     Param,
     check_steps,
+    power_design,
     progress_design,
     progress_factor,
     progress_option,
     progress_param,
+    s1_power,
     size_in_millions,
 )
 from bayescpt.curves.laws.registry import LawOption, register_law
@@ -86,7 +88,7 @@ class AnnealingLaw(Law):
         steps = check_steps(schedule, steps)
         s1, s2 = schedule.areas(lam=settings.get("lam", 0.999),
                                 warmup=settings.get("warmup", "peak"))
-        X = {"S1": s1[steps], "S2": s2[steps]}
+        X = {"S1": s1[steps], "log_S1": power_design(s1[steps]), "S2": s2[steps]}
         if self.size_extension:
             X["n_millions"] = np.full(steps.size, size_in_millions(info, self.name))
         if self.progress:
@@ -94,7 +96,7 @@ class AnnealingLaw(Law):
         return X
 
     def mean(self, xp, theta, X):
-        loss = theta["L0"] + theta["A"] * X["S1"] ** (-theta["alpha"])
+        loss = theta["L0"] + theta["A"] * s1_power(xp, theta["alpha"], X)
         drop = theta["C"] * X["S2"]
         if self.size_extension:
             n = X["n_millions"]

@@ -152,6 +152,23 @@ def size_in_millions(info: dict | None, law: str) -> float:
     return float(size) / 1e6
 
 
+def power_design(s1: np.ndarray) -> np.ndarray:
+    """ln S1 per point, the design column ``log_S1`` of the power-law term (:func:`s1_power`)."""
+    with np.errstate(divide="ignore"):   # S1 = 0 (no step taken): ln 0 = -inf, S1^-alpha = inf
+        return np.log(np.asarray(s1, dtype=float))
+
+
+def s1_power(xp, alpha, X: dict):
+    """S1^(-alpha) of the annealing and multi-power laws, as exp(-alpha ln S1).
+
+    ln S1 is design data (``log_S1``, :func:`power_design`), computed once per fit, so a gradient
+    evaluates one exp per point where ``S1 ** -alpha`` evaluated a pow (a log and an exp) and its
+    derivative a second log: 16-18 % of the annealing law's gradient (``benchmarks/RESULTS.md``,
+    "exp for pow"). A design without ``log_S1`` (built by hand) gets ln S1 here."""
+    log_s1 = X["log_S1"] if "log_S1" in X else xp.log(X["S1"])
+    return xp.exp(-alpha * log_s1)
+
+
 # The progress term shared by the annealing and multi-power laws (not in the papers): their loss
 # drop scaled by (S1 / s1_ref)^-kappa, kappa ~ Normal(0, KAPPA_SD); kappa = 0 is the paper's law.
 # Normal(0, 0.2): at two sd the drop's amplitude changes by a factor ~1.5 over a run three times

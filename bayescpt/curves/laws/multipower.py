@@ -37,10 +37,12 @@ from bayescpt.curves.laws.base import (
     Law,
     Param,
     check_steps,
+    power_design,
     progress_design,
     progress_factor,
     progress_option,
     progress_param,
+    s1_power,
 )
 from bayescpt.curves.laws.registry import register_law
 
@@ -148,7 +150,7 @@ class MultiPowerLaw(Law):
                                           settings.get("bins_time", 16))
         log_ref = float(np.log(settings.get("eta_ref", 3e-4)))
         rel = np.where(D != 0, log_eta - log_ref, 0.0)
-        X = {"S1": s1[steps], "D": D, "Sk": Sk, "log_eta": rel,
+        X = {"S1": s1[steps], "log_S1": power_design(s1[steps]), "D": D, "Sk": Sk, "log_eta": rel,
              "log_eta_ref": np.full(steps.size, log_ref)}
         if self.progress:
             X["sk_ref"] = np.full(steps.size, float(settings.get("sk_ref", 1.0)))
@@ -218,4 +220,4 @@ class MultiPowerLaw(Law):
         ld = amp * dsum
         if "kappa" in theta:   # absent: the paper's law (kappa = 0)
             ld = ld * progress_factor(xp, theta, X)
-        return theta["L0"] + theta["A"] * X["S1"] ** (-theta["alpha"]) - ld
+        return theta["L0"] + theta["A"] * s1_power(xp, theta["alpha"], X) - ld
