@@ -255,14 +255,14 @@ def test_slow_fit_is_run_longer_with_the_same_chains_and_says_so(small_curves):
 
 
 def test_short_warmup_from_the_mode_only():
-    """The LR-annealing law tunes 300 steps from the posterior mode and 1000 from the samplers'
+    """The LR-annealing law tunes 400 steps from the posterior mode and 1000 from the samplers'
     own starts (on OLMo-2 seed 2 one jittered chain stayed in a minor mode after 300); an
     explicit ``tune`` holds for either start; other laws tune 1000 either way."""
     from bayescpt.curves.hierarchy import make_config
     from bayescpt.curves.laws import get_law
 
     base = make_config(get_law("annealing"))["sampler"]
-    assert resolve_settings(base, "auto")["tune"] == 300
+    assert resolve_settings(base, "auto")["tune"] == 400
     assert resolve_settings(base, "auto", init="jitter")["tune"] == 1000
     assert resolve_settings(dict(base, init="jitter"), "auto")["tune"] == 1000   # from a config
     assert resolve_settings(base, "auto", init="jitter", tune=200)["tune"] == 200

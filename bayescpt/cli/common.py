@@ -126,7 +126,7 @@ def sampler_args(p: argparse.ArgumentParser) -> None:
                         "and mixture laws, 3000-4000 for the cpt law's checkpoint and anchored "
                         "forms)")
     p.add_argument("--tune", type=nonneg_int,
-                   help="tuning steps per chain (default: the law's; 1000, 300 for the plain "
+                   help="tuning steps per chain (default: the law's; 1000, 400 for the plain "
                         "LR-annealing law from the mode (1000 with --init jitter), 2000 for the "
                         "mixture law and the cpt law's checkpoint form)")
     p.add_argument("--seed", type=nonneg_int,
@@ -140,7 +140,7 @@ def sampler_args(p: argparse.ArgumentParser) -> None:
                         "posterior mode found by multi-start optimisation; jitter = each "
                         "sampler's own start (prior support point + U(-1, 1)); a law with a "
                         "short warmup from the mode tunes longer from these (the LR-annealing "
-                        "law: 1000 instead of 300)")
+                        "law: 1000 instead of 400)")
     p.add_argument("--drop-stuck-chains", action="store_true",
                    help="drop chains stuck in a minor mode (mean log density far below the "
                         "others); the drop is recorded in the fit file and shown by diagnose")
