@@ -251,3 +251,31 @@ def test_learned_per_size_scales_and_lr_term_recover_a_simulated_discrepancy():
         assert per[size] == pytest.approx(scale, rel=0.35), got
     assert got.lr_scale == pytest.approx(0.01, rel=0.5) and 0.2 < got.length < 0.8, got
     assert learn_from_residuals(curves, per_size=False).size_scales == ()
+
+
+def test_residuals_without_a_correlated_part_learn_a_negligible_scale_not_an_error():
+    """Residual curves of independent noise plus the LR term only, of three sizes: the
+    correlated part's scale has its maximum likelihood at 0, where the likelihood is flat in ln
+    scale; the search drifted there until exp underflowed to 0 and the per-size step stopped
+    ("bounds must be finite": a default CLI fit with ``--discrepancy`` did). Now the scale stops
+    at its floor, a negligible share of the noise, and every size gets a finite scale."""
+    from bayescpt.core.schedules import from_points
+    from bayescpt.curves.discrepancy import SCALE_FLOOR, learn_from_residuals, lr_drop
+
+    sched = from_points(np.array([0, 500, 8000, 8001, 24000]),
+                        np.array([0.0, 1e-3, 1e-3, 2e-4, 2e-4]))
+    steps = np.unique(np.geomspace(600, 24000, 40).astype(int))
+    x, x0 = np.log(steps.astype(float)), np.log(500.0)
+    c = lr_drop(sched, steps, 0.1)
+    d = Discrepancy(1e-9, 0.4, 0.002, lr_scale=0.005)
+    K = d.kernel(x, x, x0, c, c) + (d.noise ** 2 + 1e-12) * np.eye(len(x))
+    for seed in (1, 4):   # seeds whose search ends at the boundary
+        rng = np.random.default_rng(seed)
+        curves = [(x, np.linalg.cholesky(K) @ rng.standard_normal(len(x)), x0, c, size)
+                  for size in (25e6, 1e8, 4e8) for _ in range(3)]
+        got = learn_from_residuals(curves)
+        sd = np.std(np.concatenate([cv[1] for cv in curves]))
+        assert got.noise == pytest.approx(0.002, rel=0.2), got
+        assert sd * SCALE_FLOOR * 0.999 <= got.scale < 1e-3 * got.noise, got
+        assert len(got.size_scales) == 3 and all(np.isfinite(s) and 0 < s < 1e-2 * got.noise
+                                                 for _, s in got.size_scales), got

@@ -46,6 +46,10 @@ from bayescpt.curves.data import schedules_of
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.hierarchy import prepare
 
+#: the smallest correlated scale the maximum-likelihood search sees, as a share of the
+#: residuals' sd (a smaller one is no discrepancy; :func:`learn_from_residuals`)
+SCALE_FLOOR = 1e-6
+
 
 #: White-noise sds (ln loss) a run in progress may show, besides the fit's learned one: 0.0025 %
 #: to 1.28 % of the loss, a factor 2 apart (:meth:`Discrepancy.noise_levels`).
@@ -237,8 +241,14 @@ def learn_from_residuals(curves, early_length: float = 0.1, lr_window: float = 0
     sd = float(np.std(np.concatenate([cv[1] for cv in curves])))
     with_lr = lr_term and max(float(cv[3].max()) for cv in curves) >= 0.05
 
+    # The correlated part's scale can have its maximum likelihood at 0 (residuals that the noise
+    # and the LR term explain): the likelihood is then flat in ln scale, and the search may drift
+    # until exp underflows to 0, leaving the per-size search below no finite range. Below
+    # FLOOR x the residuals' sd a scale changes nothing, so the search sees at least that.
+    floor = np.log(sd * SCALE_FLOOR)
+
     def stationary(p):
-        s, ell, e = np.exp(p[:3])
+        s, ell, e = np.exp(np.r_[max(p[0], floor), p[1:3]])
         lr = float(np.exp(p[3])) if with_lr else 0.0
         return _neg_loglik(Discrepancy(s, ell, e, lr_scale=lr, lr_window=lr_window), curves)
 
@@ -246,7 +256,7 @@ def learn_from_residuals(curves, early_length: float = 0.1, lr_window: float = 0
     res = optimize.minimize(stationary, np.log(start), method="Nelder-Mead",
                             options={"xatol": 1e-3, "fatol": 1e-2,
                                      "maxfev": 4000 if with_lr else 3000})
-    s, ell, e = (float(v) for v in np.exp(res.x[:3]))
+    s, ell, e = (float(v) for v in np.exp(np.r_[max(res.x[0], floor), res.x[1:3]]))
     lr = float(np.exp(res.x[3])) if with_lr else 0.0
 
     def model(scale=s, early=0.0):
