@@ -244,7 +244,7 @@ def learn_from_residuals(curves, early_length: float = 0.1, lr_window: float = 0
     # The correlated part's scale can have its maximum likelihood at 0 (residuals that the noise
     # and the LR term explain): the likelihood is then flat in ln scale, and the search may drift
     # until exp underflows to 0, leaving the per-size search below no finite range. Below
-    # FLOOR x the residuals' sd a scale changes nothing, so the search sees at least that.
+    # SCALE_FLOOR x the residuals' sd a scale changes nothing, so the search sees at least that.
     floor = np.log(sd * SCALE_FLOOR)
 
     def stationary(p):
