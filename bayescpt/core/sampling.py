@@ -89,7 +89,7 @@ def resolve_settings(base: dict | None = None, sampler: str | None = "auto", **o
     ``overrides`` with value None are ignored, so CLI options can be passed straight through.
     ``tune_jitter``: the tuning steps when the chains start from the samplers' own points
     (``init="jitter"``) instead of the posterior mode; None: ``tune`` either way. A law whose short
-    warmup is safe only from the mode sets both (the LR-annealing law: 300 and 1000). An explicit
+    warmup is safe only from the mode sets both (the LR-annealing law: 400 and 1000). An explicit
     ``tune`` override holds for either start (so does a user config's: ``check_config``).
     """
     s = dict(DEFAULT_SAMPLER_SETTINGS, **(base or {}))

@@ -75,7 +75,7 @@ class AnnealingLaw(Law):
         if not (self.size_extension or self.progress):
             # warmup from the mode: 400 tuning steps adapt the low-rank mass matrix as well as
             # 1000 (15 leapfrog steps per draw; errors, coverage and interval scores within 2
-            # seed SE of 1000's on the multi-power-law protocol; R-hat <= 1.0068, no divergences
+            # seed SE of 1000's on the multi-power-law protocol; R-hat <= 1.0056, no divergences
             # at seeds 0-4 on the OLMo-2 ladder) for ~35 % less time. 300 left a divergence at
             # one of 5 seeds on the protocol and shifted the 25M interval score by 2.8 %. From
             # the samplers' own starts (init "jitter") short warmups are not safe: at 300, OLMo-2
