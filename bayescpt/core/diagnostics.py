@@ -24,6 +24,7 @@ from bayescpt.core.chains import (
     find_stuck_chains,
 )
 from bayescpt.core.init import StartReport
+from bayescpt.core.priorcheck import Conflict, prior_conflicts
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -45,7 +46,9 @@ class Diagnostics:
     one row per chain (mean lp, seconds, gradient evaluations, tree depth); ``dropped``: the
     chains removed from the fit, as recorded in its attrs; ``max_tree_depth``: the cap used;
     ``extended``: the record of a run sampled again with more draws because its chains mixed
-    slowly (:func:`bayescpt.core.sampling.run_longer`), else None.
+    slowly (:func:`bayescpt.core.sampling.run_longer`), else None; ``conflicts``: the
+    top-level parameters in prior-data conflict (:class:`~bayescpt.core.priorcheck.Conflict`,
+    most extreme first; empty when the fit does not give its priors).
     """
 
     table: pd.DataFrame
@@ -59,6 +62,7 @@ class Diagnostics:
     max_tree_depth: int = DEFAULT_MAX_DEPTH
     start: StartReport | None = None
     extended: dict | None = None
+    conflicts: tuple[Conflict, ...] = ()
 
     @property
     def judged(self) -> pd.DataFrame:
@@ -90,6 +94,8 @@ class Diagnostics:
             base = str(worst).split("[")[0]
             if self.stuck:
                 why = "; ".join(s.text() for s in self.stuck)
+            elif self._related(worst):
+                why = self._conflict_why(self._related(worst))
             elif base.endswith(("_sd", "_tau")):
                 # a spread of a hierarchy mixing slowly: the funnel of a level the data barely
                 # inform (the cpt law's alpha on the lab's curves, C2's schedule spread)
@@ -107,13 +113,35 @@ class Diagnostics:
                        "draws: draw more (--draws, --chains)")
         elif not np.isfinite(self.min_ess_bulk) or self.min_ess_bulk < ess_min:
             worst = self.judged["ess_bulk"].idxmin()
+            why = (self._conflict_why(self._related(worst))
+                   if self._related(worst) and not self.stuck else "draw more (--draws, --chains)")
             out.append(f"bulk ESS {self.min_ess_bulk:.0f} < {ess_min} (worst: {worst}): "
-                       "draw more (--draws, --chains)" + self._already())
+                       + why + self._already())
         if self.divergences:
             out.append(f"{self.divergences} divergent transitions: the posterior has regions the "
                        "sampler cannot follow; raise target_accept (config sampler.target_accept) or"
                        " switch the group level between centred and non-centred (config centered)")
         return out
+
+    @staticmethod
+    def _stem(name) -> str:
+        """A node's model parameter: the name without its index and last ``_suffix``
+        (``L0_mu``, ``L0_sd``, ``L0_u[group]`` and ``L0[group]`` are all ``L0``)."""
+        return str(name).split("[")[0].rsplit("_", 1)[0]
+
+    def _related(self, worst) -> list:
+        """The conflicts on the same model parameter as the table row ``worst``."""
+        return [c for c in self.conflicts if self._stem(c.name) == self._stem(worst)]
+
+    def _conflict_why(self, conflicts) -> str:
+        """Why chains mix slowly when priors and data disagree (see the module doc)."""
+        c = conflicts[0]
+        p = self._stem(c.name)
+        return (f"the data disagree with the prior of {c.name} (the prior-data conflict note); "
+                "the chains wander between the prior's pull and the data's, and more draws fix "
+                f"that slowly at best: give {p} a prior that suits these data (in the fit's "
+                f"config, e.g. priors.{p}.loc and scale; the data put {c.name} near "
+                f"{c.median:.3g})")
 
     def _already(self) -> str:
         """What a failing line adds when the run was already run longer (the cap reached)."""
@@ -132,6 +160,7 @@ class Diagnostics:
         far costlier than the others."""
         out = [f"chain {d['chain']} was dropped ({d['reason']}); the fit uses the other chains"
                for d in self.dropped]
+        out += [c.text() for c in self.conflicts]
         if self.extended:
             e = self.extended
             via = [st["to"] for st in e.get("steps", [])][:-1]
@@ -161,8 +190,9 @@ class Diagnostics:
             start + notes + "\n" + verdict
 
 
-def summarize(idata, var_names: list[str], derived=()) -> Diagnostics:
-    """Diagnostics of ``var_names`` in ``idata.posterior`` (90 % HDI); ``derived`` not judged."""
+def summarize(idata, var_names: list[str], derived=(), priors: dict | None = None) -> Diagnostics:
+    """Diagnostics of ``var_names`` in ``idata.posterior`` (90 % HDI); ``derived`` not judged;
+    ``priors`` ({top-level node: pymc_extras Prior}): checked for prior-data conflict."""
     import arviz as az
 
     table = az.summary(idata, var_names=var_names, hdi_prob=0.9, round_to="none")
@@ -179,7 +209,8 @@ def summarize(idata, var_names: list[str], derived=()) -> Diagnostics:
     return Diagnostics(table, div, int(post.sizes["draw"]), int(post.sizes["chain"]),
                        tuple(derived), tuple(find_stuck_chains(idata, var_names)),
                        chain_stats(idata), tuple(dropped_record(idata)), depth, start,
-                       json.loads(ext) if isinstance(ext, str) else None)
+                       json.loads(ext) if isinstance(ext, str) else None,
+                       tuple(prior_conflicts(post, priors)) if priors else ())
 
 
 def warn_if_bad(diag: Diagnostics) -> None:

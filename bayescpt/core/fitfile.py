@@ -318,8 +318,14 @@ class FitBase:
         return ()
 
     def diagnostics(self) -> Diagnostics:
-        """R-hat, ESS, divergences of :meth:`param_vars` (see :mod:`bayescpt.core.diagnostics`)."""
-        return summarize(self.idata, self.param_vars(), self.derived_names())
+        """R-hat, ESS, divergences of :meth:`param_vars` (see :mod:`bayescpt.core.diagnostics`),
+        and prior-data conflicts of :meth:`top_priors`."""
+        return summarize(self.idata, self.param_vars(), self.derived_names(), self.top_priors())
+
+    def top_priors(self) -> dict | None:
+        """{top-level node: ``pymc_extras`` Prior} for the prior-data conflict check
+        (:mod:`bayescpt.core.priorcheck`); None (the default): not checked."""
+        return None
 
     def flat(self, name: str) -> np.ndarray:
         """Draws of posterior variable ``name`` flattened over (chain, draw): shape (S, *rest),

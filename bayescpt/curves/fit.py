@@ -154,6 +154,9 @@ class Fit(FitBase, laws=tuple(LAWS)):
         return node_priors(self.law, make_config(self.law, _known(self.config)), G,
                            is_multi_size(self.groups))
 
+    def top_priors(self) -> dict:
+        return self.priors
+
     # -------------------------------------------------------------------------------------------
     def _own_attrs(self) -> dict:
         return {"law_options": json.dumps(self.meta.get("law_options") or {}),

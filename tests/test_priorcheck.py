@@ -1,0 +1,92 @@
+"""Prior-data conflict (core.priorcheck): a population parameter whose posterior sits in its
+prior's far tail is named, with its distance in sd, as a note; when chains mix slowly on that
+parameter the failing line says the prior is the thing to look at, not "run longer"."""
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from pymc_extras.prior import Prior
+
+from bayescpt.core.diagnostics import summarize
+from bayescpt.core.priorcheck import prior_cdf, prior_conflicts
+
+FAMILIES = [Prior("Normal", mu=0.3, sigma=2.0), Prior("LogNormal", mu=-2.0, sigma=0.5),
+            Prior("HalfNormal", sigma=0.7), Prior("StudentT", nu=3, mu=1.0, sigma=2.0),
+            Prior("Gamma", alpha=2.0, beta=3.0), Prior("Exponential", lam=2.0),
+            Prior("HalfCauchy", beta=1.5), Prior("Cauchy", alpha=0.5, beta=2.0),
+            Prior("Uniform", lower=-1.0, upper=3.0)]
+
+
+@pytest.mark.parametrize("prior", FAMILIES, ids=lambda p: p.distribution)
+def test_fast_cdf_agrees_with_pymc(prior):
+    """The scipy shortcut reads each family's parameters as PyMC does."""
+    x = np.array([0.05, 0.5, 1.7, 2.9])
+    exact = np.exp(pm.logcdf(prior.pymc_distribution.dist(**prior.parameters), x).eval())
+    np.testing.assert_allclose(prior_cdf(prior, x), exact, atol=1e-7)
+
+
+def test_other_families_use_pymc_and_hyperpriors_are_skipped():
+    weibull = Prior("Weibull", alpha=1.5, beta=2.0)
+    q = prior_cdf(weibull, [2.0])
+    np.testing.assert_allclose(q, 1 - np.exp(-1.0), atol=1e-7)
+    assert prior_cdf(Prior("Normal", mu=0.0, sigma=Prior("HalfNormal", sigma=1.0)), [0.0]) is None
+
+
+def _posterior(rng, a_mu=5.0, chains_apart=0.0):
+    """a_mu ~ N(a_mu, 0.1) (prior Normal(0, 1): 5 sd away), b_mu near its prior, a_u per group
+    (its chains apart by ``chains_apart``), a_sd LogNormal-ish near its prior."""
+    a_u = rng.normal(a_mu, 0.1, (4, 400, 3))
+    a_u[3] += chains_apart
+    return az.from_dict(posterior={
+        "a_mu": rng.normal(a_mu, 0.1, (4, 400)), "b_mu": rng.normal(0.2, 0.3, (4, 400)),
+        "a_sd": np.exp(rng.normal(np.log(0.1), 0.2, (4, 400))), "a_u": a_u},
+        dims={"a_u": ["group"]})
+
+
+PRIORS = {"a_mu": Prior("Normal", mu=0.0, sigma=1.0), "b_mu": Prior("Normal", mu=0.0, sigma=1.0),
+          "a_sd": Prior("LogNormal", mu=float(np.log(0.1)), sigma=0.5),
+          "a_u": Prior("Normal", mu=0.0, sigma=1.0),        # not scalar: skipped
+          "c_mu": Prior("Normal", mu=0.0, sigma=1.0)}       # not in the posterior: skipped
+
+
+def test_conflict_is_found_named_and_measured():
+    idata = _posterior(np.random.default_rng(0))
+    found = prior_conflicts(idata.posterior, PRIORS)
+    assert [c.name for c in found] == ["a_mu"]
+    c = found[0]
+    assert c.z == pytest.approx(5.0, abs=0.1) and c.q > 0.999
+    assert "a_mu" in c.text() and "5.0 sd above" in c.text() and "Normal(mu=0, sigma=1)" \
+        in c.text()
+    # at 2 sd there is no conflict (the threshold is the 0.1 % tail: 3.1 sd)
+    assert prior_conflicts(_posterior(np.random.default_rng(0), a_mu=2.0).posterior, PRIORS) == []
+    # below the centre: said so
+    low = prior_conflicts(_posterior(np.random.default_rng(0), a_mu=-4.0).posterior, PRIORS)
+    assert low[0].z == pytest.approx(-4.0, abs=0.1) and "below" in low[0].text()
+
+
+def test_slow_chains_on_a_conflicting_parameter_blame_the_prior_not_the_draws():
+    idata = _posterior(np.random.default_rng(1), chains_apart=0.3)
+    diag = summarize(idata, ["a_mu", "b_mu", "a_sd", "a_u"], priors=PRIORS)
+    assert any("prior-data conflict on a_mu" in n for n in diag.notes())
+    line = next(p for p in diag.problems() if p.startswith("R-hat"))
+    assert "a_u" in line and "disagree with the prior of a_mu" in line
+    assert "run longer" not in line
+    # without priors the same chains get the old advice
+    plain = summarize(idata, ["a_mu", "b_mu", "a_sd", "a_u"])
+    assert plain.conflicts == () and "run longer" in next(
+        p for p in plain.problems() if p.startswith("R-hat"))
+
+
+def test_conflict_elsewhere_does_not_take_the_blame():
+    """Slow chains on b while a's prior conflicts: the R-hat line keeps the generic reason, the
+    conflict stays a note."""
+    rng = np.random.default_rng(2)
+    idata = _posterior(rng)
+    b = rng.normal(0.2, 0.3, (4, 400))
+    b[3] += 0.5
+    idata.posterior["b_mu"] = (("chain", "draw"), b)
+    diag = summarize(idata, ["a_mu", "b_mu", "a_sd"], priors=PRIORS)
+    line = next(p for p in diag.problems() if p.startswith("R-hat"))
+    assert "b_mu" in line and "prior of a_mu" not in line
+    assert any("prior-data conflict on a_mu" in n for n in diag.notes())
