@@ -139,9 +139,10 @@ class Diagnostics:
         p = self._stem(c.name)
         return (f"the data disagree with the prior of {c.name} (the prior-data conflict note); "
                 "the chains wander between the prior's pull and the data's, and more draws fix "
-                f"that slowly at best: give {p} a prior that suits these data (in the fit's "
-                f"config, e.g. priors.{p}.loc and scale; the data put {c.name} near "
-                f"{c.median:.3g})")
+                f"that slowly at best: give {p} a prior that suits these data, centred near "
+                f"{c.median:.3g} (where the data put {c.name}) and, where the data barely inform "
+                f"it, narrower than the default (in the fit's config, e.g. priors.{p}.loc and "
+                f"priors.{p}.scale)")
 
     def _already(self) -> str:
         """What a failing line adds when the run was already run longer (the cap reached)."""
