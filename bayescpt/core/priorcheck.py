@@ -5,7 +5,8 @@ numbers) and a scalar posterior, the prior's CDF at the posterior median,
 
     q = F_P(median of the posterior draws),
 
-is read with PyMC's ``logcdf``. ``q < p_tail`` or ``q > 1 - p_tail`` (default ``p_tail`` 0.001,
+is read with scipy for the common families (:data:`_SCIPY`) and with PyMC's ``logcdf`` for
+the others. ``q < p_tail`` or ``q > 1 - p_tail`` (default ``p_tail`` 0.001,
 i.e. more than 3.1 sd from a Normal prior's centre) is a conflict: the data pull the parameter
 where its prior puts almost no mass. This is a check of the prior against the data, not of the
 sampler, but the two meet: in a hierarchy a population location held back by its prior can be
@@ -14,8 +15,9 @@ then wanders between "location near the prior, spread large" and "location near 
 spread small" (R-hat and ESS fail, and more draws help slowly). The report says which prior
 disagrees with the data, by how much, and which setting changes it.
 
-``z`` = Phi^-1(q), the same tail in standard-normal units ("prior sd from the centre" for a
-Normal prior, on the log scale for a LogNormal one).
+``z`` = Phi^-1(q), the same tail in standard-normal units: the distance from the prior's
+centre in prior sds for a Normal prior (on the log scale for a LogNormal one, the defaults'
+families), and the equivalent normal tail for any other family, which the note's "sd" means.
 
 Reference: Evans & Moshonov (2006), "Checking for prior-data conflict", Bayesian Analysis 1(4);
 the check here is the simplest version (the posterior median's prior tail probability), meant

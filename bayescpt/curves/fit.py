@@ -242,7 +242,9 @@ class CompiledFit:
         if scaled:
             data["y_scale"] = prep.points[NOISE_SCALE].to_numpy(float)
         pm.set_data(data, model=self.model)   # the starts see the new losses
-        compiled, starts = self.compiled.with_data(**data), find_starts(self.model, s)
+        compiled = self.compiled.with_data(**data)
+        with one_blas_thread():   # the starts as Fit.run finds them (core.sampling.sample_model):
+            starts = find_starts(self.model, s)   # BLAS's thread count changes their last bits
 
         def sample(s2):
             return sample_compiled(compiled, self.model, s2, starts, cores=cores,
