@@ -31,6 +31,8 @@ def test_other_families_use_pymc_and_hyperpriors_are_skipped():
     q = prior_cdf(weibull, [2.0])
     np.testing.assert_allclose(q, 1 - np.exp(-1.0), atol=1e-7)
     assert prior_cdf(Prior("Normal", mu=0.0, sigma=Prior("HalfNormal", sigma=1.0)), [0.0]) is None
+    # a transformed prior's node is not the distribution's variable: not checked
+    assert prior_cdf(Prior("Normal", mu=0.0, sigma=1.0, transform="exp"), [1.0]) is None
 
 
 def _posterior(rng, a_mu=5.0, chains_apart=0.0):

@@ -76,14 +76,16 @@ _SCIPY = {
 
 def prior_cdf(prior, values) -> np.ndarray | None:
     """The CDF of ``prior`` (a ``pymc_extras`` ``Prior``) at ``values``; None when the prior has
-    hyper-priors (its parameters are not numbers) or its family has no CDF in PyMC. Common
-    families are evaluated with scipy (:data:`_SCIPY`), the others with PyMC's ``logcdf``."""
+    hyper-priors (its parameters are not numbers), a transform, or a family with no CDF in
+    PyMC. Common families are evaluated with scipy (:data:`_SCIPY`), the others with PyMC's
+    ``logcdf``."""
     import pymc as pm
     import scipy.stats as st
 
-    if any(not isinstance(v, (int, float, np.floating, np.integer))
-           for v in prior.parameters.values()):
-        return None
+    if getattr(prior, "transform", None) or any(
+            not isinstance(v, (int, float, np.floating, np.integer))
+            for v in prior.parameters.values()):
+        return None              # a transformed prior's node is not the distribution's variable
     make = _SCIPY.get((prior.distribution, tuple(sorted(prior.parameters))))
     if make is not None:
         args = {k: float(v) for k, v in prior.parameters.items()}
