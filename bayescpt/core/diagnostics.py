@@ -92,10 +92,11 @@ class Diagnostics:
         elif not np.isfinite(self.max_rhat) or self.max_rhat > rhat_max:
             worst = self.judged["r_hat"].idxmax()
             base = str(worst).split("[")[0]
+            related = self._related(worst)
             if self.stuck:
                 why = "; ".join(s.text() for s in self.stuck)
-            elif self._related(worst):
-                why = self._conflict_why(self._related(worst))
+            elif related:
+                why = self._conflict_why(related)
             elif base.endswith(("_sd", "_tau")):
                 # a spread of a hierarchy mixing slowly: the funnel of a level the data barely
                 # inform (the cpt law's alpha on the lab's curves, C2's schedule spread)
@@ -113,8 +114,9 @@ class Diagnostics:
                        "draws: draw more (--draws, --chains)")
         elif not np.isfinite(self.min_ess_bulk) or self.min_ess_bulk < ess_min:
             worst = self.judged["ess_bulk"].idxmin()
-            why = (self._conflict_why(self._related(worst))
-                   if self._related(worst) and not self.stuck else "draw more (--draws, --chains)")
+            related = self._related(worst)
+            why = (self._conflict_why(related) if related and not self.stuck
+                   else "draw more (--draws, --chains)")
             out.append(f"bulk ESS {self.min_ess_bulk:.0f} < {ess_min} (worst: {worst}): "
                        + why + self._already())
         if self.divergences:

@@ -317,14 +317,17 @@ class FitBase:
         """Variables summarised but not judged (deterministic transforms)."""
         return ()
 
-    def diagnostics(self) -> Diagnostics:
+    def diagnostics(self, prior_check: bool = True) -> Diagnostics:
         """R-hat, ESS, divergences of :meth:`param_vars` (see :mod:`bayescpt.core.diagnostics`),
-        and prior-data conflicts of :meth:`top_priors`."""
-        return summarize(self.idata, self.param_vars(), self.derived_names(), self.top_priors())
+        and, with ``prior_check``, prior-data conflicts of :attr:`priors` (a sampler's judge of
+        slow mixing reads only the former and leaves it off)."""
+        return summarize(self.idata, self.param_vars(), self.derived_names(),
+                         self.priors if prior_check else None)
 
-    def top_priors(self) -> dict | None:
+    @property
+    def priors(self) -> dict | None:
         """{top-level node: ``pymc_extras`` Prior} for the prior-data conflict check
-        (:mod:`bayescpt.core.priorcheck`); None (the default): not checked."""
+        (:mod:`bayescpt.core.priorcheck`); None (this default): the family does not give them."""
         return None
 
     def flat(self, name: str) -> np.ndarray:

@@ -93,7 +93,8 @@ class Fit(FitBase, laws=tuple(LAWS)):
         model = build_model(law_obj, prep, cfg)
         t0 = time.perf_counter()
         idata = sample_model(model, s, progress=progress, cores=cores, judge=lambda i: cls(
-            i, law_obj, cfg, prep.groups, prep.curves, prep.size_ref).diagnostics())
+            i, law_obj, cfg, prep.groups, prep.curves, prep.size_ref
+        ).diagnostics(prior_check=False))
         wall = time.perf_counter() - t0
         if prior_predictive:
             idata.extend(prior_predictive_idata(model, prior_predictive, seed=s["seed"]))
@@ -153,9 +154,6 @@ class Fit(FitBase, laws=tuple(LAWS)):
         G = post.sizes.get("group", len(self.groups))
         return node_priors(self.law, make_config(self.law, _known(self.config)), G,
                            is_multi_size(self.groups))
-
-    def top_priors(self) -> dict:
-        return self.priors
 
     # -------------------------------------------------------------------------------------------
     def _own_attrs(self) -> dict:
@@ -252,7 +250,7 @@ class CompiledFit:
 
         def judge(trace):
             return Fit(trace, self.law, self.config, prep.groups, prep.curves,
-                       prep.size_ref).diagnostics()
+                       prep.size_ref).diagnostics(prior_check=False)
 
         with one_blas_thread():   # a slowly mixing run is run longer, as in Fit.run
             trace = run_longer(sample(s), s, judge, sample)
