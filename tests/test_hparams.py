@@ -392,3 +392,30 @@ def test_loss_law_optimum_draws_are_the_law_at_L_of_C():
         assert np.allclose(bs, 4e5 * (L / L_ref) ** -6.0)
     lr, bs = optimum_draws(fit, 4e8, np.inf)
     assert np.allclose(lr, 2.5e-3 * (L0 / L_ref) ** 2.0)
+
+
+def test_priors_are_stored_with_the_fit_and_checked_against_its_data(sim):
+    """The hyperparameter fit stores its top-level priors (read from its PyMC model), so its
+    diagnostics check them for prior-data conflict; a prior placed away from what the grid says
+    is named, with the side and distance, and the fit's own default priors are not."""
+    import math
+
+    from pymc_extras.prior import Prior
+
+    from bayescpt.core.priorcheck import prior_conflicts
+    from bayescpt.hparams.fit import HparamsFit
+
+    fit = HparamsFit.load(sim[2])
+    pri = fit.priors
+    assert {"g", "L_lo", "ln_drop", "tau_L", "tau_lr", "tau_bs", "ln_qx", "ln_qy", "shear",
+            "skew", "sigma", "sigma_slope"} <= set(pri)
+    assert not any(k.endswith("_z") for k in pri)
+    g = fit.config["priors"]["g"]
+    assert pri["g"].distribution == "LogNormal"
+    assert pri["g"].parameters == {"mu": pytest.approx(g[0]), "sigma": pytest.approx(g[1])}
+    assert fit.diagnostics().conflicts == ()
+    # the same posterior against a prior on g 4 sd away from where the data put it
+    med = float(np.median(fit.flat("g")))
+    far = Prior("LogNormal", mu=math.log(med) + 4 * 0.1, sigma=0.1)
+    (c,) = prior_conflicts(fit.idata.posterior, {**pri, "g": far})
+    assert c.name == "g" and c.z == pytest.approx(-4.0, abs=0.05)

@@ -192,3 +192,17 @@ def test_model_starts_at_the_prior_centre(cfg):
     assert np.allclose(vals[0], prep.groups["ybar"])
     if len(vals) > 1:
         assert np.allclose(vals[1], np.exp(c["run_sd"]["loc"]))
+
+
+def test_priors_are_stored_and_each_groups_parameter_checked(sim_fit):
+    """The mixture fit stores its fixed priors (read from its PyMC model: per-group vectors),
+    so its diagnostics check every group's parameter against its own prior; on data simulated
+    from the default law none is in conflict."""
+    from bayescpt.mixture.fit import MixtureFit
+
+    fit = MixtureFit.load(sim_fit[2])
+    pri = fit.priors
+    assert {"d", "B1"} <= set(pri) and not any(k.endswith("_z") for k in pri)
+    assert pri["d"].distribution == "Normal"
+    assert pri["d"].parameters["sigma"] == pytest.approx(fit.config["priors"]["d_scale"])
+    assert fit.diagnostics().conflicts == ()

@@ -48,20 +48,25 @@ def _posterior(rng, a_mu=5.0, chains_apart=0.0):
 
 PRIORS = {"a_mu": Prior("Normal", mu=0.0, sigma=1.0), "b_mu": Prior("Normal", mu=0.0, sigma=1.0),
           "a_sd": Prior("LogNormal", mu=float(np.log(0.1)), sigma=0.5),
-          "a_u": Prior("Normal", mu=0.0, sigma=1.0),        # not scalar: skipped
+          "a_u": Prior("Normal", mu=0.0, sigma=1.0),        # a vector: element by element
           "c_mu": Prior("Normal", mu=0.0, sigma=1.0)}       # not in the posterior: skipped
 
 
 def test_conflict_is_found_named_and_measured():
     idata = _posterior(np.random.default_rng(0))
     found = prior_conflicts(idata.posterior, PRIORS)
-    assert [c.name for c in found] == ["a_mu"]
-    c = found[0]
+    assert sorted(c.name for c in found) == ["a_mu", "a_u[0]", "a_u[1]", "a_u[2]"]
+    c = next(c for c in found if c.name == "a_mu")
     assert c.z == pytest.approx(5.0, abs=0.1) and c.q > 0.999
     assert "a_mu" in c.text() and "5.0 sd above" in c.text() and "Normal(mu=0, sigma=1)" \
         in c.text()
     # at 2 sd there is no conflict (the threshold is the 0.1 % tail: 3.1 sd)
     assert prior_conflicts(_posterior(np.random.default_rng(0), a_mu=2.0).posterior, PRIORS) == []
+    # a vector's elements against their own priors (a list parameter), each named
+    per = {"a_u": Prior("Normal", mu=[5.0, 0.0, 5.0], sigma=1.0)}
+    (one,) = prior_conflicts(idata.posterior, per)
+    assert one.name == "a_u[1]" and one.z == pytest.approx(5.0, abs=0.1)
+    assert "Normal(mu=0, sigma=1)" in one.text()
     # below the centre: said so
     low = prior_conflicts(_posterior(np.random.default_rng(0), a_mu=-4.0).posterior, PRIORS)
     assert low[0].z == pytest.approx(-4.0, abs=0.1) and "below" in low[0].text()
@@ -69,7 +74,9 @@ def test_conflict_is_found_named_and_measured():
 
 def test_slow_chains_on_a_conflicting_parameter_blame_the_prior_not_the_draws():
     idata = _posterior(np.random.default_rng(1), chains_apart=0.3)
-    diag = summarize(idata, ["a_mu", "b_mu", "a_sd", "a_u"], priors=PRIORS)
+    # a_u as in a hierarchy: its prior is N(a_mu, a_sd), not a fixed one
+    hier = {k: v for k, v in PRIORS.items() if k != "a_u"}
+    diag = summarize(idata, ["a_mu", "b_mu", "a_sd", "a_u"], priors=hier)
     assert any("prior-data conflict on a_mu" in n for n in diag.notes())
     line = next(p for p in diag.problems() if p.startswith("R-hat"))
     assert "a_u" in line and "disagree with the prior of a_mu" in line
@@ -120,3 +127,42 @@ def test_a_real_fit_reports_its_conflict_and_a_matching_prior_does_not(small_fit
     main(["diagnose", str(out)])
     text = capsys.readouterr().out
     assert f"prior-data conflict on {found[0].name}" in text
+
+
+def test_model_priors_reads_the_top_level_nodes_of_a_plain_pymc_model():
+    """A model written with plain PyMC distributions (hparams, mixture) gives its checkable
+    priors: free variables with constant parameters, as the same Prior families and parameters
+    (a vector's differing parameters as lists); hyper-priors and standardised helpers (``*_z``)
+    are left out."""
+    from bayescpt.core.priorcheck import model_priors
+
+    with pm.Model() as model:
+        a = pm.Normal("a", 1.0, 2.0)
+        pm.LogNormal("b", 0.5, 0.3)
+        pm.HalfNormal("c", 0.7)
+        pm.Gamma("d", 2.0, 4.0)
+        pm.Exponential("e", 3.0)
+        pm.StudentT("f", nu=4, mu=1.0, sigma=2.0)
+        pm.Normal("g", a, 1.0)                     # a hyper-prior above it
+        pm.Normal("h", 0.0, 1.0, shape=3)          # a vector, one prior for every element
+        pm.Normal("v", np.array([0.0, 1.0]), 2.0)  # a vector, its elements' own priors
+        pm.Normal("k_z", 0.0, 1.0)                 # a standardised helper
+    got = {k: (p.distribution, {n: pytest.approx(np.asarray(v).tolist())
+                                for n, v in p.parameters.items()})
+           for k, p in model_priors(model).items()}
+    assert got == {"a": ("Normal", {"mu": 1.0, "sigma": 2.0}),
+                   "b": ("LogNormal", {"mu": 0.5, "sigma": 0.3}),
+                   "c": ("HalfNormal", {"sigma": 0.7}),
+                   "d": ("Gamma", {"alpha": 2.0, "beta": 4.0}),
+                   "e": ("Exponential", {"lam": 3.0}),
+                   "f": ("StudentT", {"nu": 4.0, "mu": 1.0, "sigma": 2.0}),
+                   "h": ("Normal", {"mu": 0.0, "sigma": 1.0}),
+                   "v": ("Normal", {"mu": [0.0, 1.0], "sigma": 2.0})}
+    # each is the model's own prior: the same CDF, element by element
+    for name, prior in model_priors(model).items():
+        rv = model[name]
+        x = np.array([0.3, 1.1])
+        if rv.ndim:
+            x = np.broadcast_to(x[:, None], (2, *rv.type.shape))
+        np.testing.assert_allclose(prior_cdf(prior, x), np.exp(pm.logcdf(rv, x).eval()),
+                                   atol=1e-6)

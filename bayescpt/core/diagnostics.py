@@ -34,6 +34,9 @@ class SamplingWarning(UserWarning):
     """The sampler's output fails a diagnostic threshold."""
 
 
+#: name suffixes of a hierarchy's population nodes (a parameter's location and spreads)
+_LEVELS = ("_mu", "_sd", "_tau")
+
 @dataclass
 class Diagnostics:
     """Summary table (one row per scalar parameter) and the overall verdict.
@@ -132,19 +135,24 @@ class Diagnostics:
         return str(name).split("[")[0].rsplit("_", 1)[0]
 
     def _related(self, worst) -> list:
-        """The conflicts on the same model parameter as the table row ``worst``."""
-        return [c for c in self.conflicts if self._stem(c.name) == self._stem(worst)]
+        """The conflicts on the same model parameter as the table row ``worst``: the node itself,
+        or a hierarchy's location / spread node of its parameter (``L0_mu`` for ``L0_u[g]``)."""
+        base = str(worst).split("[")[0]
+        return [c for c in self.conflicts
+                if c.name in (str(worst), base) or (c.name.endswith(_LEVELS)
+                                      and self._stem(c.name) == self._stem(worst))]
 
     def _conflict_why(self, conflicts) -> str:
         """Why chains mix slowly when priors and data disagree (see the module doc)."""
         c = conflicts[0]
-        p = self._stem(c.name)
+        p = self._stem(c.name) if c.name.endswith(_LEVELS) else c.name.split("[")[0]
+        where = (f"priors.{p}.loc and priors.{p}.scale" if c.name.endswith(_LEVELS)
+                 else f"priors.{p}")
         return (f"the data disagree with the prior of {c.name} (the prior-data conflict note); "
                 "the chains wander between the prior's pull and the data's, and more draws fix "
                 f"that slowly at best: give {p} a prior that suits these data, centred near "
                 f"{c.median:.3g} (where the data put {c.name}) and, where the data barely inform "
-                f"it, narrower than the default (in the fit's config, e.g. priors.{p}.loc and "
-                f"priors.{p}.scale)")
+                f"it, narrower than the default (in the fit's config, e.g. {where})")
 
     def _already(self) -> str:
         """What a failing line adds when the run was already run longer (the cap reached)."""

@@ -327,7 +327,14 @@ class FitBase:
     @property
     def priors(self) -> dict | None:
         """{top-level node: ``pymc_extras`` Prior} for the prior-data conflict check
-        (:mod:`bayescpt.core.priorcheck`); None (this default): the family does not give them."""
+        (:mod:`bayescpt.core.priorcheck`): those stored in the file's ``priors`` attr (JSON,
+        :func:`~bayescpt.core.priorspec.priors_json`; a family whose model is written with plain
+        PyMC distributions stores :func:`~bayescpt.core.priorcheck.model_priors` of it); None
+        when the file has none (written before the attr, or a family that does not give them)."""
+        if self.meta.get("priors"):
+            from bayescpt.core.priorspec import priors_from_json
+
+            return priors_from_json(self.meta["priors"])
         return None
 
     def flat(self, name: str) -> np.ndarray:

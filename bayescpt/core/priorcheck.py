@@ -83,18 +83,74 @@ def prior_cdf(prior, values) -> np.ndarray | None:
     import scipy.stats as st
 
     if getattr(prior, "transform", None) or any(
-            not isinstance(v, (int, float, np.floating, np.integer))
+            not isinstance(v, (int, float, np.floating, np.integer, list, tuple, np.ndarray))
+            or (not np.isscalar(v) and np.asarray(v).dtype.kind not in "if")
             for v in prior.parameters.values()):
         return None              # a transformed prior's node is not the distribution's variable
     make = _SCIPY.get((prior.distribution, tuple(sorted(prior.parameters))))
+    args = {k: (float(v) if np.isscalar(v) else np.asarray(v, dtype=float))
+            for k, v in prior.parameters.items()}
     if make is not None:
-        args = {k: float(v) for k, v in prior.parameters.items()}
         return make(st, args).cdf(np.asarray(values, dtype=float))
     try:
-        dist = prior.pymc_distribution.dist(**prior.parameters)
+        dist = prior.pymc_distribution.dist(**args)
         return np.exp(pm.logcdf(dist, np.asarray(values, dtype=float)).eval())
     except NotImplementedError:
         return None
+
+
+#: PyTensor random-variable ops -> (PyMC family, its parameters from the op's own); the op's
+#: parameters are (loc, scale) for normal and halfnormal, (shape, scale) for gamma, (scale,)
+#: for exponential, (nu, loc, scale) for t
+_OPS = {
+    "normal": lambda p: ("Normal", {"mu": p[0], "sigma": p[1]}),
+    "lognormal": lambda p: ("LogNormal", {"mu": p[0], "sigma": p[1]}),
+    "halfnormal": lambda p: ("HalfNormal", {"sigma": p[1]}) if p[0] == 0 else None,
+    "gamma": lambda p: ("Gamma", {"alpha": p[0], "beta": 1.0 / p[1]}),
+    "exponential": lambda p: ("Exponential", {"lam": 1.0 / p[0]}),
+    "t": lambda p: ("StudentT", {"nu": p[0], "mu": p[1], "sigma": p[2]}),
+    "halfcauchy": lambda p: ("HalfCauchy", {"beta": p[1]}) if p[0] == 0 else None,
+}
+
+
+def model_priors(model) -> dict:
+    """{name: ``pymc_extras`` Prior} of the free variables of the PyMC ``model`` whose prior
+    has constant parameters (no other random variable above it) and a family in :data:`_OPS`:
+    the top-level nodes a conflict check can read, taken from the model itself (for models
+    written with plain PyMC distributions rather than Prior objects). A vector variable's
+    parameters are numbers or, where its elements' priors differ, lists (with the variable's
+    dims). Variables with hyper-priors, other families and standardised helpers (``*_z``: their
+    prior is in units of a start and step, not of the parameter) are left out."""
+    from pymc_extras.prior import Prior
+    from pytensor.graph.traversal import ancestors
+
+    out = {}
+    rvs = set(model.basic_RVs)
+    for rv in model.free_RVs:
+        make = _OPS.get(getattr(rv.owner.op, "name", None))
+        if make is None or rv.name.endswith("_z"):
+            continue
+        params = rv.owner.op.dist_params(rv.owner)
+        if any(v in rvs for v in ancestors(params)):
+            continue
+        # 7 significant digits: float32 constants (1 / 3.0 -> 0.33333334) read back cleanly;
+        # a parameter that differs between a vector's elements is kept as a list
+        values = [_tidy(np.asarray(p.eval(), dtype=float)) for p in params]
+        if any(np.ndim(v) > 1 for v in values):
+            continue
+        spec = make(values)
+        if spec is not None:
+            dims = model.named_vars_to_dims.get(rv.name)
+            out[rv.name] = Prior(spec[0], **spec[1], **({"dims": tuple(dims)} if dims else {}))
+    return out
+
+
+def _tidy(a: np.ndarray):
+    """A parameter as a number, or a list when its elements differ (7 significant digits)."""
+    a = np.vectorize(lambda v: float(f"{v:.7g}"))(a) if a.size else a
+    if a.ndim == 0 or np.all(a == a.flat[0]):
+        return float(a.flat[0])
+    return a.tolist()
 
 
 def prior_conflicts(posterior, priors: dict, p_tail: float = P_TAIL) -> list[Conflict]:
@@ -105,15 +161,32 @@ def prior_conflicts(posterior, priors: dict, p_tail: float = P_TAIL) -> list[Con
 
     out = []
     for name, prior in priors.items():
-        if name not in posterior or posterior[name].ndim != 2:
+        if name not in posterior or posterior[name].ndim not in (2, 3):
             continue
-        med = float(np.median(posterior[name].values))
-        q = prior_cdf(prior, [med])
-        if q is None or not np.isfinite(q[0]):
+        da = posterior[name]
+        med = np.atleast_1d(da.median(("chain", "draw")).values).astype(float)
+        q = prior_cdf(prior, med)
+        if q is None:
             continue
-        q = float(np.clip(q[0], 1e-300, 1.0))
-        if q < p_tail or q > 1.0 - p_tail:
-            z = float(norm.ppf(q)) if q < 0.5 else float(-norm.ppf(1.0 - q)) \
-                if q < 1.0 else math.inf
-            out.append(Conflict(name, _describe(prior), med, q, z))
+        labels = ([name] if da.ndim == 2 else
+                  [f"{name}[{c}]" for c in da[da.dims[2]].values])
+        one = da.ndim == 2
+        for i, (lab, m, qi) in enumerate(zip(labels, med, np.broadcast_to(q, med.shape))):
+            if not np.isfinite(qi):
+                continue
+            qi = float(np.clip(qi, 1e-300, 1.0))
+            if qi < p_tail or qi > 1.0 - p_tail:
+                z = float(norm.ppf(qi)) if qi < 0.5 else float(-norm.ppf(1.0 - qi)) \
+                    if qi < 1.0 else math.inf
+                out.append(Conflict(lab, _describe(prior if one else _element(prior, i)),
+                                    float(m), qi, z))
     return sorted(out, key=lambda c: -abs(c.z))
+
+
+def _element(prior, i: int):
+    """The prior of element ``i`` of a vector node (its list parameters indexed)."""
+    from pymc_extras.prior import Prior
+
+    args = {k: (v if np.isscalar(v) else float(np.asarray(v, dtype=float).ravel()[i]))
+            for k, v in prior.parameters.items()}
+    return Prior(prior.distribution, **args)

@@ -18,6 +18,8 @@ import pandas as pd
 from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, as_table
+from bayescpt.core.priorcheck import model_priors
+from bayescpt.core.priorspec import priors_json
 from bayescpt.core.sampling import resolve_settings, sample_model
 from bayescpt.hparams.data import grid_hash
 from bayescpt.hparams.model import (
@@ -63,7 +65,8 @@ class HparamsFit(FitBase, laws=(LAW,)):
         idata = sample_model(model, s, progress=progress, cores=cores,
                              judge=lambda i: cls(i, cfg, ct, refs).diagnostics())
         meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
-                "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 3)}
+                "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 3),
+                "priors": priors_json(model_priors(model))}
         fit = cls(idata, cfg, ct, refs, meta)
         fit._write_attrs()
         fit.label_observations(df)

@@ -19,6 +19,8 @@ import pandas as pd
 from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, as_table
+from bayescpt.core.priorcheck import model_priors
+from bayescpt.core.priorspec import priors_json
 from bayescpt.core.sampling import resolve_settings, sample_model
 from bayescpt.mixture.data import mixture_hash
 from bayescpt.mixture.model import (
@@ -71,7 +73,8 @@ class MixtureFit(FitBase, laws=(LAW,)):
             i, cfg, prep.groups, prep.r_lo, prep.r_hi).diagnostics())
         meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
                 "data_hash": mixture_hash(df), "n_points": int(len(prep.points)),
-                "fit_seconds": round(time.perf_counter() - t0, 3)}
+                "fit_seconds": round(time.perf_counter() - t0, 3),
+                "priors": priors_json(model_priors(model))}
         fit = cls(idata, cfg, prep.groups, prep.r_lo, prep.r_hi, meta,
                   prep.points[["run", "model_size", "ratio", "tokens", "val_set", "loss",
                               "curve"]])
