@@ -122,20 +122,28 @@ def model_priors(model) -> dict:
     dims). Variables with hyper-priors, other families and standardised helpers (``*_z``: their
     prior is in units of a start and step, not of the parameter) are left out."""
     from pymc_extras.prior import Prior
+    import pytensor
     from pytensor.graph.traversal import ancestors
 
-    out = {}
     rvs = set(model.basic_RVs)
+    found = []                     # (variable, its family maker, its parameters)
     for rv in model.free_RVs:
         make = _OPS.get(getattr(rv.owner.op, "name", None))
         if make is None or rv.name.endswith("_z"):
             continue
         params = rv.owner.op.dist_params(rv.owner)
-        if any(v in rvs for v in ancestors(params)):
-            continue
+        if not any(v in rvs for v in ancestors(params)):
+            found.append((rv, make, params))
+    if not found:
+        return {}
+    # one compiled function for every parameter (a compile per parameter costs ~50 ms each)
+    flat = [p for _, _, params in found for p in params]
+    evaluated = iter(pytensor.function([], flat, mode="FAST_COMPILE")())
+    out = {}
+    for rv, make, params in found:
         # 7 significant digits: float32 constants (1 / 3.0 -> 0.33333334) read back cleanly;
         # a parameter that differs between a vector's elements is kept as a list
-        values = [_tidy(np.asarray(p.eval(), dtype=float)) for p in params]
+        values = [_tidy(np.asarray(next(evaluated), dtype=float)) for _ in params]
         if any(np.ndim(v) > 1 for v in values):
             continue
         spec = make(values)
