@@ -31,6 +31,7 @@ import pandas as pd
 from bayescpt import __version__
 from bayescpt.core.diagnostics import Diagnostics, summarize
 from bayescpt.core.outputs import write_outputs
+from bayescpt.core.priorspec import priors_from_json
 
 FORMAT = "bayescpt-fit/1"
 
@@ -332,8 +333,6 @@ class FitBase:
         PyMC distributions stores :func:`~bayescpt.core.priorcheck.model_priors` of it); None
         when the file has none (written before the attr, or a family that does not give them)."""
         if self.meta.get("priors"):
-            from bayescpt.core.priorspec import priors_from_json
-
             return priors_from_json(self.meta["priors"])
         return None
 
