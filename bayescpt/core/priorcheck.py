@@ -1,7 +1,8 @@
 """Prior-data conflict: a top-level parameter whose posterior sits in its prior's far tail.
 
 For each top-level node with a prior ``P`` (a ``pymc_extras`` ``Prior`` whose parameters are
-numbers) and a scalar posterior, the prior's CDF at the posterior median,
+numbers, or lists of numbers for a vector node whose elements' priors differ) and a scalar or
+vector posterior, the prior's CDF at the posterior median, element by element (``name[coord]``),
 
     q = F_P(median of the posterior draws),
 
@@ -22,6 +23,11 @@ families), and the equivalent normal tail for any other family, which the note's
 Reference: Evans & Moshonov (2006), "Checking for prior-data conflict", Bayesian Analysis 1(4);
 the check here is the simplest version (the posterior median's prior tail probability), meant
 as a flag with a plain-words reason, not as a test.
+
+Where the priors come from: the loss-curve fits build their models from ``Prior`` objects and
+store them; models written with plain PyMC distributions (hyperparameters, mixtures) give theirs
+through :func:`model_priors`, which reads every free variable with constant parameters off the
+model. Either way a fit stores them in its ``priors`` attr (:attr:`FitBase.priors`).
 """
 
 from __future__ import annotations
@@ -163,8 +169,9 @@ def _tidy(a: np.ndarray):
 
 def prior_conflicts(posterior, priors: dict, p_tail: float = P_TAIL) -> list[Conflict]:
     """The conflicts of ``priors`` ({node name: Prior}) with ``posterior`` (an xarray Dataset of
-    draws with dims chain, draw), most extreme first. Nodes missing from the posterior, not
-    scalar, or whose prior has no closed CDF are skipped."""
+    draws with dims chain, draw), most extreme first; a vector node (one dim besides chain and
+    draw) element by element, named ``name[coord]``. Nodes missing from the posterior, of more
+    dims, or whose prior has no closed CDF are skipped."""
     from scipy.stats import norm
 
     out = []
