@@ -127,8 +127,8 @@ def model_priors(model) -> dict:
     parameters are numbers or, where its elements' priors differ, lists (with the variable's
     dims). Variables with hyper-priors, other families and standardised helpers (``*_z``: their
     prior is in units of a start and step, not of the parameter) are left out."""
-    from pymc_extras.prior import Prior
     import pytensor
+    from pymc_extras.prior import Prior
     from pytensor.graph.traversal import ancestors
 
     rvs = set(model.basic_RVs)

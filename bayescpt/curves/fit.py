@@ -22,7 +22,7 @@ from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, FitError, as_table
 from bayescpt.core.mixing import run_longer
-from bayescpt.core.priorspec import priors_from_json, priors_json
+from bayescpt.core.priorspec import priors_json
 from bayescpt.core.sampling import (
     compile_nutpie,
     find_starts,
@@ -148,8 +148,9 @@ class Fit(FitBase, laws=tuple(LAWS)):
     def priors(self) -> dict:
         """The prior of every top-level model variable, ``{name: pymc_extras Prior}``, as the
         fit was sampled with (files written before the attr: rebuilt from the saved config)."""
-        if self.meta.get("priors"):
-            return priors_from_json(self.meta["priors"])
+        stored = super().priors
+        if stored is not None:
+            return stored
         post = self.idata.posterior
         G = post.sizes.get("group", len(self.groups))
         return node_priors(self.law, make_config(self.law, _known(self.config)), G,
