@@ -82,6 +82,12 @@ def test_each_quantity_says_how_far(fit):
     assert found["hot", "lr"].factor == pytest.approx(100)
     assert "peak LR 0.03 is 100x the largest training peak LR 0.0003" in str(found["hot", "lr"])
     assert found["long", "steps"].factor == pytest.approx(100)
+    # a longer run says that the band does not test the law out there; a peak LR does not
+    assert str(found["long", "steps"]).endswith(
+        "extrapolation; the band assumes the law holds past the longest training run, which "
+        "these runs do not test")
+    assert "\n" not in str(found["long", "steps"])
+    assert str(found["hot", "lr"]).endswith(": extrapolation")
     assert found["cool", "lr"].factor == pytest.approx(10)
     assert "1/10 of the smallest" in str(found["cool", "lr"])
     w = found["huge", "model_size"]
