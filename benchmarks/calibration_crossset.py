@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from calibration_bayes import draws, fit_on, predict_kb, run_score  # noqa: E402
-from calibration_sets import _jsonable, load_set, summarize  # noqa: E402
+from calibration_sets import _jsonable, bars, load_set, summarize  # noqa: E402
 from multipower_protocol import after_warmup  # noqa: E402
 
 SETS = ("multipowerlaw", "lab_pt", "olmo")
@@ -93,31 +93,26 @@ def choose(store: dict) -> dict:
 
 
 def bars_at(store: dict, key: str, b: float) -> pd.DataFrame:
-    """The issue's bars per size for set/law ``key`` at rate ``b``, against the point fit,
-    bootstrap and conformal rows of ``calibration_sets.json``."""
+    """The issue's bars per size (``calibration_sets.bars``) for set/law ``key`` at rate ``b``,
+    against the point fit, bootstrap and conformal rows of ``calibration_sets.json``, beside the
+    values they compare."""
     base = json.loads((ROOT / "benchmarks" / "calibration_sets.json").read_text())[key]
-    ref = pd.DataFrame(base["per_size"]).set_index(["method", "model_size"])
-    rows = []
-    for r in store[key]["per_b"][str(b)]["per_size"]:
-        s = r["model_size"]
-        if ref.loc[("bootstrap", s), "points"] != r["points"]:
-            raise SystemExit(f"{key} {s}: {r['points']} points here, "
-                             f"{ref.loc[('bootstrap', s), 'points']} in calibration_sets.json")
-        row = {"model_size": s, "coverage": r["coverage"], "width_over_mae": r["width_over_mae"],
-               "mean_rel_err": r["mean_rel_err"],
-               "point_rel_err": ref.loc[("bootstrap", s), "mean_rel_err"],
-               "min_run_coverage": r["min_run_coverage"], "interval_score": r["interval_score"],
-               "boot_score": ref.loc[("bootstrap", s), "interval_score"],
-               "conf_score": ref.loc[("conformal", s), "interval_score"]}
-        row["bars"] = {"coverage_85_95": bool(0.85 <= r["coverage"] <= 0.95),
-                       "width_le_5x_mae": bool(r["width_over_mae"] <= 5),
-                       "error_le_point": bool(r["mean_rel_err"] <= row["point_rel_err"]),
-                       "no_run_below_70": bool(r["min_run_coverage"] >= 0.70),
-                       "score_beats_boot": bool(r["interval_score"] < row["boot_score"]),
-                       "score_beats_conf": bool(r["interval_score"] < row["conf_score"])}
-        row["all"] = all(row["bars"].values())
-        rows.append(row)
-    return pd.DataFrame(rows)
+    ref = pd.DataFrame(base["per_size"])
+    ref = ref[ref["method"].isin(["bootstrap", "conformal"])]
+    ours = pd.DataFrame(store[key]["per_b"][str(b)]["per_size"]).assign(method="bayes")
+    boot = ref[ref["method"] == "bootstrap"].set_index("model_size")
+    for s, n in zip(ours["model_size"], ours["points"]):
+        if boot.loc[s, "points"] != n:
+            raise SystemExit(f"{key} {s}: {n} points here, {boot.loc[s, 'points']} in "
+                             "calibration_sets.json")
+    t = bars(pd.concat([ours, ref], ignore_index=True))
+    conf = ref[ref["method"] == "conformal"].set_index("model_size")
+    vals = ours.set_index("model_size")[["coverage", "width_over_mae", "mean_rel_err",
+                                         "min_run_coverage", "interval_score"]]
+    vals["point_rel_err"] = boot["mean_rel_err"]
+    vals["boot_score"] = boot["interval_score"]
+    vals["conf_score"] = conf["interval_score"]
+    return vals.reset_index().merge(t, on="model_size")
 
 
 def report(store: dict) -> dict:
