@@ -70,13 +70,14 @@ class ExtrapolationWarning(UserWarning):
         if self.size_ranges is not None:
             line += (" (the fit saw one size)" if not np.isfinite(self.size_ranges) else
                      f" ({self.size_ranges:.2g} fitted log-size ranges beyond)")
+        line += ": extrapolation"
         if self.quantity == "steps" and above:
             # issue 16 (benchmarks/RESULTS.md, "Calibration on independent sets"): the laws'
-            # misses on public ladders are biases on runs longer than any fitted one, which no
-            # calibration learned from equal-length training runs saw
-            return line + (": extrapolation; the band assumes the law holds past the longest "
-                           "training run, which these runs do not test")
-        return line + ": extrapolation"
+            # misses on public ladders are biases on runs longer than every fitted one, which no
+            # calibration learned from the training runs saw
+            line += ("; the band assumes the law holds past the longest training run, which "
+                     "these runs do not test")
+        return line
 
     def as_dict(self) -> dict:
         return {"run": self.run, "quantity": self.quantity, "value": self.value, "low": self.low,
