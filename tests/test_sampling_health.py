@@ -228,6 +228,57 @@ def test_extension_rule():
             resolve_settings({"extend": bad}, "nutpie")
 
 
+def test_a_trace_cut_short_is_returned_unjudged_not_extended(healthy):
+    """A sampler stopped by Ctrl-C returns the draws it had (nutpie: possibly none); judging
+    such a trace failed inside ArviZ ("Too few elements for interval calculation") before the
+    command could see the interrupt. It is returned as it is, for the caller to refuse."""
+    from bayescpt.core.mixing import run_longer
+
+    def judge(idata):
+        raise AssertionError("a partial trace was judged")
+
+    def sample(settings):
+        raise AssertionError("a partial trace was run longer")
+
+    s = resolve_settings(None, "nutpie")
+    for n in (0, 3):
+        part = healthy.isel(draw=slice(0, n))
+        assert run_longer(part, s, judge, sample) is part
+    calls = []
+    full = healthy.isel(draw=slice(0, 50))
+    assert run_longer(full, dict(s, draws=50), lambda i: calls.append(1) or _diag(900, 1.0),
+                      sample) is full and calls == [1]
+
+
+def test_an_error_on_the_partial_trace_after_ctrl_c_is_reported_as_the_interrupt(tmp_path):
+    """The sampler catches Ctrl-C and returns a partial trace, and then something fails on it:
+    the command says it was interrupted and wrote nothing (exit 130), not the failure."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "f.nc"
+    code = (
+        "import os, signal, time\n"
+        "from bayescpt.cli.common import Interrupted, sample_and_save\n"
+        "from bayescpt.cli.main import build_parser\n"
+        f"a = build_parser().parse_args(['fit', 'd.csv', '--law', 'annealing', '--out', {str(out)!r}])\n"
+        "a.quiet = True\n"
+        "def run(**kw):\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        time.sleep(5)   # Ctrl-C lands here\n"
+        "    except KeyboardInterrupt:\n"
+        "        pass    # as nutpie does: it returns the draws it had\n"
+        "    raise ValueError('Too few elements for interval calculation.')\n"
+        "try:\n"
+        "    sample_and_save(a, run)\n"
+        "except Interrupted as e:\n"
+        "    print('INTERRUPTED', e)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "INTERRUPTED" in p.stdout and "nothing written" in p.stdout, (p.stdout, p.stderr)
+    assert not out.exists()
+
+
 def test_slow_fit_is_run_longer_with_the_same_chains_and_says_so(small_curves):
     """A curve fit whose 4 x 100 draws give a bulk ESS below 400 is sampled again with more
     draws from the same seed and starts: nutpie's chains then begin with the shorter run's draws

@@ -334,6 +334,7 @@ def sample_and_save(a, run):
     time and diagnostics reported (the sampler's own warnings are replaced by that report).
     Returns (fit, diagnostics)."""
     t0 = time.perf_counter()
+    hit: list[int] = []
     try:
         with warnings.catch_warnings(), interrupt_guard() as hit:
             warnings.simplefilter("ignore")
@@ -343,6 +344,11 @@ def sample_and_save(a, run):
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted (Ctrl-C) while fitting: nothing written to {a.out}") \
             from None
+    except Exception:
+        if hit:     # what failed was working on the partial trace the interrupt left
+            raise Interrupted(f"interrupted (Ctrl-C) while fitting: nothing written to "
+                              f"{a.out}") from None
+        raise
     if hit:
         # the sampler (nutpie, PyMC) caught the KeyboardInterrupt and returned what it had
         raise Interrupted(f"interrupted (Ctrl-C) while fitting: nothing written to {a.out}")

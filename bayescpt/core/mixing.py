@@ -54,14 +54,23 @@ def extension(diag, s: dict, base: int | None = None) -> tuple[int, str] | None:
     return min(k * int(s["draws"]), cap), " and ".join(why)
 
 
+def _complete(idata, s: dict) -> bool:
+    """Whether the trace holds the draws per chain that the settings ``s`` asked for."""
+    post = getattr(idata, "posterior", None)
+    return post is not None and post.sizes.get("draw", 0) >= int(s["draws"])
+
+
 def run_longer(idata, s: dict, judge, sample):
     """``idata``, or while ``judge(idata)`` shows slow mixing only (:func:`extension`) the run
     ``sample(settings)`` with more draws, up to the cap; its attrs say what was done (module
-    doc)."""
+    doc). A trace shorter than asked (a sampler stopped by Ctrl-C returns the draws it had,
+    possibly none) is returned as it is, unjudged: it is not a fit to extend, and its caller
+    refuses it."""
     if judge is None:
         return idata
     steps, cur = [], dict(s)
-    while (more := extension(judge(idata), cur, base=s["draws"])) is not None:
+    while (_complete(idata, cur)
+           and (more := extension(judge(idata), cur, base=s["draws"])) is not None):
         draws, why = more
         steps.append({"draws": int(cur["draws"]), "to": draws, "why": why})
         cur = dict(cur, draws=draws)
