@@ -167,13 +167,15 @@ def nutpie_with_starts(compiled, starts):
 
 
 def sample_model(model, s: dict, progress: bool = False, cores: int | None = None,
-                 initvals=None, judge=None):
+                 initvals=None, judge=None, compiled: dict | None = None):
     """Sample ``model`` with the settings ``s`` (:func:`_sample_model`), BLAS on one thread;
     with ``judge`` (InferenceData -> Diagnostics) a slowly mixing run is run longer
-    (:func:`bayescpt.core.mixing.run_longer`) from the same starts and compiled model."""
+    (:func:`bayescpt.core.mixing.run_longer`) from the same starts and compiled model.
+    ``compiled``: a dict that keeps nutpie's compiled model of ``model`` (filled on the first
+    run; :mod:`bayescpt.core.modelcache` keeps it for the next fit of the same model)."""
     with one_blas_thread():
         starts = find_starts(model, s) if initvals is None else None
-        compiled = {}                   # nutpie's compiled model, made on the first run
+        compiled = {} if compiled is None else compiled   # nutpie's, made on the first run
 
         def run(settings):
             return _sample_model(model, settings, progress, cores, initvals, starts, compiled)

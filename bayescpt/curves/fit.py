@@ -22,6 +22,7 @@ from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, FitError, as_table
 from bayescpt.core.mixing import run_longer
+from bayescpt.core.modelcache import cached, fingerprint
 from bayescpt.core.priorspec import priors_json
 from bayescpt.core.sampling import (
     compile_nutpie,
@@ -90,14 +91,18 @@ class Fit(FitBase, laws=tuple(LAWS)):
         cfg["sampler"] = s
         df_law, other = law_obj.split_data(df)   # e.g. the cpt law's 'other' sets: fitted after
         prep = prepare(df_law, law_obj, cfg["settings"])
-        model = build_model(law_obj, prep, cfg)
+        key = fingerprint("curves", type(law_obj).__module__, type(law_obj).__qualname__,
+                          law_options or {}, {k: v for k, v in cfg.items() if k != "sampler"},
+                          df_law)
         t0 = time.perf_counter()
-        idata = sample_model(model, s, progress=progress, cores=cores, judge=lambda i: cls(
-            i, law_obj, cfg, prep.groups, prep.curves, prep.size_ref
-        ).diagnostics(prior_check=False))
-        wall = time.perf_counter() - t0
-        if prior_predictive:
-            idata.extend(prior_predictive_idata(model, prior_predictive, seed=s["seed"]))
+        with cached(key, lambda: build_model(law_obj, prep, cfg)) as entry:
+            model = entry.value
+            idata = sample_model(model, s, progress=progress, cores=cores, judge=lambda i: cls(
+                i, law_obj, cfg, prep.groups, prep.curves, prep.size_ref
+            ).diagnostics(prior_check=False), compiled=entry.compiled)
+            wall = time.perf_counter() - t0
+            if prior_predictive:
+                idata.extend(prior_predictive_idata(model, prior_predictive, seed=s["seed"]))
         meta = _meta(law_obj, law_options, df, prep, wall, cfg)
         if other is not None:
             post = idata.posterior

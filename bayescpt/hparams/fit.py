@@ -7,6 +7,7 @@ best_batch_size, best_loss, ...) and ``refs`` (the centring constants ln N_ref, 
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 import warnings
@@ -20,6 +21,7 @@ from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, as_table
 from bayescpt.core.priorcheck import model_priors
 from bayescpt.core.priorspec import priors_json
+from bayescpt.core.modelcache import cached, fingerprint
 from bayescpt.core.sampling import resolve_settings, sample_model
 from bayescpt.hparams.data import grid_hash
 from bayescpt.hparams.model import (
@@ -60,13 +62,17 @@ class HparamsFit(FitBase, laws=(LAW,)):
         s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
                              seed=seed, target_accept=target_accept, init=init)
         cfg["sampler"] = s
-        model, ct, refs = build_model(df, cfg)
+        key = fingerprint("hparams", {k: v for k, v in cfg.items() if k != "sampler"}, df)
         t0 = time.perf_counter()
-        idata = sample_model(model, s, progress=progress, cores=cores,
-                             judge=lambda i: cls(i, cfg, ct, refs).diagnostics())
-        meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
-                "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 3),
-                "priors": priors_json(model_priors(model))}
+        with cached(key, lambda: build_model(df, cfg)) as entry:
+            model, ct, refs = entry.value
+            ct, refs = ct.copy(), copy.deepcopy(refs)   # the fit's own: the entry stays as built
+            idata = sample_model(model, s, progress=progress, cores=cores,
+                                 judge=lambda i: cls(i, cfg, ct, refs).diagnostics(),
+                                 compiled=entry.compiled)
+            meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
+                    "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 3),
+                    "priors": priors_json(model_priors(model))}
         fit = cls(idata, cfg, ct, refs, meta)
         fit._write_attrs()
         fit.label_observations(df)

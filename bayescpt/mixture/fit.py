@@ -21,6 +21,7 @@ from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, as_table
 from bayescpt.core.priorcheck import model_priors
 from bayescpt.core.priorspec import priors_json
+from bayescpt.core.modelcache import cached, fingerprint
 from bayescpt.core.sampling import resolve_settings, sample_model
 from bayescpt.mixture.data import mixture_hash
 from bayescpt.mixture.model import (
@@ -67,14 +68,17 @@ class MixtureFit(FitBase, laws=(LAW,)):
                              seed=seed, target_accept=target_accept, init=init)
         cfg["sampler"] = s
         prep = prepare(df, cfg)
-        model = build_model(prep, cfg)
+        key = fingerprint("mixture", {k: v for k, v in cfg.items() if k != "sampler"}, df)
         t0 = time.perf_counter()
-        idata = sample_model(model, s, progress=progress, cores=cores, judge=lambda i: cls(
-            i, cfg, prep.groups, prep.r_lo, prep.r_hi).diagnostics())
-        meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
-                "data_hash": mixture_hash(df), "n_points": int(len(prep.points)),
-                "fit_seconds": round(time.perf_counter() - t0, 3),
-                "priors": priors_json(model_priors(model))}
+        with cached(key, lambda: build_model(prep, cfg)) as entry:
+            model = entry.value
+            idata = sample_model(model, s, progress=progress, cores=cores, judge=lambda i: cls(
+                i, cfg, prep.groups, prep.r_lo, prep.r_hi).diagnostics(),
+                compiled=entry.compiled)
+            meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
+                    "data_hash": mixture_hash(df), "n_points": int(len(prep.points)),
+                    "fit_seconds": round(time.perf_counter() - t0, 3),
+                    "priors": priors_json(model_priors(model))}
         fit = cls(idata, cfg, prep.groups, prep.r_lo, prep.r_hi, meta,
                   prep.points[["run", "model_size", "ratio", "tokens", "val_set", "loss",
                               "curve"]])

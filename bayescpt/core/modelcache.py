@@ -1,0 +1,110 @@
+"""Built and compiled models kept in this process, so that fitting the same model again (another
+seed, a sweep's next task on a worker, a notebook cell run twice) skips building and compiling it.
+
+For a loss-curve law on a small table, about four fifths of a fit's time is spent before the first
+draw: PyTensor rewriting the log density's graph (for nutpie and again for the mode search of the
+chains' starts) and LLVM compiling nutpie's logp function (measured in ``benchmarks/RESULTS.md``,
+"Fitting the same model again"). None of it depends on the seed or the sampler's run settings, only
+on what the model is built from.
+
+A cache entry is keyed by a fingerprint of everything the caller builds the model from
+(:func:`fingerprint`: law, options, configuration without the sampler's run settings, the data
+table's values, column names and types), holds what the caller's ``build()`` returned (the PyMC
+model, with its chains' start finder kept on it: :func:`bayescpt.core.init.model_starts`) and
+nutpie's compiled model for it (the ``compiled`` dict :func:`bayescpt.core.sampling.sample_model`
+fills). A fit from a cache entry gives the same draws as one from a fresh build with the same
+seed: the model, its mode search and its compile are deterministic (tested).
+
+One fit uses an entry at a time: a second thread that asks for an entry in use gets a fresh
+build, uncached. The cache keeps the :data:`SIZE` most recently used entries;
+:func:`clear` empties it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+
+#: entries kept (a compiled loss-curve model takes a few MB)
+SIZE = 4
+
+
+@dataclasses.dataclass
+class Entry:
+    """What ``build()`` returned (``value``) and the sampler's compiled model(s) for it."""
+
+    value: object
+    compiled: dict = dataclasses.field(default_factory=dict)
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
+
+
+_entries: OrderedDict[str, Entry] = OrderedDict()
+_guard = threading.Lock()
+stats = {"hits": 0, "misses": 0}
+
+
+def fingerprint(*parts) -> str:
+    """A SHA-256 hex digest of ``parts``: pandas tables by their values (row by row, with the
+    index), column names and dtypes; numpy arrays by dtype, shape and bytes; everything else
+    by its canonical JSON (sorted keys; non-JSON values by ``repr``)."""
+    import numpy as np
+    import pandas as pd
+
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, pd.DataFrame):
+            h.update(b"frame")
+            h.update(json.dumps([[str(c), str(t)] for c, t in part.dtypes.items()]).encode())
+            h.update(pd.util.hash_pandas_object(part, index=True).to_numpy().tobytes())
+        elif isinstance(part, np.ndarray):
+            h.update(f"array{part.dtype.str}{part.shape}".encode())
+            h.update(np.ascontiguousarray(part).tobytes())
+        else:
+            h.update(b"json")
+            h.update(json.dumps(part, sort_keys=True, default=repr).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def cached(key: str | None, build):
+    """Yield the :class:`Entry` for ``key``, building it with ``build()`` on a miss; ``key`` None:
+    a fresh entry, not kept. The entry is the caller's until the block is left."""
+    if key is None:
+        yield Entry(build())
+        return
+    with _guard:
+        entry = _entries.get(key)
+        if entry is not None:
+            _entries.move_to_end(key)
+    if entry is not None and entry.lock.acquire(blocking=False):
+        stats["hits"] += 1
+        try:
+            yield entry
+        finally:
+            entry.lock.release()
+        return
+    if entry is not None:           # in use by another thread: build one of our own
+        yield Entry(build())
+        return
+    stats["misses"] += 1
+    entry = Entry(build())
+    entry.lock.acquire()
+    try:
+        yield entry
+        with _guard:    # kept only once a fit went through: a failed build or compile is not
+            _entries[key] = entry
+            while len(_entries) > SIZE:
+                _entries.popitem(last=False)
+    finally:
+        entry.lock.release()
+
+
+def clear() -> None:
+    """Forget every kept model."""
+    with _guard:
+        _entries.clear()

@@ -1,0 +1,96 @@
+"""Fitting the same model again reuses its build and compile (bayescpt.core.modelcache), and gives
+the draws a fresh build gives."""
+
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayescpt.core import modelcache
+from bayescpt.core.modelcache import cached, fingerprint
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    modelcache.clear()
+    yield
+    modelcache.clear()
+
+
+def test_fingerprint_sees_every_value_name_and_type_and_ignores_key_order():
+    df = pd.DataFrame({"run": ["a", "a", "b"], "step": [1, 2, 1], "loss": [3.0, 2.5, 3.1]})
+    key = fingerprint("law", {"x": 1, "y": [1, 2]}, df)
+    assert key == fingerprint("law", {"y": [1, 2], "x": 1}, df.copy())
+    other = df.copy()
+    other.loc[2, "loss"] = 3.1000000001
+    assert fingerprint("law", {"x": 1, "y": [1, 2]}, other) != key
+    assert fingerprint("law", {"x": 1, "y": [1, 2]}, df.rename(columns={"loss": "l"})) != key
+    assert fingerprint("law", {"x": 1, "y": [1, 2]}, df.astype({"step": float})) != key
+    assert fingerprint("law", {"x": 1, "y": [1, 3]}, df) != key
+    assert fingerprint("other", {"x": 1, "y": [1, 2]}, df) != key
+    assert fingerprint(np.arange(3)) != fingerprint(np.arange(3.0))
+
+
+def test_an_entry_is_built_once_kept_after_success_only_and_the_oldest_goes_first():
+    built = []
+
+    def build(tag):
+        return lambda: built.append(tag) or tag
+
+    with cached("a", build("a")) as e:
+        e.compiled["nutpie"] = "compiled a"
+    with cached("a", build("a again")) as e:
+        assert e.value == "a" and e.compiled == {"nutpie": "compiled a"}
+    assert built == ["a"]
+    with pytest.raises(RuntimeError), cached("b", build("b")):
+        raise RuntimeError("the fit failed")
+    with cached("b", build("b2")) as e:
+        assert e.value == "b2"              # the failed one was not kept
+    for k in range(modelcache.SIZE):
+        with cached(f"k{k}", build(f"k{k}")):
+            pass
+    with cached("a", build("a rebuilt")) as e:    # evicted by the SIZE newer ones
+        assert e.value == "a rebuilt"
+    with cached(None, build("none")) as e, cached(None, build("none")) as f:
+        assert e is not f                   # no key: never kept
+
+
+def test_an_entry_in_use_is_not_shared_with_another_thread():
+    with cached("a", lambda: "first"):
+        pass
+    seen = []
+
+    def other():
+        with cached("a", lambda: "theirs") as e:
+            seen.append(e.value)
+
+    with cached("a", lambda: "unused") as mine:
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert mine.value == "first" and seen == ["theirs"]
+
+
+def test_a_fit_from_the_cache_equals_a_fresh_fit_and_compiles_nothing(small_curves, monkeypatch):
+    from bayescpt.core import sampling
+    from bayescpt.curves.fit import Fit
+
+    compiles = []
+    real = sampling.compile_nutpie
+    monkeypatch.setattr(sampling, "compile_nutpie", lambda m: compiles.append(1) or real(m))
+    df = small_curves[0]
+    df = df[df["run"].str.startswith("100M/")]
+    kw = dict(law="annealing", chains=2, draws=100, tune=150, warn=False,
+              config={"sampler": {"extend": 1}})
+    fresh = Fit.run(df, seed=0, **kw)
+    Fit.run(df, seed=1, **kw)
+    again = Fit.run(df, seed=0, **kw)
+    assert len(compiles) == 1 and modelcache.stats["hits"] >= 2
+    for v in ("L0", "A", "alpha", "C"):
+        np.testing.assert_array_equal(again.idata.posterior[v].values,
+                                      fresh.idata.posterior[v].values)
+    changed = df.copy()
+    changed.loc[changed["loss"].first_valid_index(), "loss"] += 1e-9
+    Fit.run(changed, seed=0, **dict(kw, draws=20, tune=20))
+    assert len(compiles) == 2           # other data: another model
