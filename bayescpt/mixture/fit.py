@@ -19,9 +19,9 @@ import pandas as pd
 from bayescpt import __version__
 from bayescpt.core.diagnostics import warn_if_bad
 from bayescpt.core.fitfile import FORMAT, FitBase, as_table
+from bayescpt.core.modelcache import cached, fingerprint
 from bayescpt.core.priorcheck import model_priors
 from bayescpt.core.priorspec import priors_json
-from bayescpt.core.modelcache import cached, fingerprint
 from bayescpt.core.sampling import resolve_settings, sample_model
 from bayescpt.mixture.data import mixture_hash
 from bayescpt.mixture.model import (
