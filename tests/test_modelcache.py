@@ -94,3 +94,25 @@ def test_a_fit_from_the_cache_equals_a_fresh_fit_and_compiles_nothing(small_curv
     changed.loc[changed["loss"].first_valid_index(), "loss"] += 1e-9
     Fit.run(changed, seed=0, **dict(kw, draws=20, tune=20))
     assert len(compiles) == 2           # other data: another model
+
+
+def test_a_mixture_fit_from_the_cache_equals_a_fresh_one(monkeypatch):
+    """The mixture (and hparams) fits take their model from the same cache."""
+    from bayescpt.core import sampling
+    from bayescpt.mixture import simulate
+    from bayescpt.mixture.data import validate_mixture
+    from bayescpt.mixture.fit import MixtureFit
+
+    compiles = []
+    real = sampling.compile_nutpie
+    monkeypatch.setattr(sampling, "compile_nutpie", lambda m: compiles.append(1) or real(m))
+    df = validate_mixture(simulate.simulate_cpt(seed=3, ratios=(0.2, 0.5, 0.8),
+                                                tokens=(2000, 6000, 10000)))
+    kw = dict(chains=2, draws=60, tune=100, seed=4, warn=False,
+              config={"sampler": {"extend": 1}})
+    fresh = MixtureFit.run(df, **kw)
+    again = MixtureFit.run(df, **kw)
+    assert len(compiles) == 1
+    for v in fresh.idata.posterior.data_vars:
+        np.testing.assert_array_equal(again.idata.posterior[v].values,
+                                      fresh.idata.posterior[v].values)

@@ -15,6 +15,10 @@ nutpie's compiled model for it (the ``compiled`` dict :func:`bayescpt.core.sampl
 fills). A fit from a cache entry gives the same draws as one from a fresh build with the same
 seed: the model, its mode search and its compile are deterministic (tested).
 
+A sweep's curve fits go further (:mod:`bayescpt.parallel.tasks`): its workers keep a
+:class:`bayescpt.curves.fit.CompiledFit` per table *shape*, so other losses on the same runs
+reuse it too; this cache serves every ``run`` of the curves, hparams and mixture fits.
+
 One fit uses an entry at a time: a second thread that asks for an entry in use gets a fresh
 build, uncached. The cache keeps the :data:`SIZE` most recently used entries;
 :func:`clear` empties it.
