@@ -15,9 +15,9 @@ nutpie's compiled model for it (the ``compiled`` dict :func:`bayescpt.core.sampl
 fills). A fit from a cache entry gives the same draws as one from a fresh build with the same
 seed: the model, its mode search and its compile are deterministic (tested).
 
-A sweep's curve fits go further (:mod:`bayescpt.parallel.tasks`): its workers keep a
+A sweep's curve fits go further (:mod:`bayescpt.parallel.tasks`): its workers keep here a
 :class:`bayescpt.curves.fit.CompiledFit` per table *shape*, so other losses on the same runs
-reuse it too; this cache serves every ``run`` of the curves, hparams and mixture fits.
+reuse it too.
 
 One fit uses an entry at a time: a second thread that asks for an entry in use gets a fresh
 build, uncached. The cache keeps the :data:`SIZE` most recently used entries;
@@ -34,15 +34,17 @@ import threading
 from collections import OrderedDict
 
 #: entries kept (a compiled loss-curve model takes a few MB)
-SIZE = 4
+SIZE = 8
 
 
 @dataclasses.dataclass
 class Entry:
-    """What ``build()`` returned (``value``) and the sampler's compiled model(s) for it."""
+    """What ``build()`` returned (``value``) and the sampler's compiled model(s) for it;
+    ``fresh``: built for the fit now using it (not taken from the cache)."""
 
     value: object
     compiled: dict = dataclasses.field(default_factory=dict)
+    fresh: bool = True
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
 
 
@@ -87,6 +89,7 @@ def cached(key: str | None, build):
             _entries.move_to_end(key)
     if entry is not None and entry.lock.acquire(blocking=False):
         stats["hits"] += 1
+        entry.fresh = False
         try:
             yield entry
         finally:

@@ -8,10 +8,11 @@ therefore leaves no file under the output's name, and :func:`finished_row` accep
 file only when it loads and records the same key.
 
 **Compiled once per worker.** A worker process keeps the compiled models of the curve fits it
-ran (:class:`bayescpt.curves.fit.CompiledFit`, at most ``CACHE_SIZE``), keyed by law, options,
-config, sampler settings but the seed, and the table's shape (every column but the losses): a
-second fit of the same shape (another seed; other losses of the same runs, as in simulation
-studies) samples at once instead of compiling again, with the same draws as a fresh fit.
+ran (:class:`bayescpt.curves.fit.CompiledFit`, kept in :mod:`bayescpt.core.modelcache`), keyed by
+law, options, config, sampler settings but the seed, and the table's shape (every column but the
+losses): a second fit of the same shape (another seed; other losses of the same runs, as in
+simulation studies) samples at once instead of compiling again, with the same draws as a fresh
+fit.
 Hparams and mixture fits, and curve fits this cache does not take (another sampler, another
 init, a law with other validation sets), reuse a model only for the same table
 (:mod:`bayescpt.core.modelcache`, inside their ``run``).
@@ -25,10 +26,10 @@ import os
 import socket
 import time
 import warnings
-from collections import OrderedDict
 from pathlib import Path
 
 from bayescpt.core.fitfile import FitError, load_fit
+from bayescpt.core.modelcache import cached
 from bayescpt.core.sampling import check_sampler
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.fit import CompiledFit, Fit
@@ -40,10 +41,6 @@ from bayescpt.hparams.fit import HparamsFit
 from bayescpt.mixture.data import read_mixture
 from bayescpt.mixture.fit import MixtureFit
 from bayescpt.parallel.spec import FitSpec
-
-CACHE_SIZE = 8
-_COMPILED: OrderedDict = OrderedDict()   # this process's compiled models (see the module doc)
-STATS = {"compiled": 0, "reused": 0, "compile_seconds": 0.0}
 
 ROW_KEYS = ("name", "family", "law", "data", "seed", "key", "data_hash", "status", "max_rhat",
             "min_ess_bulk", "min_ess_tail", "divergences", "seconds", "compiled", "worker",
@@ -59,22 +56,6 @@ def shape_key(spec: FitSpec, df, law_options: dict, sampler: dict) -> str:
     text = json.dumps([spec.law, law_options, spec.config, sampler, digest], sort_keys=True,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _compiled(key: str, df, spec: FitSpec, law_options: dict, sampler: dict):
-    """The cached CompiledFit for ``key``, compiled now if this worker has none."""
-    if key in _COMPILED:
-        _COMPILED.move_to_end(key)
-        STATS["reused"] += 1
-        return _COMPILED[key], False
-    t0 = time.perf_counter()
-    cf = CompiledFit(df, law=spec.law, config=spec.config, law_options=law_options, **sampler)
-    STATS["compiled"] += 1
-    STATS["compile_seconds"] += time.perf_counter() - t0
-    _COMPILED[key] = cf
-    while len(_COMPILED) > CACHE_SIZE:
-        _COMPILED.popitem(last=False)
-    return cf, True
 
 
 def fit_spec(spec: FitSpec, cores: int | None = None):
@@ -95,9 +76,11 @@ def fit_spec(spec: FitSpec, cores: int | None = None):
     if name != "nutpie" or other is not None or sampler.get("init", "map") != "map":
         return Fit.run(df, law=spec.law, law_options=law_options, config=spec.config or None,
                        sampler=name, seed=spec.seed, cores=cores, warn=False, **sampler), None
-    cf, fresh = _compiled(shape_key(spec, df, law_options, sampler), df, spec, law_options,
-                          sampler)
-    return cf.fit(df, seed=spec.seed, log_likelihood=True, cores=cores), fresh
+    with cached("sweep-shape:" + shape_key(spec, df, law_options, sampler),
+                lambda: CompiledFit(df, law=spec.law, config=spec.config,
+                                    law_options=law_options, **sampler)) as entry:
+        fit = entry.value.fit(df, seed=spec.seed, log_likelihood=True, cores=cores)
+        return fit, entry.fresh
 
 
 def finished_row(spec: FitSpec, path: Path) -> dict | None:
