@@ -30,6 +30,14 @@ def test_fingerprint_sees_every_value_name_and_type_and_ignores_key_order():
     assert fingerprint("law", {"x": 1, "y": [1, 3]}, df) != key
     assert fingerprint("other", {"x": 1, "y": [1, 2]}, df) != key
     assert fingerprint(np.arange(3)) != fingerprint(np.arange(3.0))
+    # numpy values inside a configuration count by value, all of them (repr would elide)
+    big = np.zeros(5000)
+    other_big = big.copy()
+    other_big[2500] = 1.0
+    assert fingerprint({"w": big}) != fingerprint({"w": other_big})
+    assert fingerprint({"w": np.float64(0.5)}) == fingerprint({"w": 0.5})
+    # anything without a canonical form: no key, so no cached model
+    assert fingerprint({"law": object()}) is None
 
 
 def test_an_entry_is_built_once_kept_after_success_only_and_the_oldest_goes_first():

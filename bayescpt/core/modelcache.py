@@ -53,27 +53,51 @@ _guard = threading.Lock()
 stats = {"hits": 0, "misses": 0}
 
 
-def fingerprint(*parts) -> str:
+class _Unkeyable(TypeError):
+    """A part has no canonical form: the model is not cached."""
+
+
+def fingerprint(*parts) -> str | None:
     """A SHA-256 hex digest of ``parts``: pandas tables by their values (row by row, with the
     index), column names and dtypes; numpy arrays by dtype, shape and bytes; everything else
-    by its canonical JSON (sorted keys; non-JSON values by ``repr``)."""
+    by its canonical JSON (sorted keys; numpy scalars and arrays inside it by value). None when
+    a part holds anything else (an object whose ``repr`` might not tell two values apart): then
+    :func:`cached` builds afresh rather than risk a wrong model."""
     import numpy as np
     import pandas as pd
 
+    def canonical(o):
+        if isinstance(o, np.ndarray):
+            return {"__array__": [o.dtype.str, list(o.shape), _digest(o)]}
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, (pd.DataFrame, pd.Series)):
+            return {"__frame__": fingerprint(o if isinstance(o, pd.DataFrame) else o.to_frame())}
+        raise _Unkeyable(type(o).__name__)
+
     h = hashlib.sha256()
-    for part in parts:
-        if isinstance(part, pd.DataFrame):
-            h.update(b"frame")
-            h.update(json.dumps([[str(c), str(t)] for c, t in part.dtypes.items()]).encode())
-            h.update(pd.util.hash_pandas_object(part, index=True).to_numpy().tobytes())
-        elif isinstance(part, np.ndarray):
-            h.update(f"array{part.dtype.str}{part.shape}".encode())
-            h.update(np.ascontiguousarray(part).tobytes())
-        else:
-            h.update(b"json")
-            h.update(json.dumps(part, sort_keys=True, default=repr).encode())
-        h.update(b"\0")
+    try:
+        for part in parts:
+            if isinstance(part, pd.DataFrame):
+                h.update(b"frame")
+                h.update(json.dumps([[str(c), str(t)] for c, t in part.dtypes.items()]).encode())
+                h.update(pd.util.hash_pandas_object(part, index=True).to_numpy().tobytes())
+            elif isinstance(part, np.ndarray):
+                h.update(f"array{part.dtype.str}{part.shape}".encode())
+                h.update(_digest(part).encode())
+            else:
+                h.update(b"json")
+                h.update(json.dumps(part, sort_keys=True, default=canonical).encode())
+            h.update(b"\0")
+    except (_Unkeyable, ValueError):     # ValueError: a circular reference
+        return None
     return h.hexdigest()
+
+
+def _digest(a) -> str:
+    import numpy as np
+
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
 @contextlib.contextmanager
