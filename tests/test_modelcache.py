@@ -36,6 +36,14 @@ def test_fingerprint_sees_every_value_name_and_type_and_ignores_key_order():
     other_big[2500] = 1.0
     assert fingerprint({"w": big}) != fingerprint({"w": other_big})
     assert fingerprint({"w": np.float64(0.5)}) == fingerprint({"w": 0.5})
+    # a class counts by identity: one redefined under the same name is another
+    class Law:
+        pass
+    first = fingerprint([Law])
+
+    class Law:  # noqa: F811
+        pass
+    assert fingerprint([Law]) != first and Law.__qualname__.endswith("Law")
     # anything without a canonical form: no key, so no cached model
     assert fingerprint({"law": object()}) is None
 

@@ -51,6 +51,7 @@ class Entry:
 _entries: OrderedDict[str, Entry] = OrderedDict()
 _guard = threading.Lock()
 stats = {"hits": 0, "misses": 0}
+_classes: set = set()
 
 
 class _Unkeyable(TypeError):
@@ -60,7 +61,8 @@ class _Unkeyable(TypeError):
 def fingerprint(*parts) -> str | None:
     """A SHA-256 hex digest of ``parts``: pandas tables by their values (row by row, with the
     index), column names and dtypes; numpy arrays by dtype, shape and bytes; everything else
-    by its canonical JSON (sorted keys; numpy scalars and arrays inside it by value). None when
+    by its canonical JSON (sorted keys; numpy scalars and arrays inside it by value; classes by
+    module, name and identity). None when
     a part holds anything else (an object whose ``repr`` might not tell two values apart): then
     :func:`cached` builds afresh rather than risk a wrong model."""
     import numpy as np
@@ -73,6 +75,9 @@ def fingerprint(*parts) -> str | None:
             return o.item()
         if isinstance(o, (pd.DataFrame, pd.Series)):
             return {"__frame__": fingerprint(o if isinstance(o, pd.DataFrame) else o.to_frame())}
+        if isinstance(o, type):     # a class redefined (a notebook cell run again) is another
+            _classes.add(o)         # class; kept alive so that its id is never reused
+            return {"__class__": [o.__module__, o.__qualname__, id(o)]}
         raise _Unkeyable(type(o).__name__)
 
     h = hashlib.sha256()

@@ -91,9 +91,8 @@ class Fit(FitBase, laws=tuple(LAWS)):
         cfg["sampler"] = s
         df_law, other = law_obj.split_data(df)   # e.g. the cpt law's 'other' sets: fitted after
         prep = prepare(df_law, law_obj, cfg["settings"])
-        key = fingerprint("curves", type(law_obj).__module__, type(law_obj).__qualname__,
-                          law_options or {}, {k: v for k, v in cfg.items() if k != "sampler"},
-                          df_law)
+        key = fingerprint("curves", [type(law_obj), law_options or {}],
+                          {k: v for k, v in cfg.items() if k != "sampler"}, df_law)
         t0 = time.perf_counter()
         with cached(key, lambda: build_model(law_obj, prep, cfg)) as entry:
             model = entry.value
