@@ -44,6 +44,8 @@ def test_fingerprint_sees_every_value_name_and_type_and_ignores_key_order():
     class Law:  # noqa: F811
         pass
     assert fingerprint([Law]) != first and Law.__qualname__.endswith("Law")
+    # a table too large to keep twice in memory: no key
+    assert fingerprint(pd.DataFrame({"x": np.zeros(modelcache.MAX_ROWS + 1)})) is None
     # anything without a canonical form: no key, so no cached model
     assert fingerprint({"law": object()}) is None
 

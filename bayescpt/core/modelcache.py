@@ -33,8 +33,12 @@ import json
 import threading
 from collections import OrderedDict
 
-#: entries kept (a compiled loss-curve model takes a few MB)
+#: entries kept (a compiled loss-curve model of a table of thousands of rows takes a few MB)
 SIZE = 8
+#: tables with more rows are not keyed, so their models are not kept: an entry holds the model's
+#: arrays twice (PyMC's and nutpie's copies, 8 bytes per value, several arrays per row), and for
+#: such tables the sampling, not the compile, is most of a fit's time
+MAX_ROWS = 250_000
 
 
 @dataclasses.dataclass
@@ -64,7 +68,8 @@ def fingerprint(*parts) -> str | None:
     by its canonical JSON (sorted keys; numpy scalars and arrays inside it by value; classes by
     module, name and identity). None when
     a part holds anything else (an object whose ``repr`` might not tell two values apart): then
-    :func:`cached` builds afresh rather than risk a wrong model."""
+    :func:`cached` builds afresh rather than risk a wrong model; None too for a table of more
+    than :data:`MAX_ROWS` rows."""
     import numpy as np
     import pandas as pd
 
@@ -84,6 +89,8 @@ def fingerprint(*parts) -> str | None:
     try:
         for part in parts:
             if isinstance(part, pd.DataFrame):
+                if len(part) > MAX_ROWS:
+                    return None
                 h.update(b"frame")
                 h.update(json.dumps([[str(c), str(t)] for c, t in part.dtypes.items()]).encode())
                 h.update(pd.util.hash_pandas_object(part, index=True).to_numpy().tobytes())
