@@ -46,6 +46,10 @@ def test_fingerprint_sees_every_value_name_and_type_and_ignores_key_order():
     assert fingerprint([Law]) != first and Law.__qualname__.endswith("Law")
     # a table too large to keep twice in memory: no key
     assert fingerprint(pd.DataFrame({"x": np.zeros(modelcache.MAX_ROWS + 1)})) is None
+    big_frame = pd.DataFrame({"x": np.zeros(modelcache.MAX_ROWS + 1)})
+    assert fingerprint({"table": big_frame}) is None
+    assert fingerprint(pd.DataFrame({"cell": [[1, 2]]})) is None     # unhashable cells
+    assert fingerprint(np.array(["a", None], dtype=object)) is None   # bytes are addresses
     # anything without a canonical form: no key, so no cached model
     assert fingerprint({"law": object()}) is None
 

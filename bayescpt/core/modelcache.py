@@ -66,10 +66,9 @@ def fingerprint(*parts) -> str | None:
     """A SHA-256 hex digest of ``parts``: pandas tables by their values (row by row, with the
     index), column names and dtypes; numpy arrays by dtype, shape and bytes; everything else
     by its canonical JSON (sorted keys; numpy scalars and arrays inside it by value; classes by
-    module, name and identity). None when
-    a part holds anything else (an object whose ``repr`` might not tell two values apart): then
-    :func:`cached` builds afresh rather than risk a wrong model; None too for a table of more
-    than :data:`MAX_ROWS` rows."""
+    module, name and identity). None when a part holds anything else (an object whose ``repr``
+    might not tell two values apart) or a table of more than :data:`MAX_ROWS` rows: then
+    :func:`cached` builds afresh rather than risk a wrong model."""
     import numpy as np
     import pandas as pd
 
@@ -79,7 +78,10 @@ def fingerprint(*parts) -> str | None:
         if isinstance(o, np.generic):
             return o.item()
         if isinstance(o, (pd.DataFrame, pd.Series)):
-            return {"__frame__": fingerprint(o if isinstance(o, pd.DataFrame) else o.to_frame())}
+            inner = fingerprint(o if isinstance(o, pd.DataFrame) else o.to_frame())
+            if inner is None:
+                raise _Unkeyable("table")
+            return {"__frame__": inner}
         if isinstance(o, type):     # a class redefined (a notebook cell run again) is another
             _classes.add(o)         # class; kept alive so that its id is never reused
             return {"__class__": [o.__module__, o.__qualname__, id(o)]}
@@ -101,7 +103,7 @@ def fingerprint(*parts) -> str | None:
                 h.update(b"json")
                 h.update(json.dumps(part, sort_keys=True, default=canonical).encode())
             h.update(b"\0")
-    except (_Unkeyable, ValueError):     # ValueError: a circular reference
+    except (TypeError, ValueError):     # unkeyable, unhashable cells, a circular reference
         return None
     return h.hexdigest()
 
@@ -109,6 +111,8 @@ def fingerprint(*parts) -> str | None:
 def _digest(a) -> str:
     import numpy as np
 
+    if a.dtype.hasobject:       # its bytes are addresses, not values
+        raise _Unkeyable("object array")
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
