@@ -334,6 +334,7 @@ def sample_and_save(a, run):
     time and diagnostics reported (the sampler's own warnings are replaced by that report).
     Returns (fit, diagnostics)."""
     t0 = time.perf_counter()
+    stopped = f"interrupted (Ctrl-C) while fitting: nothing written to {a.out}"
     hit: list[int] = []
     try:
         with warnings.catch_warnings(), interrupt_guard() as hit:
@@ -342,16 +343,14 @@ def sample_and_save(a, run):
                       seed=a.seed, init=a.init, progress=not a.quiet and sys.stderr.isatty(),
                       warn=False)
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted (Ctrl-C) while fitting: nothing written to {a.out}") \
-            from None
+        raise Interrupted(stopped) from None
     except Exception:
-        if hit:     # what failed was working on the partial trace the interrupt left
-            raise Interrupted(f"interrupted (Ctrl-C) while fitting: nothing written to "
-                              f"{a.out}") from None
-        raise
+        if not hit:
+            raise
+        # else what failed was working on the partial trace the interrupt left
     if hit:
         # the sampler (nutpie, PyMC) caught the KeyboardInterrupt and returned what it had
-        raise Interrupted(f"interrupted (Ctrl-C) while fitting: nothing written to {a.out}")
+        raise Interrupted(stopped)
     refuse_partial(fit, a.out)
     if getattr(a, "drop_stuck_chains", False):
         drop_stuck_chains(fit.idata, inplace=True)   # recorded in the fit's attrs

@@ -12,8 +12,7 @@ ran (:class:`bayescpt.curves.fit.CompiledFit`, kept in :mod:`bayescpt.core.model
 law, options, config, sampler settings but the seed, and the table's shape (every column but the
 losses): a second fit of the same shape (another seed; other losses of the same runs, as in
 simulation studies) samples at once instead of compiling again, with the same draws as a fresh
-fit.
-Hparams and mixture fits, and curve fits this cache does not take (another sampler, another
+fit. Hparams and mixture fits, and curve fits this cache does not take (another sampler, another
 init, a law with other validation sets), reuse a model only for the same table
 (:mod:`bayescpt.core.modelcache`, inside their ``run``).
 """
