@@ -248,11 +248,30 @@ def rewarmup(total_steps: int, peak: float, warmup_steps: int, final: float = 0.
     return Schedule(seg.lr, 0, name or f"cpt-{shape}")
 
 
+def start_lr(lrs) -> float:
+    """eta_0 of a schedule whose learning rates are given from a step after 0 on (``lrs``: the
+    given ones, in step order): 0 when the learning rate rises from its first given value to the
+    next (a warmup, taken to start from zero), else the first given value (held back to step 0).
+
+    The one rule for where a schedule starts, used by tidy tables, every log importer and
+    ``--schedule`` alike: a table that starts at step 1 (as torch's SummaryWriter and most trainers
+    log) and one that starts at step 0 with ``lr = 0`` describe the same warmup.
+    """
+    lrs = np.asarray(lrs, dtype=float)
+    return 0.0 if lrs.size > 1 and lrs[1] > lrs[0] else float(lrs[0])
+
+
 def from_points(steps, lrs, name: str = "logged") -> Schedule:
     """A schedule from logged (step, lr) pairs, by linear interpolation onto every integer step.
 
-    ``steps`` must be increasing integers that start at 0 or 1 (at 1, eta_0 = eta_1). The warmup
-    is detected as the initial rise of the learning rate up to its first maximum.
+    ``steps`` must be increasing whole numbers that start at 0 or 1; the ``lr`` on the row of step
+    ``s`` is the learning rate used by optimizer step ``s``. When they start at step 1, eta_0
+    follows :func:`start_lr` (0 when the learning rate rises from step 1 to the next given step, a
+    warmup; else eta_1). The warmup is then detected as the initial rise of the learning rate up
+    to its first maximum, so a table starting at step 1 and the same schedule starting at step 0
+    with ``lr = 0`` give the same schedule, areas and predictions. (A table that starts later is
+    refused by the table checks; the log importers, which read logs sampled every N steps, add
+    the step-0 row by the same :func:`start_lr` rule and say so.)
     """
     steps = np.asarray(steps, dtype=float)
     lrs = np.asarray(lrs, dtype=float)
@@ -261,8 +280,11 @@ def from_points(steps, lrs, name: str = "logged") -> Schedule:
     if np.any(np.diff(steps) <= 0):
         raise ValueError("steps must be strictly increasing")
     if steps[0] not in (0, 1):
-        raise ValueError(f"the learning rate is given from step {int(steps[0])} on; give it from "
+        raise ValueError(f"the learning rate is given from step {steps[0]:g} on; give it from "
                          "step 0 or 1 (e.g. step 0, lr 0 for a linear warmup from zero)")
+    if steps[0] == 1:
+        steps = np.concatenate([[0.0], steps])
+        lrs = np.concatenate([[start_lr(lrs)], lrs])
     grid = np.arange(0, int(steps[-1]) + 1)
     lr = np.interp(grid, steps, lrs)
     if lr.size < 2:

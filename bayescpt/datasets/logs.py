@@ -21,8 +21,9 @@ Readers return the scalars in the order they were logged, as a long table ``tag,
 (restarts included). A step logged twice (a run resumed from a checkpoint logs some steps again)
 keeps its later value and warns once per file with :class:`LogWarning`. The learning rate between
 logged steps is linear in the step (the tidy table's convention) and constant after the last one;
-when the first LR is logged after step 1, a row at step 0 is added: ``lr = 0`` when the logged LR
-first rises (a warmup from zero), else the first logged LR. A log without an LR needs ``schedule``
+when the first LR is logged after step 1, a row at step 0 is added by the rule every table follows
+(:func:`~bayescpt.core.schedules.start_lr`: ``lr = 0`` when the logged LR first rises, a warmup
+from zero, else the first logged LR; a log from step 1 is left to it). A log without an LR needs ``schedule``
 (a :class:`~bayescpt.core.schedules.Schedule`, e.g. from
 :func:`bayescpt.datasets.schedule_spec.parse_schedule_spec`); then its learning rate at every
 step is used (one row per knot of its piecewise-linear shape).
@@ -40,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayescpt.core.schedules import Schedule
+from bayescpt.core.schedules import Schedule, start_lr
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import DEFAULT_VAL_SET, validate_curves
 from bayescpt.datasets.integrations import read_eval_csv
@@ -304,8 +305,7 @@ def _lr_rows(lr: pd.Series, steps: np.ndarray) -> pd.Series:
     """The logged LR plus its linear interpolation at ``steps`` (and step 0 when missing)."""
     lr = lr[lr.index >= 0]
     if lr.index.min() > 1:
-        start = 0.0 if len(lr) > 1 and lr.iloc[1] > lr.iloc[0] else float(lr.iloc[0])
-        lr = pd.concat([pd.Series([start], index=[0]), lr])
+        lr = pd.concat([pd.Series([start_lr(lr.to_numpy())], index=[0]), lr])
     extra = np.setdiff1d(steps, lr.index.to_numpy())
     at = np.interp(extra, lr.index.to_numpy(), lr.to_numpy())
     return pd.concat([lr, pd.Series(at, index=extra)]).sort_index()
