@@ -166,3 +166,28 @@ def test_model_priors_reads_the_top_level_nodes_of_a_plain_pymc_model():
             x = np.broadcast_to(x[:, None], (2, *rv.type.shape))
         np.testing.assert_allclose(prior_cdf(prior, x), np.exp(pm.logcdf(rv, x).eval()),
                                    atol=1e-6)
+
+
+def test_a_failing_fit_with_a_conflict_says_so_first_with_the_fix():
+    """Issue 50 item 16: a fit failing on a parameter other than the conflicting one (here b's
+    chains disagree and there are divergences) used to advise "run longer" / "raise
+    target_accept" and leave the conflict on a_mu to a note; its first problem line now names
+    the conflicting prior, where the data put it and the --config that centres the prior there."""
+    import json
+
+    rng = np.random.default_rng(2)
+    idata = _posterior(rng)
+    b = rng.normal(0.2, 0.3, (4, 400))
+    b[3] += 0.5
+    idata.posterior["b_mu"] = (("chain", "draw"), b)
+    diag = summarize(idata, ["a_mu", "b_mu", "a_sd"], priors=PRIORS)
+    first = diag.problems()[0]
+    assert first.startswith("the priors conflict with these data: a_mu's posterior median 5")
+    assert "5.0 sd above its prior Normal(mu=0, sigma=1)" in first and "\n" not in first
+    cfg = json.loads(first[first.index("{"):first.rindex("}") + 1])
+    assert cfg["priors"]["a"]["loc"] == pytest.approx(5.0, abs=0.05)
+    assert any(p.startswith("R-hat") for p in diag.problems()[1:])     # the failures still listed
+    # a healthy fit with the same conflict does not fail on it (a note, as before)
+    calm = summarize(_posterior(np.random.default_rng(0)), ["a_mu", "b_mu", "a_sd"],
+                     priors=PRIORS)
+    assert calm.ok and any("prior-data conflict on a_mu" in n for n in calm.notes())

@@ -126,7 +126,31 @@ class Diagnostics:
             out.append(f"{self.divergences} divergent transitions: the posterior has regions the "
                        "sampler cannot follow; raise target_accept (config sampler.target_accept) or"
                        " switch the group level between centred and non-centred (config centered)")
+        if out and self.conflicts and not any("(the prior-data conflict note)" in ln for ln in out):
+            out.insert(0, self._conflict_lead())
         return out
+
+    def _conflict_lead(self) -> str:
+        """The first problem line of a failing fit whose priors conflict with its data: the
+        conflict is the likely cause of the failures, which more draws or a higher target_accept
+        fix slowly at best, so it is said first, with the prior to set (as a ``--config``)."""
+        c = self.conflicts[0]
+        side = "below" if c.z < 0 else "above"
+        p = self._stem(c.name) if c.name.endswith(_LEVELS) else c.name.split("[")[0]
+        if c.name.endswith("_mu"):
+            fix = json.dumps({"priors": {p: {"loc": float(f"{c.median:.3g}")}}})
+            fix = (f"centre {p}'s prior where the data put it: pass --config FILE with {fix} "
+                   f"(the loc is on the scale of {c.name}; `bayescpt config` prints the others)")
+        else:
+            fix = (f"give {p} a prior that suits these data in the fit's config (priors.{p}; "
+                   "`bayescpt config` prints the defaults)")
+        more = len(self.conflicts) - 1
+        also = (f" (and {more} more: " + ", ".join(x.name for x in self.conflicts[1:4])
+                + (", ..." if more > 3 else "") + ")") if more else ""
+        return (f"the priors conflict with these data: {c.name}'s posterior median "
+                f"{c.median:.3g} lies {abs(c.z):.1f} sd {side} its prior {c.prior}{also}. This "
+                "is the likely cause of the problems below, which more draws or a higher "
+                f"target_accept fix slowly at best; {fix}")
 
     @staticmethod
     def _stem(name) -> str:
