@@ -167,7 +167,7 @@ def test_predict_observed_is_the_prefix_forecast_and_narrows_the_band(tmp_path, 
                                                              "oops")).to_csv(bad, index=False)
     assert main(["predict", str(FIT), "--schedule", str(path), "--observed", str(bad), "--out",
                  str(tmp_path / "x.csv")]) == 2
-    assert "line 5, run '100M/wsd_20000_24000', column 'loss': 'oops'" in capsys.readouterr().err
+    assert "line 5, run '100M/wsd_20000_24000', column 'loss': value 'oops'" in capsys.readouterr().err
     from bayescpt.curves.data import schedules_of
 
     warm = schedules_of(read_curves(path, need_loss=False))[RUN].warmup_steps

@@ -14,10 +14,12 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 
 from bayescpt.cli.common import csv_writer, nonneg_int, save_figure, say, write_files
+from bayescpt.cli.progress import stage
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
@@ -41,6 +43,10 @@ from bayescpt.datasets.bundled import (
 )
 
 
+#: while the fit runs (about two minutes), a line after this many seconds, then every ``EVERY``
+PROGRESS_AFTER, PROGRESS_EVERY = 5.0, 15.0
+
+
 def add_demo(sub) -> None:
     q = sub.add_parser("demo", help="the quick start: fit bundled curves, diagnose, predict "
                        "unseen schedules, write CSV + plot")
@@ -55,12 +61,16 @@ def add_demo(sub) -> None:
 def cmd_demo(a) -> int:
 
     run_demo(a.out, law=a.law, sampler=a.sampler, seed=a.seed, force=a.force,
-             log=(lambda m: None) if a.quiet else say)
+             log=(lambda m: None) if a.quiet else say,
+             progress=not a.quiet and sys.stderr.isatty())
     return 0
 
 
 def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int = 0,
-             force: bool = False, log=print) -> dict:
+             force: bool = False, log=print, progress: bool = False) -> dict:
+    """The quick start into ``out``; ``log`` gets a line per stage, and while the fit compiles
+    and samples either the sampler's progress bar (``progress``, on a terminal) or a line every
+    :data:`PROGRESS_EVERY` seconds."""
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -77,7 +87,12 @@ def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int
     train, test = split(df)
     log(f"[1/5] fitting the {law} law on {train['run'].nunique()} training curves "
         f"({', '.join(TRAIN_SCHEDULES)} x 3 sizes) with NUTS ...")
-    fit = Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False)
+    if progress:
+        fit = Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False, progress=True)
+    else:
+        with stage("      fitting (compiling the model, then sampling)", after=PROGRESS_AFTER,
+                   every=PROGRESS_EVERY, out=log):
+            fit = Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False)
     fit.save(targets["fit"], overwrite=force)
     diag = fit.diagnostics()
     log(f"[2/5] diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "

@@ -53,6 +53,14 @@ class DataWarning(UserWarning):
     ``bayescpt: warning: ...``."""
 
 
+def shown(value) -> str:
+    """A cell's value as a message shows it: text quoted (``'abc'``), a number plain (``-50``,
+    ``-1.0``; not NumPy's ``np.int64(-50)``)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
+
+
 def where(source, run=None, column=None, step=None, line=None) -> str:
     parts = [str(source)]
     if line is not None:
@@ -78,7 +86,7 @@ def parse_numeric(raw: pd.Series, column: str, source, runs: pd.Series, lines: p
     values = pd.Series([np.nan if p is None else p for p in parsed], index=raw.index)
     if bad.any():
         i = bad.idxmax()
-        raise DataError(f"{where(source, runs[i], column, line=lines[i])}: value {raw[i]!r} "
+        raise DataError(f"{where(source, runs[i], column, line=lines[i])}: value {shown(raw[i])} "
                         "is not a number")
     if not allow_empty and empty.any():
         i = empty.idxmax()
@@ -97,7 +105,7 @@ def number_column(df: pd.DataFrame, column: str, source, lines, run_column: str 
     if bad.any():
         i = int(bad.to_numpy().argmax())
         what = ("empty" if text.iloc[i] in ("", "nan", "None")
-                else f"value {df[column].iloc[i]!r} is not a number")
+                else f"value {shown(df[column].iloc[i])} is not a number")
         run = None if run_column is None else df[run_column].iloc[i]
         raise DataError(f"{where(source, run, column, line=lines[i])}: {what}; expected a number")
     return values.astype(float)

@@ -44,6 +44,7 @@ from bayescpt.core.tables import (
     parse_numeric,
     read_text_csv,
     start_table,
+    shown,
     where,
 )
 from bayescpt.curves.checks import check_losses, check_runs
@@ -108,7 +109,8 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
     bad = ~np.isfinite(step) | (step < 0) | (step != np.round(step)) | (step >= MAX_STEP)
     if bad.any():
         i = int(bad.idxmax())
-        raise DataError(f"{where(source, runs[i], 'step', line=lines[i])}: value {df['step'][i]!r}"
+        raise DataError(f"{where(source, runs[i], 'step', line=lines[i])}: value "
+                        f"{shown(df['step'][i])}"
                         "; expected a non-negative whole number of optimizer steps (below 2**53)")
     df["step"] = step.astype(np.int64)
 
@@ -117,7 +119,7 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
     if bad.any():
         i = int(bad.idxmax())
         raise DataError(f"{where(source, runs[i], 'lr', df['step'][i], lines[i])}: value "
-                        f"{df['lr'][i]!r}; expected a finite, non-negative raw learning rate")
+                        f"{shown(df['lr'][i])}; expected a finite, non-negative raw learning rate")
     df["lr"] = lr
 
     if _from_text:
@@ -129,13 +131,13 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
         if notnum.any():
             i = int(notnum.idxmax())
             raise DataError(f"{where(source, runs[i], 'loss', df['step'][i])}: value "
-                            f"{df['loss'][i]!r} is not a number")
+                            f"{shown(df['loss'][i])} is not a number")
         given = loss.notna()
     bad = given & (~np.isfinite(loss) | (loss <= 0))
     if bad.any():
         i = int(bad.idxmax())
         raise DataError(f"{where(source, runs[i], 'loss', df['step'][i], lines[i])}: value "
-                        f"{df['loss'][i]!r}; expected a positive, finite loss in nats "
+                        f"{shown(df['loss'][i])}; expected a positive, finite loss in nats "
                         "(leave the cell empty on rows that only give the learning rate)")
     df["loss"] = loss.where(given)
 
@@ -145,13 +147,13 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
         if bad.any():
             i = int(bad.idxmax())
             raise DataError(f"{where(source, runs[i], 'model_size', line=lines[i])}: value "
-                            f"{df['model_size'][i]!r}; expected a positive parameter count")
+                            f"{shown(df['model_size'][i])}; expected a positive parameter count")
         small = ms < MIN_MODEL_SIZE
         if small.any():
             i = int(small.idxmax())
             raise DataError(f"{where(source, runs[i], 'model_size', line=lines[i])}: value "
-                            f"{df['model_size'][i]!r} looks like millions or billions; expected "
-                            "the number of non-embedding parameters (e.g. 25e6)")
+                            f"{shown(df['model_size'][i])} looks like millions or billions; "
+                            "expected the number of non-embedding parameters (e.g. 25e6)")
         df["model_size"] = ms
 
     if NOISE_SCALE in df.columns:
@@ -163,7 +165,7 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
         if bad.any():
             i = int(bad.idxmax())
             raise DataError(f"{where(source, runs[i], NOISE_SCALE, df['step'][i], lines[i])}: "
-                            f"value {df[NOISE_SCALE][i]!r}; expected a positive noise scale "
+                            f"value {shown(df[NOISE_SCALE][i])}; expected a positive noise scale "
                             "(a loss's noise sd relative to one logged loss; empty means 1)")
         df[NOISE_SCALE] = ns.fillna(1.0)
 
@@ -186,7 +188,7 @@ def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
         if bad.any():
             i = int(bad.idxmax())
             raise DataError(f"{where(source, runs[i], 'phase', df['step'][i], lines[i])}: value "
-                            f"{df['phase'][i]!r}; expected 'pt' or 'cpt' on every row")
+                            f"{shown(df['phase'][i])}; expected 'pt' or 'cpt' on every row")
         df["phase"] = ph
         for r, g in df.groupby("run", sort=False):
             pt_steps, cpt_steps = g.loc[ph[g.index] == "pt", "step"], g.loc[ph[g.index] == "cpt",
@@ -201,7 +203,7 @@ def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
         if bad.any():
             i = int(bad.idxmax())
             raise DataError(f"{where(source, runs[i], 'val_role', line=lines[i])}: value "
-                            f"{df['val_role'][i]!r}; expected one of {list(VAL_ROLES)}")
+                            f"{shown(df['val_role'][i])}; expected one of {list(VAL_ROLES)}")
         df["val_role"] = role
         for vs, g in df[role != ""].groupby("val_set"):
             if g["val_role"].nunique() > 1:
@@ -224,8 +226,8 @@ def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
         if bad.any():
             i = int(bad.idxmax())
             raise DataError(f"{where(source, runs[i], 'replay_ratio', line=lines[i])}: value "
-                            f"{df['replay_ratio'][i]!r}; expected the share of PT data in the CPT "
-                            "mixture, between 0 and 1 (not percent)")
+                            f"{shown(df['replay_ratio'][i])}; expected the share of PT data in "
+                            "the CPT mixture, between 0 and 1 (not percent)")
         per_run = rr.groupby(runs).nunique()
         if (per_run > 1).any():
             r = per_run.index[per_run > 1][0]

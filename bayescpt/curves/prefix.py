@@ -78,7 +78,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bayescpt.core.tables import DataError
+from bayescpt.core.tables import DataError, read_text_csv, shown, where
 from bayescpt.curves.data import DEFAULT_VAL_SET, curve_info, schedules_of, validate_curves
 # learn_discrepancy and training_residuals are re-exported: they were this module's API first
 from bayescpt.curves.discrepancy import (  # noqa: F401
@@ -144,28 +144,42 @@ def weighted_quantiles(values: np.ndarray, w: np.ndarray, q) -> np.ndarray:
 def read_observed(path) -> pd.DataFrame:
     """A run's losses logged so far from the CSV ``path``: columns ``run, step, loss`` and
     optionally ``val_set`` (others, e.g. ``lr``, are ignored: the planned schedule gives the LR);
-    rows with an empty loss are dropped. A missing column, a step that is not a non-negative
-    integer or a loss that is not a positive number is a DataError naming the file, line,
-    column and value."""
+    rows with an empty loss are dropped. A missing column, an empty file, a step that is not a
+    non-negative integer, a loss that is not a positive number or a step given twice for a run
+    (and validation set) is a DataError naming the file, line, run, column and value."""
     path = Path(path)
-    df = pd.read_csv(path, dtype={"run": str, "val_set": str})
+    df = read_text_csv(path)
+    lines = df.attrs.get("lines") or list(range(2, len(df) + 2))
     missing = [c for c in ("run", "step", "loss") if c not in df.columns]
     if missing:
         raise DataError(f"{path}: no column(s) {', '.join(missing)}; expected run, step, loss "
                         f"[, val_set] (it has {', '.join(map(str, df.columns))})")
+    df["run"] = df["run"].str.strip()
     for col, ok, what in (("step", lambda v: v.notna() & (v >= 0) & (v % 1 == 0),
                            "a non-negative integer step"),
-                          ("loss", lambda v: v.isna() | (v > 0), "a positive loss (nats)")):
-        v = pd.to_numeric(df[col], errors="coerce")
-        bad = ~ok(v) | (v.isna() & df[col].notna())
+                          ("loss", lambda v: v.isna() | ((v > 0) & np.isfinite(v)),
+                           "a positive loss (nats)")):
+        text = df[col].str.strip()
+        v = pd.to_numeric(text.where(text != ""), errors="coerce")
+        bad = ~ok(v) | (v.isna() & (text != ""))
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DataError(f"{path}, line {i + 2}, run {df['run'].iloc[i]!r}, column {col!r}: "
-                            f"{df[col].iloc[i]!r}; expected {what}")
+            raise DataError(f"{where(path, df['run'].iloc[i], col, line=lines[i])}: value "
+                            f"{shown(df[col].iloc[i])}; expected {what}")
         df[col] = v
+    if "val_set" in df.columns:
+        vs = df["val_set"].str.strip()
+        df["val_set"] = vs.where(vs != "", DEFAULT_VAL_SET)
     cols = ["run", "step", "loss"] + (["val_set"] if "val_set" in df.columns else [])
     out = df.loc[df["loss"].notna(), cols].copy()
     out["step"] = out["step"].astype(np.int64)
+    twice = out.duplicated(["run", "step"] + cols[3:], keep=False)
+    if twice.any():
+        i, j = np.flatnonzero(twice.to_numpy())[:2]
+        r, st = out["run"].iloc[i], int(out["step"].iloc[i])
+        raise DataError(f"{where(path, r, 'step', st, line=lines[out.index[j]])}: a loss is "
+                        f"given twice for this step (lines {lines[out.index[i]]} and "
+                        f"{lines[out.index[j]]}); give each step of a run once")
     return out
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayescpt.core.tables import DataError
+from bayescpt.core.tables import DataError, shown
 from bayescpt.curves.data import DEFAULT_VAL_SET
 
 BASE_COLUMNS = ("run", "step", "lr", "loss", "val_set")
@@ -118,6 +118,23 @@ def _main(state) -> bool:
     return bool(getattr(state, "is_world_process_zero", True))
 
 
+def parse_steps(raw: pd.Series, source, column: str, place) -> pd.Series:
+    """Logged steps (numbers or their text) as int64; the first that is not a whole number of
+    steps >= 0 (``10.7``, ``'abc'``, ``True``, an empty cell) is a DataError naming ``source``,
+    ``place(label)`` (e.g. ``"line 7"`` for the row labelled 5), the column and the value."""
+    text = raw.map(lambda v: v.strip() if isinstance(v, str) else v)
+    num = pd.to_numeric(text.where(text != ""), errors="coerce").astype(float)
+    flag = raw.map(lambda v: isinstance(v, (bool, np.bool_)))
+    bad = flag.to_numpy(dtype=bool) | ~np.isfinite(num.to_numpy()) | (num.to_numpy() < 0)
+    bad |= np.isfinite(num.to_numpy()) & (num.to_numpy() != np.floor(num.to_numpy()))
+    if bad.any():
+        k = raw.index[int(np.argmax(bad))]
+        raise DataError(f"{source}, {place(k)}, column {column!r}: value {shown(raw[k])}; "
+                        "expected a whole number of optimizer steps >= 0 (steps are whole "
+                        "numbers)")
+    return num.astype(np.int64)
+
+
 def read_eval_csv(path) -> pd.DataFrame:
     """Read a file written by :class:`EvalLogger` (or any tidy curve CSV with gaps in ``lr``) as
     a long table ``tag, step, value`` in file order: tag ``lr`` and ``loss@<val_set>``.
@@ -139,11 +156,12 @@ def read_eval_csv(path) -> pd.DataFrame:
         raise DataError(f"{path}: several runs ({', '.join(runs)}); import one file per run")
     vs = df["val_set"].str.strip().replace("", DEFAULT_VAL_SET) if "val_set" in df.columns \
         else pd.Series(DEFAULT_VAL_SET, index=df.index)
+    steps = parse_steps(df["step"], path, "step", lambda k: f"line {k + 2}")
     parts = []
     for col in ("lr", "loss"):
         given = df[col].str.strip() != ""
         tag = "lr" if col == "lr" else "loss@" + vs[given]
-        parts.append(pd.DataFrame({"tag": tag, "step": pd.to_numeric(df.loc[given, "step"]),
+        parts.append(pd.DataFrame({"tag": tag, "step": steps[given],
                                    "value": pd.to_numeric(df.loc[given, col], errors="coerce"),
                                    "order": np.flatnonzero(given)}))
     out = pd.concat(parts).sort_values("order", kind="stable")
@@ -154,7 +172,7 @@ def read_eval_csv(path) -> pd.DataFrame:
         out.attrs["val_role"] = dict(zip(roles["vs"], roles["val_role"].str.strip()))
     if "phase" in df.columns:
         ph = df.loc[df["phase"].str.strip() != ""]
-        out.attrs["phase"] = dict(zip(pd.to_numeric(ph["step"]).astype(int), ph["phase"]))
+        out.attrs["phase"] = dict(zip(steps[ph.index].tolist(), ph["phase"]))
     if "model_size" in df.columns and (df["model_size"].str.strip() != "").any():
         out.attrs["model_size"] = float(df.loc[df["model_size"].str.strip() != "",
                                                "model_size"].iloc[-1])

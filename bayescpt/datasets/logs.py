@@ -19,11 +19,21 @@ choose another; an LR tag ending in ``*`` matches by prefix)::
 
 Readers return the scalars in the order they were logged, as a long table ``tag, step, value``
 (restarts included). A step logged twice (a run resumed from a checkpoint logs some steps again)
-keeps its later value and warns once per file with :class:`LogWarning`. The learning rate between
+keeps its later value and warns once per file with :class:`LogWarning`. Steps are whole numbers:
+a step such as ``10.7``, ``'abc'`` or ``-5`` is refused (file, line or ``log_history`` entry,
+column, value). A NaN or infinite value (in a trainer_state.json also one written as text,
+``"NaN"``, or ``null``) is dropped with a warning giving the count and the first steps; a used
+tag logged with a value that is no number (``true``, ``"abc"``) is refused. A TensorBoard event
+file that ends in a cut or corrupt record warns naming the file and the last step read (its
+later events are lost); one that has not a single readable record is refused. The same log given
+twice (two SRC arguments, or a glob and a path) is refused. The learning rate between
 logged steps is linear in the step (the tidy table's convention) and constant after the last one;
+an LR log that ends before the losses do warns (naming the run, where each ends: give
+``schedule`` when the LR changed after the end of its log);
 when the first LR is logged after step 1, a row at step 0 is added by the rule every table follows
 (:func:`~bayescpt.core.schedules.start_lr`: ``lr = 0`` when the logged LR first rises, a warmup
-from zero, else the first logged LR; a log from step 1 is left to it). A log without an LR needs ``schedule``
+from zero, else the first logged LR; a log from step 1 is left to it). A log without an LR needs
+``schedule``
 (a :class:`~bayescpt.core.schedules.Schedule`, e.g. from
 :func:`bayescpt.datasets.schedule_spec.parse_schedule_spec`); then its learning rate at every
 step is used (one row per knot of its piecewise-linear shape).
@@ -33,18 +43,20 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
 import re
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from bayescpt.core.schedules import Schedule, start_lr
-from bayescpt.core.tables import DataError
+from bayescpt.core.tables import DataError, shown
 from bayescpt.curves.data import DEFAULT_VAL_SET, validate_curves
-from bayescpt.datasets.integrations import read_eval_csv
+from bayescpt.datasets.integrations import parse_steps, read_eval_csv
 
 FORMATS = ("tensorboard", "hf-trainer", "wandb-csv", "lightning-csv", "csv")
 LOSS_TAGS = {"tensorboard": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
@@ -78,13 +90,21 @@ def read_tensorboard(path) -> pd.DataFrame:
         from tensorboard.backend.event_processing import event_accumulator as ea
         from tensorboard.util import tensor_util
     except ImportError:
-        raise DataError(f"{path}: reading TensorBoard logs needs the 'logs' extra "
-                        "(pip install 'bayescpt[logs]', i.e. tensorboard)") from None
+        raise DataError(f"{path}: reading TensorBoard logs needs tensorboard, the 'logs' extra: "
+                        "pip install 'bayescpt[logs]' (in a clone: pip install -e '.[logs]')"
+                        ) from None
     acc = ea.EventAccumulator(str(path), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0},
                               purge_orphaned_data=False)
-    acc.Reload()
+    with _stopped_files() as stopped:
+        acc.Reload()
+    for f in stopped:
+        _say_stopped(Path(f))
     rows = []
     tags = acc.Tags()
+    if not tags.get("scalars") and not tags.get("tensors"):
+        files = sorted(Path(path).glob("*tfevents*")) if Path(path).is_dir() else [Path(path)]
+        raise DataError(f"{path}: no scalar values in its TensorBoard event file(s) "
+                        f"({', '.join(f.name for f in files) or 'none'})")
     for tag in tags.get("scalars", []):
         rows += [(e.wall_time, tag, e.step, _f32(e.value)) for e in acc.Scalars(tag)]
     for tag in tags.get("tensors", []):
@@ -97,6 +117,50 @@ def read_tensorboard(path) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=["wall_time", "tag", "step", "value"])
     df = df.sort_values("wall_time", kind="stable")
     return df[["tag", "step", "value"]].reset_index(drop=True)
+
+
+class _Stopped(logging.Handler):
+    """Collects the event files tensorboard's loader stopped reading early: it swallows a
+    truncated or corrupt record (DataLossError) with a debug message and reads no further."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.files = []
+
+    def emit(self, record):
+        if str(record.msg).startswith("Truncated record in") and record.args:
+            self.files.append(str(record.args[0]))
+
+
+@contextmanager
+def _stopped_files():
+    logger = logging.getLogger("tensorboard")
+    handler, level, propagate = _Stopped(), logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False             # its debug messages are for us only
+    try:
+        yield handler.files
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def _say_stopped(f: Path) -> None:
+    """A file the loader stopped reading early: refused when not one event of it could be read
+    (not a TensorBoard event file), else a warning naming the last step read."""
+    from tensorboard.backend.event_processing import event_file_loader
+
+    with _stopped_files():
+        last = None
+        for event in event_file_loader.EventFileLoader(str(f)).Load():
+            last = int(event.step)
+    if last is None:
+        raise DataError(f"{f}: not a readable TensorBoard event file (its first record is "
+                        "corrupt or cut short)")
+    warnings.warn(f"{f}: the event file is truncated or corrupt after step {last} (the last step "
+                  "read); the events after it are lost", LogWarning, stacklevel=3)
 
 
 def _f32(v) -> float:
@@ -116,13 +180,29 @@ def read_hf_trainer(path) -> pd.DataFrame:
     hist = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(hist, list):
         raise DataError(f"{path}: no log_history list; expected a Hugging Face trainer_state.json")
-    rows = []
-    for entry in hist:
-        if "step" not in entry:
-            continue
-        rows += [(k, entry["step"], v) for k, v in entry.items()
-                 if k not in _NOT_TAGS and isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return pd.DataFrame(rows, columns=["tag", "step", "value"])
+    at = [i for i, entry in enumerate(hist) if isinstance(entry, dict) and "step" in entry]
+    steps = parse_steps(pd.Series([hist[i]["step"] for i in at], index=at, dtype=object), path,
+                        "step", lambda i: f"log_history[{i}]")
+    rows, not_numbers = [], {}
+    for i, step in steps.items():
+        for k, v in hist[i].items():
+            if k in _NOT_TAGS:
+                continue
+            if isinstance(v, str) and v.strip().lower() in _JSON_NONFINITE:
+                v = float(v.strip().lower().replace("infinity", "inf"))  # a NaN written as text
+            elif v is None:
+                v = float("nan")                  # null: no value, dropped with a warning
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                rows.append((k, step, v))
+            elif k not in not_numbers:
+                not_numbers[k] = (f"{path}, log_history[{i}] (step {step}), key {k!r}: value "
+                                  f"{shown(v)} is not a number")
+    out = pd.DataFrame(rows, columns=["tag", "step", "value"])
+    out.attrs["not_numbers"] = not_numbers      # refused if the tag is used
+    return out
+
+
+_JSON_NONFINITE = ("nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity")
 
 
 def read_wandb_csv(path) -> pd.DataFrame:
@@ -135,7 +215,7 @@ def read_wandb_csv(path) -> pd.DataFrame:
     if step_col is None:
         raise DataError(f"{path}: no step column (expected one of {', '.join(_WANDB_STEPS)}); "
                         f"columns: {', '.join(map(str, df.columns))}")
-    return _wide_to_long(df, step_col)
+    return _wide_to_long(df, step_col, path)
 
 
 def read_lightning_csv(path) -> pd.DataFrame:
@@ -145,7 +225,7 @@ def read_lightning_csv(path) -> pd.DataFrame:
     df = _read_csv(path)
     if "step" not in df.columns:
         raise DataError(f"{path}: no 'step' column; columns: {', '.join(map(str, df.columns))}")
-    return _wide_to_long(df, "step")
+    return _wide_to_long(df, "step", path)
 
 
 READERS = {"tensorboard": read_tensorboard, "hf-trainer": read_hf_trainer,
@@ -161,8 +241,10 @@ def _read_csv(path: Path) -> pd.DataFrame:
         raise DataError(f"{path}: not a readable CSV ({str(err).splitlines()[0]})") from None
 
 
-def _wide_to_long(df: pd.DataFrame, step_col: str) -> pd.DataFrame:
+def _wide_to_long(df: pd.DataFrame, step_col: str, path: Path) -> pd.DataFrame:
     df = df[df[step_col].notna()]
+    df = df.assign(**{step_col: parse_steps(df[step_col], path, step_col,  # header: line 1
+                                            lambda k: f"line {k + 2}")})
     parts = []
     for c in df.columns:
         if c in _NOT_TAGS or c == step_col or str(c).startswith("Unnamed:"):
@@ -199,10 +281,18 @@ def find_runs(src, fmt: str) -> list[tuple[str, list[Path]]]:
         hits = sorted((Path(h) for h in glob.glob(str(s))), key=_natural)
         if not hits:
             raise DataError(f"{s}: no such file or directory")
-        paths += hits
-    runs = []
-    for p in paths:
-        runs += _runs_in(p, fmt)
+        paths += [(h, s) for h in hits]
+    runs, given = [], {}
+    for p, s in paths:
+        for name, files in _runs_in(p, fmt):
+            for f in files:
+                if f in given:
+                    as_ = (f"SRC {s} twice" if str(s) == str(given[f])
+                           else f"SRC {given[f]} and SRC {s}")
+                    raise DataError(f"{f}: the same source was given twice ({as_}); give each "
+                                    "log once")
+                given[f] = s
+            runs.append((name, files))
     if not runs:
         raise DataError(f"{', '.join(map(str, srcs))}: no {fmt} log found")
     names = [n for n, _ in runs]
@@ -345,6 +435,7 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
         meta = {k: v for part in parts for k, v in part.attrs.items() if v}   # later files win
         name = meta.get("run", name) if run is None else name
         tags = scalars(pd.concat(parts, ignore_index=True), source)
+        not_numbers = {t: m for part in parts for t, m in part.attrs.get("not_numbers", {}).items()}
         if fmt == "csv" and loss_tag is None:        # every validation set of the file
             pairs = [(t, t[5:]) for t in sorted(tags) if t.startswith("loss@")]
             if not pairs:
@@ -352,6 +443,7 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
         else:
             t = _pick(tags, loss_tag, LOSS_TAGS[fmt], "loss", source)
             pairs = [(t, t[5:] if fmt == "csv" and t.startswith("loss@") else val_set)]
+        _numbers_only([t for t, _ in pairs], not_numbers)
         losses = {vs: _finite(tags[t], t, source) for t, vs in pairs}
         if any(v.empty for v in losses.values()):
             raise DataError(f"{source}: tag(s) {', '.join(t for t, _ in pairs)}: no finite values")
@@ -363,14 +455,22 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
             if ltr is None:
                 raise DataError(f"{source}: no learning-rate tag ({', '.join(LR_TAGS[fmt])}); "
                                 f"give --lr-tag or --schedule; tags: {', '.join(sorted(tags))}")
+            _numbers_only([ltr], not_numbers)
             lr_log = _finite(tags[ltr], ltr, source)
             if lr_log.empty:
                 raise DataError(f"{source}: tag {ltr!r} has no finite values")
+            if lr_log.index.max() < steps.max():
+                warnings.warn(f"{source}: run {name!r}: the learning-rate log {ltr!r} ends at step "
+                              f"{int(lr_log.index.max())}, the losses at step {int(steps.max())}; "
+                              f"the LR after step {int(lr_log.index.max())} is taken as constant "
+                              f"({float(lr_log.iloc[-1]):g}); give --schedule if it changed",
+                              LogWarning, stacklevel=2)
             lr, said = _lr_rows(lr_log, steps), f"lr from {ltr!r}"
         if log is not None:
             n = sum(len(v) for v in losses.values())
             log(f"{name}: {n} losses from {', '.join(repr(t) for t, _ in pairs)}, {said} "
                 f"({source})")
+        first = len(frames)
         for i, (vs, loss) in enumerate(losses.items()):    # LR-only rows once, in the first set
             keep = lr.index.isin(loss.index) | (i == 0)
             df = pd.DataFrame({"run": name, "step": lr.index[keep].astype(np.int64),
@@ -383,13 +483,23 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
             if model_size is None and meta.get("model_size"):
                 df["model_size"] = meta["model_size"]
             frames.append(df)
+        # checked run by run, so that a bad value is reported with the file it came from
+        validate_curves(pd.concat(frames[first:], ignore_index=True), source=source)
     out = pd.concat(frames, ignore_index=True)
     for col, v in (("val_role", val_role), ("phase", phase), ("model_size", model_size)):
         if v is not None:
             out[col] = v
     cols = ["run", "step", "lr", "loss", "val_set"] + [c for c in ("val_role", "phase",
                                                                     "model_size") if c in out]
-    return validate_curves(out[cols], source=", ".join(n for n, _ in runs))
+    given = [src] if isinstance(src, (str, Path)) else list(src)
+    return validate_curves(out[cols], source=", ".join(map(str, given)))
+
+
+def _numbers_only(used: list, not_numbers: dict) -> None:
+    """Refuse a tag that is used (loss or LR) and was logged with a value that is no number."""
+    for t in used:
+        if t in not_numbers:
+            raise DataError(not_numbers[t])
 
 
 def _fill_phase(steps: pd.Series, known: dict) -> np.ndarray:
