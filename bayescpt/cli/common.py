@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bayescpt.core.chains import drop_stuck_chains
+from bayescpt.core.sampling import MAX_SEED
 from bayescpt.core.outputs import check_not_input, check_output, write_outputs
 from bayescpt.core.tables import PLAIN_NUMBER
 
@@ -129,7 +130,7 @@ def sampler_args(p: argparse.ArgumentParser) -> None:
                    help="tuning steps per chain (default: the law's; 1000, 400 for the plain "
                         "LR-annealing law from the mode (1000 with --init jitter), 2000 for the "
                         "mixture law and the cpt law's checkpoint form)")
-    p.add_argument("--seed", type=nonneg_int,
+    p.add_argument("--seed", type=seed_int,
                    help="random seed (default 0); same seed, same numbers")
     p.add_argument("--config", type=Path,
                    help="JSON file overriding priors/structure (see `bayescpt config --law L`)")
@@ -195,6 +196,12 @@ def positive_int(text) -> int:
 
 def nonneg_int(text) -> int:
     return _number(text, int, "a whole number >= 0", lambda v: v >= 0)
+
+
+def seed_int(text) -> int:
+    """A random seed: a whole number every sampler takes (0 to MAX_SEED)."""
+    return _number(text, int, f"a whole number from 0 to {MAX_SEED}",
+                   lambda v: 0 <= v <= MAX_SEED)
 
 
 def _list(cast, what):

@@ -17,6 +17,7 @@ from bayescpt.cli.common import (
     prepare_outputs,
     probability,
     say,
+    seed_int,
     share,
     str_list,
     write_files,
@@ -76,7 +77,7 @@ def add_plan(sub) -> None:
                     help="CPT steps evaluated per plan (turning-point resolution; default 48)")
     pl.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
     pl.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
-    pl.add_argument("--seed", type=nonneg_int, default=0)
+    pl.add_argument("--seed", type=seed_int, default=0)
     h = pl.add_argument_group(
         "other fits (optional): the optimal LR of an hparams fit and the feasibility of the "
         "mixture by a mixture fit, for the same model family")

@@ -16,7 +16,6 @@ from bayescpt.cli.common import (
     csv_writer,
     figure_writer,
     load_config,
-    nonneg_int,
     positive_int,
     prepare_outputs,
     probability,
@@ -24,6 +23,7 @@ from bayescpt.cli.common import (
     sampler_args,
     save_figure,
     say,
+    seed_int,
     str_list,
     verdict,
     write_files,
@@ -108,7 +108,7 @@ def add_predict(sub) -> None:
     p.add_argument("--schedule", required=True, type=Path, metavar="SCHED.csv")
     p.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
     p.add_argument("--out", required=True, type=Path, metavar="PRED.csv")
-    p.add_argument("--seed", type=nonneg_int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--observed", type=Path, metavar="PREFIX.csv",
                    help="the losses of a run in progress so far (run, step, loss [, val_set]; "
                    "e.g. what `bayescpt import` writes; the schedule's LR is used): each "

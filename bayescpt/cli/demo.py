@@ -18,7 +18,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from bayescpt.cli.common import csv_writer, nonneg_int, save_figure, say, write_files
+from bayescpt.cli.common import csv_writer, save_figure, say, seed_int, write_files
 from bayescpt.cli.progress import stage
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
@@ -54,7 +54,7 @@ def add_demo(sub) -> None:
     q.add_argument("--law", default="annealing", choices=["annealing", "multipower"])
     q.add_argument("--force", action="store_true", help="replace existing outputs")
     q.add_argument("--sampler", default="auto", help="as for fit (default: nutpie if installed)")
-    q.add_argument("--seed", type=nonneg_int, default=0)
+    q.add_argument("--seed", type=seed_int, default=0)
     q.add_argument("--quiet", action="store_true", help="no progress output")
 
 

@@ -11,13 +11,13 @@ from bayescpt.cli.common import (
     json_text,
     load_config,
     nonneg_float,
-    nonneg_int,
     positive_float,
     prepare_outputs,
     probability,
     sample_and_save,
     save_figure,
     say,
+    seed_int,
     text_writer,
     verdict,
     write_files,
@@ -94,7 +94,7 @@ def add_commands(sub, sampler_args) -> dict:
     p.add_argument("--grid-batches", type=_number_list, metavar="B1,B2,...",
                    help="the batch sizes (tokens) of that grid; every (LR, batch) pair is a run")
     p.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
-    p.add_argument("--seed", type=nonneg_int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--out", type=Path, metavar="OUT.json", help="write the result as JSON")
     p.add_argument("--plot", type=Path, metavar="OPT.png",
                    help="draw the optimum's posterior in (LR, batch), and the grid's best run")

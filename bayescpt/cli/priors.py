@@ -10,11 +10,11 @@ from bayescpt.cli.common import (
     close_figure,
     figure_writer,
     load_config,
-    nonneg_int,
     positive_int,
     prepare_outputs,
     probability,
     say,
+    seed_int,
     write_files,
 )
 from bayescpt.cli.curves import _law_options, _read_for_fit, add_law_options
@@ -37,7 +37,7 @@ def add_commands(sub, sampler_args) -> dict:
                    help="JSON file overriding priors/structure (see `bayescpt config --law L`)")
     p.add_argument("--draws", type=positive_int, default=DEFAULT_PRIOR_DRAWS,
                    help=f"prior draws (default {DEFAULT_PRIOR_DRAWS})")
-    p.add_argument("--seed", type=nonneg_int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--prob", type=probability, default=0.9,
                    help="probability of the ranges and bands (default 0.9)")
     p.add_argument("--plot", required=True, type=Path, metavar="P.png")

@@ -23,6 +23,7 @@ from bayescpt.cli.common import (
     probability,
     save_figure,
     say,
+    seed_int,
     str_list,
 )
 from bayescpt.core.plotting import plot_ranks
@@ -119,7 +120,7 @@ def add_sbc(sub) -> None:
                    help="posterior draws each truth is ranked among (default 99)")
     p.add_argument("--bins", type=positive_int, default=10,
                    help="bins of the uniformity test and histograms (default 10)")
-    p.add_argument("--seed", type=nonneg_int, default=0,
+    p.add_argument("--seed", type=seed_int, default=0,
                    help="seed of the simulations; fit i uses seed + i (default 0)")
     _law_options(p)
     _sampling(p, "every simulation's fit")
@@ -184,7 +185,7 @@ def add_cv(sub) -> None:
                         "cv.png")
     _law_options(p)
     _sampling(p, "every fold")
-    p.add_argument("--seed", type=nonneg_int, default=0,
+    p.add_argument("--seed", type=seed_int, default=0,
                    help="seed of every fold's fit and prediction (default 0)")
     _where(p)
     p.add_argument("--strict", action="store_true",

@@ -27,11 +27,11 @@ import pandas as pd
 
 from bayescpt.cli.common import (
     nonneg_float,
-    nonneg_int,
     positive_float,
     positive_int,
     probability,
     say,
+    seed_int,
 )
 from bayescpt.core.tables import DataError
 from bayescpt.cpt.live import plan_risk
@@ -86,7 +86,7 @@ def add_commands(sub, sampler_args=None) -> dict:
                    help="alerts are appended here (default ./alerts.csv; never inside the log)")
     p.add_argument("--exit-on-alert", action="store_true",
                    help=f"stop at the first alert with exit code {EXIT_ALERT}")
-    p.add_argument("--seed", type=nonneg_int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0)
     return {"watch": cmd_watch}
 
 

@@ -89,21 +89,119 @@ def check_prior(value, where: str, path: str, positive: bool = False):
     if isinstance(value, Prior):
         value = value.to_dict()
     _check_dict(value, where, path)
-    try:
-        prior = Prior.from_dict(json.loads(json.dumps(value)))
-    except Exception as err:  # noqa: BLE001 - pymc_extras's own checks: one line, named
-        raise ConfigError(f"{where}: {path}: {str(err).splitlines()[0]}") from None
+    prior = _checked(value, where, path)
     if positive and not _positive_support(prior):
         raise ConfigError(f"{where}: {path} = {value['dist']}: a scale needs a prior on positive "
                           "values only, e.g. HalfNormal, LogNormal, Gamma, Exponential")
     return prior
 
 
+def _quiet():
+    """NumPy's and PyTensor's warnings off while a prior is tried (its problems are reported
+    as one line instead)."""
+    import contextlib
+    import warnings
+
+    import numpy as np
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(warnings.catch_warnings())
+    warnings.simplefilter("ignore")
+    stack.enter_context(np.errstate(all="ignore"))
+    return stack
+
+
+def _checked(value: dict, where: str, path: str):
+    """The ``Prior`` of the (shape-checked) dict ``value``, its hyper-priors first: one number
+    (a univariate distribution, no list parameters), parameters PyMC accepts (``sigma > 0``,
+    ``lower <= upper``, ...) and a finite density at its own centre; else one ConfigError line
+    naming the key path, the value and what is expected."""
+    import numpy as np
+    import pymc as pm
+    from pymc.distributions.distribution import support_point
+    from pymc.logprob.utils import ParameterValueError
+    from pymc_extras.prior import Prior
+
+    kwargs = value.get("kwargs", {})
+    for k, v in kwargs.items():
+        if isinstance(v, dict):
+            _checked(v, where, f"{path}.kwargs.{k}")
+    dist = value["dist"]
+    with _quiet():
+        try:
+            prior = Prior.from_dict(json.loads(json.dumps(value)))
+        except Exception as err:  # noqa: BLE001 - pymc_extras's own checks: one line, named
+            raise ConfigError(f"{where}: {path}: {str(err).splitlines()[0]}") from None
+        try:
+            with pm.Model():
+                rv = prior.create_variable("check")
+                if rv.type.ndim:
+                    raise ConfigError(
+                        f"{where}: {path} = {dist} of shape {tuple(rv.type.shape)}: expected a "
+                        f"prior of one number (a univariate distribution with number "
+                        f"parameters), e.g. {EXAMPLE}")
+                logp = pm.logp(rv, support_point(rv)).eval()
+        except ConfigError:
+            raise
+        except ParameterValueError as err:
+            raise ConfigError(_broken(str(err).splitlines()[0], kwargs, where, path,
+                                      dist)) from None
+        except Exception as err:  # noqa: BLE001 - PyMC's own refusal: one line, named
+            raise ConfigError(f"{where}: {path} = {dist}: {str(err).splitlines()[0]}; expected "
+                              f"the parameters of {dist}") from None
+    if not np.isfinite(np.asarray(logp)).all():
+        raise ConfigError(f"{where}: {path} = {dist} with {_numbers(kwargs)}: no finite density "
+                          f"at its own centre; expected parameters in the {dist} "
+                          "distribution's range (a spread > 0)")
+    return prior
+
+
+def _numbers(kwargs: dict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if not isinstance(v, dict))
+
+
+def _broken(conditions: str, kwargs: dict, where: str, path: str, dist: str) -> str:
+    """The message for PyMC's failed parameter check ``conditions`` (``"alpha > 0, beta > 0"``):
+    the first number parameter that breaks one, by its key path."""
+    import operator
+    import re
+
+    ops = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+    numbers = {k: v for k, v in kwargs.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    def resolve(token):
+        if token in numbers:
+            return float(numbers[token])
+        try:
+            return float(token)
+        except ValueError:
+            return None
+
+    for cond in conditions.split(","):
+        m = re.fullmatch(r"\s*([\w.]+)\s*(>=|<=|>|<)\s*([\w.-]+)\s*", cond)
+        if not m:
+            continue
+        left, op, right = m.groups()
+        a, b = resolve(left), resolve(right)
+        if a is None or b is None or ops[op](a, b):
+            continue
+        name = left if left in numbers else right
+        bound = right if name == left else left
+        if bound in numbers:
+            bound = f"{bound} ({numbers[bound]!r})"
+        want = f"{op} {bound}" if name == left else \
+            f"{ {'>': '<', '>=': '<=', '<': '>', '<=': '>='}[op]} {bound}"
+        return f"{where}: {path}.kwargs.{name} = {numbers[name]!r}; expected {want}"
+    return (f"{where}: {path} = {dist} with {_numbers(kwargs)}: expected parameters with "
+            f"{conditions}")
+
+
 def _positive_support(prior) -> bool:
     import numpy as np
     import pymc as pm
 
-    with pm.Model():
+    with _quiet(), pm.Model():
         rv = prior.create_variable("check")
         logp = pm.logp(rv, np.full(rv.type.shape if rv.type.shape else (), -0.5)).eval()
     return not np.isfinite(np.asarray(logp)).any()

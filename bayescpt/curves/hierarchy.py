@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayescpt.core.config import ConfigError, check_config
+from bayescpt.core.config import MAX_LOG, ConfigError, check_config, show
 from bayescpt.core.priorspec import check_prior
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import NOISE_SCALE, curve_info, schedule_ids, schedules_of
@@ -46,6 +46,12 @@ DEFAULT_NOISE = {"family": "studentt", "nu": 3.0, "sigma_loc": float(np.log(0.00
 #: the config keys of a parameter's prior objects (variables p_mu, p_slope, p_sd, p_tau) ->
 #: whether the prior's support must be positive (a spread)
 NODE_PRIORS = {"mu_prior": False, "slope_prior": False, "sd_prior": True, "tau_prior": True}
+#: the numeric knobs' ranges (a spread > 0, or >= 0 where 0 turns its level off), checked when
+#: the config is read (:func:`bayescpt.core.config.check_config`)
+KNOB_RANGES = {"priors.*.scale": "> 0", "priors.*.group_sd": ">= 0",
+               "priors.*.size_slope_sd": ">= 0", "priors.*.run_sd": ">= 0",
+               "priors.*.run_sd_spread": "> 0", "noise.nu": "> 0", "noise.sigma_scale": "> 0",
+               "noise.sigma_group_sd": ">= 0"}
 
 
 def default_config(law: Law) -> dict:
@@ -73,7 +79,20 @@ def make_config(law: Law, override: dict | None = None) -> dict:
     (``priors.P.mu_prior`` ... ``noise.sigma_sd_prior``, :mod:`bayescpt.core.priorspec`)."""
     where = f"{law.name} law config"
     cfg = check_config(override, default_config(law), where,
-                       choices={"noise.family": ("studentt", "normal")}, open_keys=("settings",))
+                       choices={"noise.family": ("studentt", "normal")}, open_keys=("settings",),
+                       ranges=KNOB_RANGES)
+    # a positive parameter's prior (and the noise scale's) is on the log scale: its draws must
+    # stay where exp does not overflow
+    spans = [(f"priors.{name}.scale", c["scale"], f"priors.{name}.loc", c["loc"], name)
+             for name, c in cfg["priors"].items() if c["positive"]]
+    noise = cfg["noise"]
+    spans.append(("noise.sigma_scale", noise["sigma_scale"], "noise.sigma_loc",
+                  noise["sigma_loc"], "the noise scale"))
+    for key, scale, loc_key, loc, what in spans:
+        if abs(loc) + 5 * scale > MAX_LOG:
+            raise ConfigError(f"{where}: {key} = {show(scale)} (with {loc_key} = {show(loc)}); "
+                              f"expected |loc| + 5 scale <= {MAX_LOG:g}: {what} is positive, its "
+                              "prior is on the log scale and exp overflows beyond that")
     for name, c in cfg["priors"].items():
         for key, positive in NODE_PRIORS.items():
             if c.get(key) is not None:

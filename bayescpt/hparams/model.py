@@ -112,12 +112,20 @@ SHAPE_VARS = ["qx", "qy", "sd_ln_h", "shear", "sd_shear", "skew", "sigma", "sigm
 CELL_VARS = ["x_opt", "y_opt", "m"]
 
 
+#: the numeric knobs' ranges: every [loc, scale] pair's scale, every scale and mean > 0
+KNOB_RANGES = {"priors.*.1": "> 0",
+               **{f"priors.{k}": "> 0" for k, v in DEFAULT_CONFIG["priors"].items()
+                  if not isinstance(v, list)},
+               "nu": "> 0", "bracket": ">= 0", "bracket_best": ">= 0"}
+
+
 def make_config(override: dict | None = None) -> dict:
     """DEFAULT_CONFIG updated by ``override`` (nested dicts merged key by key), checked by
     :func:`bayescpt.core.config.check_config`: known keys and types, ``noise`` one of
-    NOISE_FORMS, ``optimum_law`` one of OPTIMUM_LAWS."""
+    NOISE_FORMS, ``optimum_law`` one of OPTIMUM_LAWS, numbers in :data:`KNOB_RANGES`."""
     return check_config(override, DEFAULT_CONFIG, "hparams config",
-                        choices={"noise": NOISE_FORMS, "optimum_law": OPTIMUM_LAWS})
+                        choices={"noise": NOISE_FORMS, "optimum_law": OPTIMUM_LAWS},
+                        ranges=KNOB_RANGES)
 
 
 # -- the three laws, written once over an array namespace (pytensor.tensor or numpy) ------------

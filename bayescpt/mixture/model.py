@@ -80,15 +80,23 @@ def default_config() -> dict:
     }
 
 
+#: the numeric knobs' ranges: every scale and spread > 0 (the spreads' logs are taken)
+KNOB_RANGES = {**{f"priors.{k}": "> 0" for k in default_config()["priors"]
+                  if k.endswith(("_scale", "_group_sd"))},
+               "run_sd.scale": "> 0", "noise.nu": "> 0", "noise.sigma_scale": "> 0",
+               "noise.sigma_group_sd": "> 0"}
+
+
 def make_config(override: dict | None = None) -> dict:
     """:func:`default_config` updated by ``override`` (nested dicts merged key by key), checked
     by :func:`bayescpt.core.config.check_config`: known keys and types, ``ratio_form`` one of
-    RATIO_FORMS, ``token_terms`` per role 0 (final budget only), 1 or 2."""
+    RATIO_FORMS, ``token_terms`` per role 0 (final budget only), 1 or 2, numbers in
+    :data:`KNOB_RANGES`."""
     return check_config(override, default_config(), "mixture config",
                         choices={"ratio_form": RATIO_FORMS,
                                  **{f"token_terms.{r}": (0, 1, 2) for r in ROLES}},
                         alternatives={"centered": (list, tuple), "priors.c_loc": (int, float),
-                                      "noise.per_group": (bool,)})
+                                      "noise.per_group": (bool,)}, ranges=KNOB_RANGES)
 
 
 # ----------------------------------------------------------------------------------------------

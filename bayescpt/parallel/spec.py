@@ -34,8 +34,11 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bayescpt.core.config import show
+from bayescpt.core.sampling import MAX_SEED, sampler_setting_problem
 from bayescpt.core.tables import data_hash
 from bayescpt.curves.data import read_curves
+from bayescpt.curves.laws import law_names
 from bayescpt.hparams.data import read_any_grid
 from bayescpt.mixture.data import read_mixture
 
@@ -166,19 +169,20 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
     law = entry.get("law", "annealing" if family == "curves" else None)
     if family != "curves" and "law" in entry:
         raise SweepError(f"{_where(path, i, 'law')}: only curves entries take a law")
+    if family == "curves" and law not in law_names():
+        raise SweepError(f"{_where(path, i, 'law')}: {show(law)}; expected one of "
+                         f"{', '.join(law_names())}")
     for key in ("options", "sampler", "grid"):
         if key in entry and not isinstance(entry[key], dict):
             raise SweepError(f"{_where(path, i, key)}: expected a table")
-    bad = set(entry.get("sampler", {})) - SAMPLER_KEYS
-    if bad:
-        raise SweepError(f"{_where(path, i, 'sampler.' + sorted(bad)[0])}: unknown sampler "
-                         f"setting; expected one of {sorted(SAMPLER_KEYS)}")
+    _check_sampler(entry.get("sampler", {}), _where(path, i), "sampler")
     if "seed" in entry and "seeds" in entry:
         raise SweepError(f"{_where(path, i, 'seeds')}: give 'seed' or 'seeds', not both")
     seeds = entry.get("seeds", [entry.get("seed", 0)])
     if not isinstance(seeds, list) or not seeds or not all(
-            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
-        raise SweepError(f"{_where(path, i, 'seeds')}: {seeds!r}; expected non-negative integers")
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds):
+        raise SweepError(f"{_where(path, i, 'seeds')}: {seeds!r}; expected non-negative integers "
+                         f"(whole numbers from 0 to {MAX_SEED})")
     config = entry.get("config", {})
     if isinstance(config, str):
         cfile = (path.parent / config).resolve()
@@ -204,11 +208,32 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
         for k, v in zip(grid, combo):
             _set_path(e, k, v, _where(path, i, "grid"))
             label.append(f"{k.split('.')[-1]}={_safe(v)}")
+        # every sampler setting in range before any fit starts (grid values included)
+        _check_sampler(e["sampler"], _where(path, i), "sampler", grid)
+        if isinstance(e["config"].get("sampler"), dict):
+            _check_sampler(e["config"]["sampler"], _where(path, i), "config.sampler", grid,
+                           known=False)
         for seed in seeds:
             name = "__".join([_safe(base), *label, f"seed{seed}"])
             out.append(FitSpec(name, family, str(data), hashes[str(data)], law, e["options"],
                                e["config"], e["sampler"], int(seed)))
     return out
+
+
+def _check_sampler(settings: dict, where: str, prefix: str, grid=(), known: bool = True):
+    """Each sampler setting of an entry (``prefix``: its key) known (unless not ``known``: a
+    config's, checked with the config) and in range; a grid's value named by its grid key."""
+    bad = set(settings) - SAMPLER_KEYS
+    if known and bad:
+        key = f"{prefix}.{sorted(bad)[0]}"
+        raise SweepError(f"{where}, key {(('grid.' + key) if key in grid else key)!r}: unknown "
+                         f"sampler setting; expected one of {sorted(SAMPLER_KEYS)}")
+    for k, v in settings.items():
+        problem = sampler_setting_problem(k, v)
+        if problem:
+            key = f"{prefix}.{k}"
+            key = f"grid.{key}" if key in grid else key
+            raise SweepError(f"{where}, key {key!r}: {show(v)}; expected {problem}")
 
 
 def default_reader(family: str, path):
