@@ -1,20 +1,14 @@
-"""Issue 50, outputs and Ctrl-C: no output may replace or append to a file the command reads
+"""Issue 50, outputs: no output may replace or append to a file the command reads
 (watch's fit, schedule and log files; the files an importer reads inside its source), no output
-may replace something that is not a regular file (a fifo, a device), and Ctrl-C on ``sweep``
-prints one line, no traceback."""
+may replace something that is not a regular file (a fifo, a device)."""
 
 import hashlib
 import json
 import os
 import shutil
-import signal
 import stat
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -167,3 +161,4 @@ def test_commands_refuse_to_replace_a_fifo_with_force(tmp_path, watch_inputs, ca
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"--alerts {out}: is a fifo" in err, err
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and link.is_symlink()
+
