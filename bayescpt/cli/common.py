@@ -43,16 +43,18 @@ def refuse_overwrite(path, force: bool) -> None:
         raise FileExistsError(f"{path} exists; choose another --out or pass --force to replace it")
 
 
-def prepare_outputs(force: bool, inputs: dict | None = None, **outputs) -> None:
+def prepare_outputs(force: bool, inputs=None, **outputs) -> None:
     """The checks a command runs on its outputs before any work: each (``outputs`` maps an
     option name, ``_`` for ``-``, to a path or None) is refused when it exists and ``force`` is
-    off, when it is one of ``inputs`` (label -> path) or another output, or when its folder is
-    missing or not writable; a ValueError / FileExistsError naming the option otherwise."""
+    off, when it is one of ``inputs`` (label -> path, or (label, path) pairs) or another output,
+    when it exists and is not a regular file, or when its folder is missing or not writable; a
+    ValueError / FileExistsError naming the option otherwise."""
     named = {"--" + k.replace("_", "-"): v for k, v in outputs.items()}
     for option, path in named.items():
         check_output(path, option)
+    check_not_input(named, inputs or {})     # before "pass --force", which would not help
+    for path in named.values():
         refuse_overwrite(path, force)
-    check_not_input(named, inputs or {})
 
 
 def csv_writer(df, float_format: str = "%.10g"):

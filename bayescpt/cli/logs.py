@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bayescpt.cli.common import positive_float, prepare_outputs, say, write_csv
 from bayescpt.curves.data import DEFAULT_VAL_SET, PHASES, VAL_ROLES
-from bayescpt.datasets.logs import FORMATS, import_logs
+from bayescpt.datasets.logs import FORMATS, import_logs, log_files
 from bayescpt.datasets.schedule_spec import parse_schedule_spec
 
 
@@ -45,7 +45,11 @@ def add_commands(sub, sampler_args=None) -> dict:
 
 
 def cmd_import(a: argparse.Namespace) -> int:
-    prepare_outputs(a.force, {f"SRC #{i + 1}": p for i, p in enumerate(a.src)}, out=a.out)
+    inputs = [(f"SRC #{i + 1}", p) for i, p in enumerate(a.src)]
+    inputs += [("log file", f) for f in log_files(a.src, a.fmt)]      # read inside the sources
+    if a.schedule and Path(a.schedule).suffix.lower() == ".toml":
+        inputs.append(("--schedule", a.schedule))
+    prepare_outputs(a.force, inputs, out=a.out)
     schedule = parse_schedule_spec(a.schedule) if a.schedule else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

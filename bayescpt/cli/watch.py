@@ -33,12 +33,13 @@ from bayescpt.cli.common import (
     say,
     seed_int,
 )
+from bayescpt.core.outputs import check_not_input, check_output
 from bayescpt.core.tables import DataError
 from bayescpt.cpt.live import plan_risk
 from bayescpt.curves.data import DEFAULT_VAL_SET, read_curves, schedules_of
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.watch import Watch
-from bayescpt.datasets.logs import FORMATS, import_logs
+from bayescpt.datasets.logs import FORMATS, import_logs, log_files
 
 EXIT_ALERT = 4
 #: an alerts.csv row: kind "band" (a loss outside the band: loss, its forecast mean, lower,
@@ -98,12 +99,26 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def cmd_watch(a: argparse.Namespace) -> int:
+def _check_alerts(a: argparse.Namespace) -> None:
+    """Refuse an --alerts path that watch reads (the fit, the schedule, a log file: rows would be
+    appended to it), one inside the log's folder, or one that is not a regular file. Run at the
+    start and again before each append, as log files may appear while the run goes on."""
+    check_output(a.alerts, "--alerts")
     log = Path(a.log)
     folder = log if log.is_dir() else log.parent
     if _inside(a.alerts, folder):
         raise ValueError(f"--alerts {a.alerts} is inside the log's folder {folder}; watch never "
                          "writes there: give a path outside it")
+    try:
+        logs = log_files(a.log, a.fmt)
+    except DataError:           # no log yet
+        logs = []
+    check_not_input({"--alerts": a.alerts}, [("FIT.nc", a.fit), ("--schedule", a.schedule)]
+                    + [("log file", f) for f in logs])
+
+
+def cmd_watch(a: argparse.Namespace) -> int:
+    _check_alerts(a)
     tags = a.loss_tag or [None]
     sets = a.val_set or [DEFAULT_VAL_SET]
     if len(sets) != len(tags):
@@ -159,6 +174,7 @@ def cmd_watch(a: argparse.Namespace) -> int:
 
 def _alert_rows(a, rows) -> None:
     """Append ``rows`` (dicts of ALERT_COLUMNS) to the alerts CSV, flushed row by row."""
+    _check_alerts(a)
     new = not a.alerts.exists()
     with open(a.alerts, "a", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=ALERT_COLUMNS, restval="")

@@ -26,9 +26,10 @@ import hashlib
 import os
 import re
 import socket
+import stat
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -132,6 +133,34 @@ def _new_temporary(path: Path) -> Path:
     return Path(tmp)
 
 
+_KINDS = ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "character device"),
+          (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+
+
+def not_a_file(path) -> str | None:
+    """What ``path`` is when it exists (links followed) and is not a regular file: "folder",
+    "fifo", "character device", "block device", "socket" or "special file"; None when it is a
+    regular file or does not exist."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "special file")
+
+
+def refuse_special(path, option: str | None = None) -> None:
+    """Raise ValueError when ``path`` exists and is not a regular file (a device such as
+    /dev/null, a fifo, a socket, a folder, or a link to one): a writer moving its temporary over
+    it would replace the node itself with a regular file."""
+    kind = not_a_file(path)
+    if kind is not None:
+        where = f"{option} {path}" if option else str(path)
+        raise ValueError(f"{where}: is a {kind}, not a regular file; an output is only ever "
+                         "written to a regular file: give a file name")
+
+
 def write_outputs(writers: Mapping[object, Callable[[Path], object]]) -> list[Path]:
     """Write several files all or none. ``writers`` maps each target path to a function that
     writes the whole file to the path it is given (a fresh temporary in the target's folder).
@@ -140,6 +169,8 @@ def write_outputs(writers: Mapping[object, Callable[[Path], object]]) -> list[Pa
     no target is touched and the error propagates (also on KeyboardInterrupt). Then each is moved
     over its target with ``os.replace``. Returns the target paths."""
     targets = [Path(p) for p in writers]
+    for target in targets:
+        refuse_special(target)
     for target in targets:
         clean_stale_temporaries(target)
     temps: list[Path] = []
@@ -164,6 +195,7 @@ def atomic_output(path):
     """``with atomic_output(path) as tmp:`` write the whole file to ``tmp``; on leaving the block
     it is synced and moved over ``path`` (on an error it is removed, ``path`` untouched)."""
     path = Path(path)
+    refuse_special(path)
     clean_stale_temporaries(path)
     tmp = _new_temporary(path)
     try:
@@ -185,13 +217,13 @@ def write_text(path, text: str) -> Path:
 def check_output(path, option: str = "--out") -> None:
     """Raise ValueError, naming ``option`` and the path, unless ``path`` can be written: its
     folder exists, is a folder and accepts a new file (tried by creating and removing one of our
-    temporaries), and ``path`` itself is not a folder. None: nothing to check."""
+    temporaries), and ``path``, when it exists, is a regular file (not a folder, a device, a
+    fifo, a socket, or a link to one). None: nothing to check."""
     if path is None:
         return
     path = Path(path)
     folder = path.parent
-    if path.is_dir():
-        raise ValueError(f"{option} {path}: is a folder, not a file name")
+    refuse_special(path, option)
     if not folder.exists():
         raise ValueError(f"{option} {path}: folder {folder} does not exist")
     if not folder.is_dir():
@@ -212,12 +244,15 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_not_input(outputs: Mapping[str, object], inputs: Mapping[str, object]) -> None:
+def check_not_input(outputs: Mapping[str, object],
+                    inputs: Mapping[str, object] | Iterable[tuple[str, object]]) -> None:
     """Raise ValueError when an output path is one of the inputs or two outputs are the same file
-    (paths resolved: links, ``..`` and hard links count). ``outputs`` and ``inputs`` map a label
-    (an option or argument name) to a path; None entries are skipped."""
+    (paths resolved: links, ``..`` and hard links count). ``outputs`` maps a label (an option or
+    argument name) to a path; ``inputs`` too, or is (label, path) pairs (labels may repeat: "log
+    file" for each file read inside a source); None entries are skipped."""
     outs = [(k, Path(v)) for k, v in outputs.items() if v is not None]
-    ins = [(k, Path(v)) for k, v in inputs.items() if v is not None]
+    pairs = inputs.items() if isinstance(inputs, Mapping) else inputs
+    ins = [(k, Path(v)) for k, v in pairs if v is not None]
     for i, (label, out) in enumerate(outs):
         for in_label, src in ins:
             if _same_file(out, src):

@@ -304,6 +304,18 @@ def find_runs(src, fmt: str) -> list[tuple[str, list[Path]]]:
     return [(n, files) for n, (_, files) in zip(names, runs)]
 
 
+def log_files(src, fmt: str) -> list[Path]:
+    """Every file :func:`import_logs` reads for ``src`` (a path, a glob, or a list of them): the
+    files of each run :func:`find_runs` finds, and for TensorBoard the event files (a name with
+    "tfevents", as tensorboard's loader takes them) in each run's directory. An output must
+    never be one of them. Raises :class:`DataError` as :func:`find_runs` does."""
+    files = [f for _, fs in find_runs(src, fmt) for f in fs]
+    if fmt == "tensorboard":
+        files = [e for d in files for e in sorted(d.iterdir(), key=_natural)
+                 if "tfevents" in e.name and e.is_file()]
+    return files
+
+
 def _run_path(f: Path, fmt: str) -> Path:
     """The path that names the run of file (or TensorBoard folder) ``f``."""
     if fmt == "tensorboard" or f.is_dir():
