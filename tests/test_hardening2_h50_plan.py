@@ -159,15 +159,6 @@ def test_predict_refuses_a_model_size_on_a_fit_without_sizes(tmp_path, capsys):
     assert not (tmp_path / "o.csv").exists()
 
 
-def test_predict_takes_an_empty_model_size_column_on_a_fit_without_sizes(tmp_path, capsys):
-    df = pd.read_csv(CPT_DATA)
-    sched = df[df["run"] == "pt@10000/wsd"].assign(model_size=float("nan"))
-    path = tmp_path / "sched.csv"
-    sched.to_csv(path, index=False)
-    assert main(["predict", str(CPT_FIT), "--schedule", str(path),
-                 "--out", str(tmp_path / "o.csv")]) == 0
-
-
 # ---- item 16: a fit that failed its diagnostics is named by every command that uses it -------
 
 FAILED = "failed its diagnostics when it was fitted"

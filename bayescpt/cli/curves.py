@@ -53,7 +53,7 @@ from bayescpt.curves.laws import (
     resolve_law_options,
 )
 from bayescpt.curves.plots import plot_forest, plot_predictions
-from bayescpt.curves.predict import predict_draws, predict_frame, predictive_idata
+from bayescpt.curves.predict import check_sizes, predict_draws, predict_frame, predictive_idata
 from bayescpt.curves.prefix import (
     PrefixWarning,
     forecast_with_prefix,
@@ -223,6 +223,7 @@ def cmd_predict(a) -> int:
         raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
                          "needs a cpt fit")
     sched = read_curves(a.schedule, need_loss=False)
+    check_sizes(fit, sched, str(a.schedule))
     if a.observed is not None:
         if a.outlook is not None:
             raise ValueError("--outlook and --observed: the outlook of a plan does not take a "
