@@ -80,10 +80,10 @@ def test_plan_warns_per_setting_that_leaves_the_fits_range(ranged_fit, tmp_path,
     lines = _warnings(capsys.readouterr().err)
     lr = [w for w in lines if "peak LR 0.002 is 10x the largest training peak LR 0.0002" in w]
     assert len(lr) == 1 and "plans with peak LR 0.002" in lr[0], lines
-    length = [w for w in lines if "length 50000 steps" in w]
+    length = [w for w in lines if "length 5e+04 steps" in w]
     assert len(length) == 1, lines
     assert "40000 CPT steps from PT step 10000" in length[0]
-    assert "largest training run 14000 steps" in length[0]
+    assert "largest training run 1.4e+04 steps" in length[0]
     assert all("extrapolation" in w for w in lines)
     t = pd.read_csv(out)
     inside = (t["peak_lr"] == 2e-4) & (t["steps"] == 1000)

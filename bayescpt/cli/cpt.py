@@ -118,6 +118,8 @@ def cmd_plan(a) -> int:
         mixture_tokens=a.mixture_tokens, mixture_model_size=a.mixture_model_size,
         mixture_label=getattr(a.mixture, "name", "the mixture fit"))
     table = res.table
+    for w in ([res.range_note] if res.range_note else []) + res.extrapolation:
+        say(f"warning: {w}")     # as predict words them
     fig = None if a.plot is None else plot_plans(table, tolerance=a.tolerance, risk=a.risk,
                                                  prob=a.prob)
     try:        # both outputs or neither
