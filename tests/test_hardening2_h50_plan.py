@@ -113,12 +113,15 @@ def _limit_memory():
 
 
 def test_plan_refuses_a_grid_too_big_for_memory(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    import bayescpt
+
+    code = Path(bayescpt.__file__).resolve().parents[1]    # the bayescpt under test
+    env = dict(os.environ, PYTHONPATH=str(code), MPLBACKEND="Agg")
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "bayescpt.cli.main",
                         *_plan(CPT_FIT, tmp_path / "p.csv", "--peak-lrs", "2e-4",
                                "--steps", "1000000000")],
-                       capture_output=True, text=True, env=env, timeout=120,
+                       capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path,
                        preexec_fn=_limit_memory)
     took = time.perf_counter() - t0
     err = [line for line in r.stderr.splitlines() if line.strip()]
