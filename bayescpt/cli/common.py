@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bayescpt.core.chains import drop_stuck_chains
-from bayescpt.core.sampling import MAX_SEED
+from bayescpt.core.fitfile import FitBase
 from bayescpt.core.outputs import check_not_input, check_output, write_outputs
+from bayescpt.core.sampling import MAX_SEED
 from bayescpt.core.tables import PLAIN_NUMBER
 
 EXIT_STRICT = 1
@@ -369,6 +370,32 @@ def sample_and_save(a, run):
         say(f"done in {time.perf_counter() - t0:.1f} s; saved {a.out}")
     print(diag.to_text())
     return fit, diag
+
+
+def failed_fit_line(fit, path) -> str | None:
+    """One line saying that the fit in ``path`` failed its diagnostics when it was fitted (the
+    same verdict ``bayescpt diagnose`` gives on its stored draws), with its worst R-hat, bulk ESS
+    and divergences; None when it passed."""
+    diag = fit.diagnostics(prior_check=False)   # prior conflicts only word the verdict
+    if diag.ok:
+        return None
+    num = lambda v, fmt: "n/a" if not math.isfinite(v) else format(v, fmt)  # noqa: E731
+    div = diag.divergences
+    return (f"{path} failed its diagnostics when it was fitted (R-hat {num(diag.max_rhat, '.3f')}"
+            f", bulk ESS {num(diag.min_ess_bulk, '.0f')}, {div} divergence"
+            f"{'' if div == 1 else 's'}): its predictions may be wrong; see `bayescpt diagnose "
+            f"{path}`")
+
+
+def load_fit_checked(path, cls=FitBase, law=None):
+    """The fit file ``path`` read as ``cls`` (FitBase: the class registered for its law; ``law``
+    the accepted law names, see :meth:`FitBase.load`) for a command that uses it: when the fit
+    failed its diagnostics, one warning line on stderr says so (:func:`failed_fit_line`)."""
+    fit = cls.load(path, law)
+    line = failed_fit_line(fit, path)
+    if line is not None:
+        say(f"warning: {line}")
+    return fit
 
 
 def verdict(diag, strict: bool) -> int:

@@ -10,6 +10,7 @@ from bayescpt.cli.common import (
     figure_writer,
     float_list,
     int_list,
+    load_fit_checked,
     nonneg_float,
     nonneg_int,
     positive_float,
@@ -103,7 +104,7 @@ def cmd_plan(a) -> int:
 
     prepare_outputs(a.force, {"FIT.nc": a.fit, "--pt": a.pt, "--hparams": a.hparams,
                               "--mixture": a.mixture}, out=a.out, plot=a.plot)
-    fit = Fit.load(a.fit, law="cpt")
+    fit = load_fit_checked(a.fit, Fit, law="cpt")
     pt = pt_schedule_from_table(read_curves(a.pt, need_loss=False), a.pt_run)
     res = run_plan(
         fit, pt, tolerance=a.tolerance, risk=a.risk, transfers=a.transfers, shapes=a.shapes,
@@ -112,12 +113,14 @@ def cmd_plan(a) -> int:
         objective=a.objective, quantile=a.quantile, w_general=a.w_general, w_domain=a.w_domain,
         general=a.general, domain=a.domain, model_size=a.model_size, points=a.points,
         prob=a.prob, backend=a.backend, seed=a.seed,
-        hparams_fit=None if a.hparams is None else HparamsFit.load(a.hparams),
+        hparams_fit=None if a.hparams is None else load_fit_checked(a.hparams, HparamsFit),
         n_params=a.n_params, init_loss=a.init_loss, cpt_tokens=a.cpt_tokens,
-        mixture_fit=None if a.mixture is None else MixtureFit.load(a.mixture),
+        mixture_fit=None if a.mixture is None else load_fit_checked(a.mixture, MixtureFit),
         mixture_tokens=a.mixture_tokens, mixture_model_size=a.mixture_model_size,
         mixture_label=getattr(a.mixture, "name", "the mixture fit"))
     table = res.table
+    for w in ([res.range_note] if res.range_note else []) + res.extrapolation:
+        say(f"warning: {w}")     # as predict words them
     fig = None if a.plot is None else plot_plans(table, tolerance=a.tolerance, risk=a.risk,
                                                  prob=a.prob)
     try:        # both outputs or neither

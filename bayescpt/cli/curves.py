@@ -16,6 +16,7 @@ from bayescpt.cli.common import (
     csv_writer,
     figure_writer,
     load_config,
+    load_fit_checked,
     positive_int,
     prepare_outputs,
     probability,
@@ -52,7 +53,7 @@ from bayescpt.curves.laws import (
     resolve_law_options,
 )
 from bayescpt.curves.plots import plot_forest, plot_predictions
-from bayescpt.curves.predict import predict_draws, predict_frame, predictive_idata
+from bayescpt.curves.predict import check_sizes, predict_draws, predict_frame, predictive_idata
 from bayescpt.curves.prefix import (
     PrefixWarning,
     forecast_with_prefix,
@@ -217,11 +218,12 @@ def cmd_predict(a) -> int:
         raise ValueError("--draws-out and --observed: a forecast from a run's prefix weights its "
                          "draws (importance sampling), which --draws-out does not write yet; give "
                          "one of them")
-    fit = Fit.load(a.fit)
+    fit = load_fit_checked(a.fit, Fit)
     if a.outlook is not None and fit.law.name != "cpt":
         raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
                          "needs a cpt fit")
     sched = read_curves(a.schedule, need_loss=False)
+    check_sizes(fit, sched, str(a.schedule))
     if a.observed is not None:
         if a.outlook is not None:
             raise ValueError("--outlook and --observed: the outlook of a plan does not take a "
@@ -312,7 +314,7 @@ def cmd_compare(a) -> int:
                     out=a.out, plot=a.plot)
     if len(a.fits) < 2:
         raise ValueError("compare needs at least two fit files")
-    fits = [Fit.load(p) for p in a.fits]
+    fits = [load_fit_checked(p, Fit) for p in a.fits]
     labels = labels_for(fits, a.names)
     params = a.params or shared_parameters(fits)
     if not params:

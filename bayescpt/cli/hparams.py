@@ -10,6 +10,7 @@ from bayescpt.cli.common import (
     figure_writer,
     json_text,
     load_config,
+    load_fit_checked,
     nonneg_float,
     positive_float,
     prepare_outputs,
@@ -140,7 +141,7 @@ def cmd_fit(a) -> int:
 def cmd_predict(a) -> int:
 
     prepare_outputs(a.force, {"HP.nc": a.fit}, out=a.out, plot=a.plot, draws_out=a.draws_out)
-    fit = HparamsFit.load(a.fit)
+    fit = load_fit_checked(a.fit, HparamsFit)
     if (a.grid_lrs is None) != (a.grid_batches is None):
         raise ValueError("--grid-lrs and --grid-batches go together (the grid's learning rates "
                          "and its batch sizes in tokens)")
@@ -197,7 +198,7 @@ def _short(res: dict) -> str:
 def cmd_plot(a) -> int:
 
     prepare_outputs(a.force, {"HP.nc": a.fit, "GRID.csv": a.data}, out=a.out)
-    fit = HparamsFit.load(a.fit)
+    fit = load_fit_checked(a.fit, HparamsFit)
     df = read_any_grid(a.data)
 
     if fit.meta.get("data_hash") != grid_hash(df):

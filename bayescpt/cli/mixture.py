@@ -11,6 +11,7 @@ from bayescpt.cli.common import (
     finite_float,
     json_text,
     load_config,
+    load_fit_checked,
     positive_float,
     prepare_outputs,
     probability,
@@ -123,7 +124,7 @@ def cmd_cmr(a) -> int:
         raise ValueError(f"--risk {a.risk:g}; expected a probability in (0, 1)")
     if not 0 < a.prob < 1:
         raise ValueError(f"--prob {a.prob:g}; expected a probability in (0, 1)")
-    fit = MixtureFit.load(a.fit)
+    fit = load_fit_checked(a.fit, MixtureFit)
     results = cmr_results(fit, a.tokens, a.tolerance, a.relative, a.risk, a.prob, a.general,
                           a.domain, model_size=a.model_size, budgets=a.budgets,
                           keep_draws=a.draws_out is not None)

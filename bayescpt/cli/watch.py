@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from bayescpt.cli.common import (
+    load_fit_checked,
     nonneg_float,
     positive_float,
     positive_int,
@@ -126,7 +127,7 @@ def cmd_watch(a: argparse.Namespace) -> int:
                          "validation set per loss tag, in order")
     if (a.tolerance is None) != (a.risk is None):
         raise ValueError("--tolerance and --risk go together (the plan's tolerance and risk)")
-    fit = Fit.load(a.fit)
+    fit = load_fit_checked(a.fit, Fit)
     if a.tolerance is not None and fit.law.name != "cpt":
         raise ValueError(f"--tolerance/--risk: {a.fit} is a {fit.law.name} fit; the risk of "
                          "forgetting needs a cpt fit")

@@ -25,10 +25,12 @@ import pandas as pd
 from bayescpt.core import schedules as S
 from bayescpt.cpt.plan import (
     PlanDraws,
+    check_memory,
     decide,
     evaluate,
     hparams_check,
     mixture_check,
+    plan_extrapolation,
     plan_grid,
 )
 from bayescpt.hparams.predict import predict_optimum
@@ -51,7 +53,11 @@ class PlanResult:
     ``median, lower, upper``; None bounds are open) or None; ``mixture_failing``: the replay
     ratios whose mixture fails the mixture check, ascending (None without a mixture fit);
     ``infeasible``: why no plan was chosen and what to relax (None when one was);
-    ``warnings``: the hparams prediction's warnings."""
+    ``warnings``: the hparams prediction's warnings; ``extrapolation``: where the plans leave
+    the cpt fit's training range, one ExtrapolationWarning per plan setting that does
+    (:func:`~bayescpt.cpt.plan.plan_extrapolation`; the table's ``extrapolation`` column names
+    them per plan), and ``range_note`` the part of that range the fit file does not record
+    (None when it records all)."""
 
     table: pd.DataFrame
     draws: PlanDraws
@@ -64,6 +70,8 @@ class PlanResult:
     mixture_failing: list[float] | None = None
     infeasible: str | None = None
     warnings: list[str] = field(default_factory=list)
+    extrapolation: list = field(default_factory=list)
+    range_note: str | None = None
 
     @property
     def chosen(self) -> pd.Series | None:
@@ -128,6 +136,8 @@ def run_plan(fit, pt: S.Schedule, *, tolerance: float, steps, risk: float = 0.1,
                          "(--mixture-tokens)")
     plans = plan_grid(transfers or [pt.total_steps], shapes, peak_lrs, steps, decay_fracs,
                       replay_ratios, warmup, final_frac)
+    check_memory(fit, pt, plans, points)      # before any plan's schedule is built
+    column, extrapolation, range_note = plan_extrapolation(fit, pt, plans, model_size)
     draws = evaluate(fit, pt, plans, points, general, domain, model_size, seed, backend)
     also = None
     if mixture_fit is not None:
@@ -139,13 +149,15 @@ def run_plan(fit, pt: S.Schedule, *, tolerance: float, steps, risk: float = 0.1,
                                        prob, optimum=optimum)
     table = decide(draws, tolerance, risk, prob, objective, quantile, w_general, w_domain,
                    also_feasible=also)
+    table["extrapolation"] = column
     failing = None
     if mixture_fit is not None:
         failing = sorted(float(r) for r in
                          table.loc[~table["mixture_ok"], "replay_ratio"].unique())
     return PlanResult(table, draws, tolerance, risk, objective, list(peak_lrs), source, optimum,
                       failing, infeasibility(table, tolerance, risk, mixture_label),
-                      list(optimum["warnings"]) if optimum is not None else [])
+                      list(optimum["warnings"]) if optimum is not None else [], extrapolation,
+                      range_note)
 
 
 def infeasibility(table: pd.DataFrame, tolerance: float, risk: float,

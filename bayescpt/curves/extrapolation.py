@@ -42,18 +42,32 @@ class ExtrapolationWarning(UserWarning):
     """A predicted run leaves the fit's training range in one quantity.
 
     ``run`` (str), ``quantity`` ('lr', 'steps', 's1', 'model_size'), ``value`` (the run's),
-    ``low``/``high`` (the fitted range), ``factor`` (>= 1, times beyond the nearest bound) and, for
-    model sizes, ``size_ranges`` (log-distance in fitted log-size ranges). ``str()`` is one line.
+    ``low``/``high`` (the fitted range), ``factor`` (>= 1, times beyond the nearest bound), for
+    model sizes ``size_ranges`` (log-distance in fitted log-size ranges), and ``label``: what the
+    line names instead of ``run RUN`` (the planner's sets of plans). ``str()`` is one line.
     """
 
-    def __init__(self, run, quantity, value, low, high, factor, size_ranges=None):
+    def __init__(self, run, quantity, value, low, high, factor, size_ranges=None, label=None):
         self.run, self.quantity, self.value = run, quantity, value
         self.low, self.high, self.factor, self.size_ranges = low, high, factor, size_ranges
+        self.label = label      # what the line names instead of "run RUN" (e.g. a set of plans)
         super().__init__(self.describe())
 
     def __reduce__(self):   # copies (pandas attrs, pickling) rebuild it from its fields
         return (type(self), (self.run, self.quantity, self.value, self.low, self.high,
-                             self.factor, self.size_ranges))
+                             self.factor, self.size_ranges, self.label))
+
+    def relabelled(self, label: str) -> "ExtrapolationWarning":
+        """The same finding, its line naming ``label`` instead of the run."""
+        return type(self)(self.run, self.quantity, self.value, self.low, self.high, self.factor,
+                          self.size_ranges, label)
+
+    def short(self) -> str:
+        """A few words for a table cell: quantity, value, the bound crossed and the factor."""
+        above = self.value > self.high
+        times = "inf" if not np.isfinite(self.factor) else f"{self.factor:.3g}"
+        return (f"{QUANTITIES[self.quantity]} {self.value:.3g} {'>' if above else '<'} "
+                f"{self.high if above else self.low:.3g} ({times}x)")
 
     def describe(self) -> str:
         what = QUANTITIES[self.quantity]
@@ -65,7 +79,8 @@ class ExtrapolationWarning(UserWarning):
         noun = {"lr": "peak LR", "steps": "run", "s1": "S1", "model_size": "size"}[self.quantity]
         times = "inf" if not np.isfinite(self.factor) else f"{self.factor:.3g}"
         rel = f"{times}x the" if above else f"1/{times} of the"
-        line = (f"run {self.run}: {what} {self.value:.3g}{unit} is {rel} {word} {noun} "
+        head = f"run {self.run}" if self.label is None else self.label
+        line = (f"{head}: {what} {self.value:.3g}{unit} is {rel} {word} {noun} "
                 f"{bound:.3g}{unit}")
         if self.size_ranges is not None:
             line += (" (the fit saw one size)" if not np.isfinite(self.size_ranges) else

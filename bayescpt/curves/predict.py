@@ -35,8 +35,8 @@ from bayescpt.curves.hierarchy import parameter_draws
 CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
 
-__all__ = ["curve_draws", "other_draws", "parameter_draws", "predict_draws", "predict_frame",
-           "predictive_idata"]
+__all__ = ["check_sizes", "curve_draws", "other_draws", "parameter_draws", "predict_draws",
+           "predict_frame", "predictive_idata"]
 
 
 def curve_draws(fit: Fit, theta: dict, X: dict) -> np.ndarray:
@@ -71,10 +71,24 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     return _predict(fit, df, prob, seed, None)
 
 
+def check_sizes(fit: Fit, df: pd.DataFrame, source: str = "the schedule") -> None:
+    """Raise DataError when ``df`` (from ``source``) gives a model size to a fit made without
+    model sizes: the size would be a group the fit never saw, its curve drawn from nowhere."""
+    if "model_size" not in df.columns or fit.groups["size"].notna().any():
+        return
+    given = df[df["model_size"].notna()]
+    if len(given):
+        row = given.iloc[0]
+        raise DataError(f"{source}: column model_size, value {float(row['model_size']):g} (run "
+                        f"{row['run']!r}): the fit was made without model sizes, so it cannot "
+                        "predict for one; drop the column (or refit on runs with model sizes)")
+
+
 def _predict(fit, df, prob, seed, kept) -> pd.DataFrame:
     """:func:`predict_frame`; with ``kept`` a list, each run's draws are appended to it."""
     if not 0 < prob < 1:
         raise ValueError(f"prob={prob}; expected a probability strictly between 0 and 1")
+    check_sizes(fit, df)
     rng = np.random.default_rng(seed)
     sched = schedules_of(df)
     has_size = "model_size" in df.columns
