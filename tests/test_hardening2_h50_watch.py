@@ -104,3 +104,24 @@ def test_watch_prints_no_raw_python_warning(tmp_path, plan):
     assert "Warning:" not in err and ".py:" not in err, err
     assert "logged more than once" in err, err          # the LogWarning, as one line
     assert err.count("logged more than once") == 1, err
+
+
+# --- item 7: predict --observed with a prefix far from the fit ----------------------------------
+
+def test_predict_observed_far_from_the_fit_says_so_and_keeps_its_mean_inside(tmp_path, plan,
+                                                                            capsys):
+    path, course = plan
+    rows = course.iloc[20:40]
+    prefix = tmp_path / "prefix.csv"
+    pd.DataFrame({"run": RUN, "step": rows["step"], "loss": rows["mean"] + 6.0}).to_csv(
+        prefix, index=False)
+    out = tmp_path / "pred.csv"
+    assert main(["predict", str(FIT), "--schedule", str(path), "--observed", str(prefix),
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    line = [m for m in err.splitlines() if "disagrees with the fit" in m]
+    assert len(line) == 1, err
+    assert "6 nats" in line[0] and "above" in line[0], line
+    got = pd.read_csv(out).dropna(subset=["mean"])
+    assert ((got["lower"] <= got["mean"]) & (got["mean"] <= got["upper"])).all(), \
+        got[(got["mean"] < got["lower"]) | (got["mean"] > got["upper"])]
