@@ -62,6 +62,10 @@ exactly; its failure is measurable: the effective sample size ESS = 1 / sum_k w_
 discrepancy model, while ESS < ``min_ess`` another ``n_dev`` deviations per draw are added (up to
 ``max_dev``, default 4 ``n_dev``: the proposal stays the prior, so the weights stay exact); a
 :class:`PrefixWarning` says when ESS stays low (the prefix is far from anything the fit expects).
+A degenerate update (ESS below ``min_ess / 4``) falls back to a tempered one: the likelihood raised
+to the largest power t <= 1 that keeps ESS at ``min_ess / 4`` (wider bands, said in the warning),
+never a band of one draw; a prefix whose mean log loss lies outside the central 99 % of the fit's
+forecast for the run is said as a disagreement with the fit, by how much (nats, %).
 For the bands, at most ``n_forecast`` particles are drawn from the weighted ones (systematic
 resampling). Losses inside the initial warmup are not evidence (as in the fit,
 ``settings.skip_warmup``). Units: steps are optimizer steps, losses nats, residuals and all
@@ -314,14 +318,19 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
     n_part = w.size
     ll = np.concatenate(lls).ravel()
     tempered = 1.0
-    if ess < min_ess and X_obs is not None:     # degenerate: the update tempered until it is not
-        tempered = _temper_for(ll, min(min_ess, n_part / 4))
+    if ess < min_ess / 4 and X_obs is not None:  # degenerate: tempered until it is not
+        tempered = _temper_for(ll, min(min_ess / 4, n_part / 4))
         w = _normalise(tempered * ll)
         full, ess = ess, 1.0 / np.sum(w ** 2)
         warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses left an effective "
                       f"sample size of {full:.0f} of {n_part} particles; the update is tempered "
                       f"(its likelihood raised to the power {tempered:.2g}, effective sample size "
                       f"{ess:.0f}), so the forecast is wider than a full update would be",
+                      PrefixWarning, stacklevel=3)
+    elif ess < min_ess:
+        warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses leaves an "
+                      f"effective sample size of {ess:.0f} of {n_part} particles; the "
+                      "forecast rests on few draws (thin the prefix or raise n_dev)",
                       PrefixWarning, stacklevel=3)
     if len(obs):
         conflict = _conflict(np.concatenate(lls_resid), loss, run, vs) if lls_resid else None
