@@ -21,8 +21,10 @@ from __future__ import annotations
 import argparse
 import csv
 import time
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bayescpt.cli.common import (
@@ -35,12 +37,19 @@ from bayescpt.cli.common import (
     seed_int,
 )
 from bayescpt.core.outputs import check_not_input, check_output
+from bayescpt.core.schedules import Schedule
 from bayescpt.core.tables import DataError
 from bayescpt.cpt.live import plan_risk
 from bayescpt.curves.data import DEFAULT_VAL_SET, read_curves, schedules_of
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.watch import Watch
-from bayescpt.datasets.logs import FORMATS, import_logs, log_files
+from bayescpt.datasets.logs import (
+    FORMATS,
+    PastScheduleError,
+    find_runs,
+    import_logs,
+    log_files,
+)
 
 EXIT_ALERT = 4
 #: an alerts.csv row: kind "band" (a loss outside the band: loss, its forecast mean, lower,
@@ -63,6 +72,9 @@ def add_commands(sub, sampler_args=None) -> dict:
                    help="the run's planned schedule to its last step (run, step, lr [, val_set, "
                    "model_size]); its LR is used at the logged steps")
     p.add_argument("--run", help="the schedule's run the log belongs to (default: its only run)")
+    p.add_argument("--log-run", metavar="NAME",
+                   help="the log's run to follow when --log holds several (a folder of runs; "
+                   "default: its only run, or the one named as --run)")
     p.add_argument("--loss-tag", action="append", metavar="TAG",
                    help="the loss tag/column (default: the tool's usual name); repeat it with "
                    "--val-set for several validation sets (a CPT run's general and domain)")
@@ -100,6 +112,13 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
+def cmd_watch(a: argparse.Namespace) -> int:
+    with warnings.catch_warnings():     # each of ours once as one line, library noise silenced
+        warnings.simplefilter("always")
+        warnings.showwarning = _one_line_warnings()
+        return _watch(a)
+
+
 def _check_alerts(a: argparse.Namespace) -> None:
     """Refuse an --alerts path that watch reads (the fit, the schedule, a log file: rows would be
     appended to it), one inside the log's folder, or one that is not a regular file. Run at the
@@ -118,7 +137,7 @@ def _check_alerts(a: argparse.Namespace) -> None:
                     + [("log file", f) for f in logs])
 
 
-def cmd_watch(a: argparse.Namespace) -> int:
+def _watch(a: argparse.Namespace) -> int:
     _check_alerts(a)
     tags = a.loss_tag or [None]
     sets = a.val_set or [DEFAULT_VAL_SET]
@@ -144,12 +163,18 @@ def cmd_watch(a: argparse.Namespace) -> int:
     say(f"watching {a.log} ({a.fmt}) as run {run!r} against {a.fit.name}; planned to step "
         f"{plan.total_steps}; alerts outside the {a.band:.0%} band go to {a.alerts}")
     last_new, waiting, alerts, risk_state = time.monotonic(), None, 0, {"over": False}
+    past = None                 # the last step of a log that runs past the plan's end
     while True:
+        read = False
         try:
-            observed = pd.concat([import_logs(a.log, a.fmt, loss_tag=tag, run=run,
-                                              val_set=vs, model_size=size, schedule=plan)
-                                  for tag, vs in zip(tags, sets)], ignore_index=True)
+            observed, beyond = _read_log(a, run, tags, sets, size, plan)
+            if beyond is not None and past is None:
+                say(f"the log runs past the plan's last step {plan.total_steps} (to step "
+                    f"{beyond}): its evaluations after step {plan.total_steps} are not "
+                    "checked, and the watch ends with the plan")
+            past = beyond
             update = watch.update(observed)
+            read = True
         except (DataError, FileNotFoundError) as err:
             if str(err) != waiting:
                 say(f"waiting: {err}")
@@ -162,15 +187,60 @@ def cmd_watch(a: argparse.Namespace) -> int:
                 alerts += _risk(watch, run, a, risk_state)
             if alerts and a.exit_on_alert:
                 return EXIT_ALERT
-            if watch.finished():
-                say(f"the run reached its last planned step: {update.seen} evaluations, "
-                    f"{alerts} alert(s)")
-                return 0
+        if watch.finished() or (past is not None and read):   # the plan is over
+            say(f"the run reached its last planned step: {len(watch.seen)} evaluations, "
+                f"{alerts} alert(s)")
+            return 0
         if a.timeout is not None and time.monotonic() - last_new > a.timeout:
             say(f"no new evaluation for {a.timeout:g} s: stopped ({len(watch.seen)} "
                 f"evaluations, {alerts} alert(s))")
             return 0 if len(watch.seen) else 2
         time.sleep(a.every)
+
+
+def _one_line_warnings():
+    """A ``warnings.showwarning`` for the watch: a warning of bayescpt's (its own classes: a
+    repaired log, a forecast from few draws) once as one ``warning:`` line, the
+    same message not again at later polls; the libraries' own warnings (NumPy, pandas,
+    TensorBoard) not shown: the watch's lines say what they mean."""
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        if not category.__module__.startswith("bayescpt.") or text in shown:
+            return
+        shown.add(text)
+        say(f"warning: {text}")
+    return show
+
+
+def _read_log(a, run, tags, sets, size, plan):
+    """The evaluations the log holds so far, as the table rows of ``run`` on the ``plan``, and
+    the last logged step where the log runs past the plan's end (else None; the rows after it
+    are left out). A folder of several runs is refused unless ``--log-run`` (or ``--run``)
+    names one (ValueError); no log yet is a DataError (waiting)."""
+    found = dict(find_runs(a.log, a.fmt))
+    pick = a.log_run or (a.run if a.run in found else None)
+    if pick is None and len(found) > 1:
+        raise ValueError(f"--log {a.log} holds {len(found)} runs ({', '.join(found)}); watch "
+                         "follows one: name it with --log-run NAME")
+    if pick is not None and pick not in found:
+        raise DataError(f"--log-run {pick!r}: no such run in {a.log} yet (it holds "
+                        f"{', '.join(found)})")
+    src = found[pick] if pick is not None else next(iter(found.values()))
+
+    def read(schedule):
+        return pd.concat([import_logs(src, a.fmt, loss_tag=tag, run=run, val_set=vs,
+                                      model_size=size, schedule=schedule)
+                          for tag, vs in zip(tags, sets)], ignore_index=True)
+    try:
+        return read(plan), None
+    except PastScheduleError as err:      # the plan's LR held after its end, those rows dropped
+        longer = Schedule(np.concatenate([plan.lr, np.full(err.last - plan.total_steps,
+                                                           plan.lr[-1])]),
+                          plan.warmup_steps, plan.name)
+        obs = read(longer)
+        return obs[obs["step"] <= plan.total_steps].reset_index(drop=True), err.last
 
 
 def _alert_rows(a, rows) -> None:

@@ -62,6 +62,10 @@ exactly; its failure is measurable: the effective sample size ESS = 1 / sum_k w_
 discrepancy model, while ESS < ``min_ess`` another ``n_dev`` deviations per draw are added (up to
 ``max_dev``, default 4 ``n_dev``: the proposal stays the prior, so the weights stay exact); a
 :class:`PrefixWarning` says when ESS stays low (the prefix is far from anything the fit expects).
+A degenerate update (ESS below ``min_ess / 4``) falls back to a tempered one: the likelihood raised
+to the largest power t <= 1 that keeps ESS at ``min_ess / 4`` (wider bands, said in the warning),
+never a band of one draw; a prefix whose mean log loss lies outside the central 99 % of the fit's
+forecast for the run is said as a disagreement with the fit, by how much (nats, %).
 For the bands, at most ``n_forecast`` particles are drawn from the weighted ones (systematic
 resampling). Losses inside the initial warmup are not evidence (as in the fit,
 ``settings.skip_warmup``). Units: steps are optimizer steps, losses nats, residuals and all
@@ -117,6 +121,41 @@ def _normalise(ll: np.ndarray) -> np.ndarray:
         raise DataError("no particle gives the observed losses a finite likelihood")
     w = np.exp(ll - ll.max())
     return w / w.sum()
+
+
+def _temper_for(ll: np.ndarray, target: float) -> float:
+    """The largest exponent t in (0, 1] of the log likelihoods ``ll`` whose weights keep an
+    effective sample size of at least ``target`` (bisection in log t; ESS falls as t grows)."""
+    def ess(t):
+        w = _normalise(t * ll)
+        return 1.0 / np.sum(w ** 2)
+    lo, hi = -30.0, 0.0                 # log t
+    if ess(np.exp(lo)) < target:
+        return float(np.exp(lo))
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ess(np.exp(mid)) >= target else (lo, mid)
+    return float(np.exp(lo))
+
+
+def _conflict(log_mu: np.ndarray, loss: np.ndarray, run: str, vs: str,
+              prob: float = 0.99) -> str | None:
+    """A message when the observed prefix ``loss`` lies outside what the fit predicts for the
+    run before seeing it: the prefix's mean log loss outside the central ``prob`` range of the
+    prior particles' (``log_mu``, (P, n): their curves at the prefix's steps, equal weights);
+    None when it lies inside. The distance is given in nats and in % of the loss."""
+    obs = np.log(loss).mean()
+    prior = log_mu.mean(axis=1)
+    share = np.mean(prior < obs)
+    if (1 - prob) / 2 <= share <= (1 + prob) / 2:
+        return None
+    nats = float(np.mean(loss) - np.mean(np.exp(log_mu)))
+    pct = 100 * (np.exp(obs - np.median(prior)) - 1)
+    side = "above" if nats > 0 else "below"
+    return (f"run {run!r}, {vs!r}: the run disagrees with the fit: its {len(loss)} observed "
+            f"losses lie {abs(nats):.3g} nats ({abs(pct):.3g} %) {side} the fit's forecast for "
+            f"it, far outside its {prob:.0%} range; the forecast from this prefix is not one the "
+            "fit vouches for (another setup, data or law than the fit's)")
 
 
 def systematic_resample(w: np.ndarray, m: int, rng) -> np.ndarray:
@@ -237,6 +276,7 @@ class Particles:
     conds: "list[Conditioner] | None" = None
     level: np.ndarray | None = None
     resid: np.ndarray | None = None
+    tempered: float = 1.0
 
 
 def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFrame, schedule,
@@ -260,7 +300,7 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
     if max_dev is None:                 # more deviations only where the weights are honest
         max_dev = 4 * n_dev if disc is not None else n_dev
     max_dev = max(int(max_dev), n_dev)
-    parts, lls = [], []
+    parts, lls, lls_resid = [], [], []
     conds, X_obs, loss = None, None, None
     if len(obs):
         steps = obs["step"].to_numpy()
@@ -280,6 +320,8 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
             lls.append(np.zeros((theta["_sigma"].shape[0], 1)))
         else:                           # (P, levels): each particle at each run noise level
             R = _residuals(fit, theta, X_obs, loss)
+            if not lls_resid:           # the prior's particles (equal weights): their curves
+                lls_resid.append(np.log(np.maximum(curve_draws(fit, theta, X_obs), 1e-6)))
             lls.append(temper * (_iid_loglik(fit, R, theta["_sigma"])[:, None] if conds is None
                                  else np.column_stack([cd.loglik(R) for cd in conds])))
         w = _normalise(np.concatenate(lls).ravel())
@@ -288,17 +330,32 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
             break
     theta = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     n_part = w.size
-    if ess < min_ess:
+    ll = np.concatenate(lls).ravel()
+    tempered = 1.0
+    if ess < min_ess / 4 and X_obs is not None:  # degenerate: tempered until it is not
+        tempered = _temper_for(ll, min(min_ess / 4, n_part / 4))
+        w = _normalise(tempered * ll)
+        full, ess = ess, 1.0 / np.sum(w ** 2)
+        warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses left an effective "
+                      f"sample size of {full:.0f} of {n_part} particles; the update is tempered "
+                      f"(its likelihood raised to the power {tempered:.2g}, effective sample size "
+                      f"{ess:.0f}), so the forecast is wider than a full update would be",
+                      PrefixWarning, stacklevel=3)
+    elif ess < min_ess:
         warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses leaves an "
                       f"effective sample size of {ess:.0f} of {n_part} particles; the "
                       "forecast rests on few draws (thin the prefix or raise n_dev)",
                       PrefixWarning, stacklevel=3)
+    if len(obs):
+        conflict = _conflict(np.concatenate(lls_resid), loss, run, vs) if lls_resid else None
+        if conflict is not None:
+            warnings.warn(conflict, PrefixWarning, stacklevel=3)
     keep = np.flatnonzero(w > 1e-12 * w.max())      # particles that carry any weight
     draw, level = np.divmod(keep, lls[0].shape[1])
     theta = {k: v[draw] for k, v in theta.items()}
     resid = None if conds is None else _residuals(fit, theta, X_obs, loss)
     return Particles(theta, w[keep] / w[keep].sum(), ess, n_part, obs, info, conds,
-                     None if conds is None else level, resid)
+                     None if conds is None else level, resid, tempered)
 
 
 def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0,

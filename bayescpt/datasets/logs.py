@@ -77,6 +77,14 @@ class LogWarning(UserWarning):
     """A repaired oddity of a training log (e.g. steps logged twice after a restart)."""
 
 
+class PastScheduleError(DataError):
+    """Losses logged after the end of the ``--schedule``; ``last`` is the last logged step."""
+
+    def __init__(self, msg: str, last: int):
+        super().__init__(msg)
+        self.last = int(last)
+
+
 # --- Readers: one source -> long table (tag, step, value) in logging order ---
 
 def read_tensorboard(path) -> pd.DataFrame:
@@ -416,8 +424,8 @@ def _lr_rows(lr: pd.Series, steps: np.ndarray) -> pd.Series:
 def _schedule_rows(schedule: Schedule, steps: np.ndarray, source: str) -> pd.Series:
     T = schedule.total_steps
     if len(steps) and steps.max() > T:
-        raise DataError(f"{source}: losses logged up to step {int(steps.max())}, after the end of "
-                        f"the --schedule ({T} steps)")
+        raise PastScheduleError(f"{source}: losses logged up to step {int(steps.max())}, after "
+                                f"the end of the --schedule ({T} steps)", int(steps.max()))
     lr = schedule.lr
     bend = np.flatnonzero(np.abs(np.diff(lr, 2)) > 1e-9 * max(schedule.peak, 1e-30)) + 1
     knots = np.union1d(np.union1d([0, T], bend), steps.astype(np.int64))
