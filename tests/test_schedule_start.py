@@ -8,6 +8,7 @@ gets its step-0 row by the same rule (:func:`bayescpt.core.schedules.start_lr`).
 """
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,8 @@ from bayescpt.curves.data import read_curves, schedules_of
 from bayescpt.datasets.logs import import_logs
 
 T, PEAK, EVERY = 400, 3e-4, 20
-REF_FIT = "models/annealing_multipowerlaw.nc"     # trained at 25M/100M/400M, peak LR 3e-4
+# trained at 25M/100M/400M, peak LR 3e-4
+REF_FIT = str(Path(__file__).resolve().parents[1] / "models" / "annealing_multipowerlaw.nc")
 
 SCHEDULES = {
     "warmup-constant": S.constant(T, PEAK, warmup_steps=40),
