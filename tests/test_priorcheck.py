@@ -87,15 +87,20 @@ def test_slow_chains_on_a_conflicting_parameter_blame_the_prior_not_the_draws():
         p for p in plain.problems() if p.startswith("R-hat"))
 
 
-def test_conflict_elsewhere_does_not_take_the_blame():
-    """Slow chains on b while a's prior conflicts: the R-hat line keeps the generic reason, the
-    conflict stays a note."""
+def _slow_b_while_a_conflicts():
+    """Diagnostics of chains that disagree on b_mu while a_mu's prior conflicts with the data."""
     rng = np.random.default_rng(2)
     idata = _posterior(rng)
     b = rng.normal(0.2, 0.3, (4, 400))
     b[3] += 0.5
     idata.posterior["b_mu"] = (("chain", "draw"), b)
-    diag = summarize(idata, ["a_mu", "b_mu", "a_sd"], priors=PRIORS)
+    return summarize(idata, ["a_mu", "b_mu", "a_sd"], priors=PRIORS)
+
+
+def test_conflict_elsewhere_does_not_take_the_blame():
+    """Slow chains on b while a's prior conflicts: the R-hat line keeps the generic reason, the
+    conflict stays a note."""
+    diag = _slow_b_while_a_conflicts()
     line = next(p for p in diag.problems() if p.startswith("R-hat"))
     assert "b_mu" in line and "prior of a_mu" not in line
     assert any("prior-data conflict on a_mu" in n for n in diag.notes())
@@ -170,17 +175,12 @@ def test_model_priors_reads_the_top_level_nodes_of_a_plain_pymc_model():
 
 def test_a_failing_fit_with_a_conflict_says_so_first_with_the_fix():
     """Issue 50 item 16: a fit failing on a parameter other than the conflicting one (here b's
-    chains disagree and there are divergences) used to advise "run longer" / "raise
-    target_accept" and leave the conflict on a_mu to a note; its first problem line now names
+    chains disagree) used to advise "run longer" (or "raise target_accept" for divergences) and
+    leave the conflict on a_mu to a note; its first problem line now names
     the conflicting prior, where the data put it and the --config that centres the prior there."""
     import json
 
-    rng = np.random.default_rng(2)
-    idata = _posterior(rng)
-    b = rng.normal(0.2, 0.3, (4, 400))
-    b[3] += 0.5
-    idata.posterior["b_mu"] = (("chain", "draw"), b)
-    diag = summarize(idata, ["a_mu", "b_mu", "a_sd"], priors=PRIORS)
+    diag = _slow_b_while_a_conflicts()
     first = diag.problems()[0]
     assert first.startswith("the priors conflict with these data: a_mu's posterior median 5")
     assert "5.0 sd above its prior Normal(mu=0, sigma=1)" in first and "\n" not in first
