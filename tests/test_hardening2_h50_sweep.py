@@ -13,10 +13,9 @@ import sys
 import time
 
 import pytest
+from conftest import ROOT
 
 from bayescpt.cli.main import main
-
-from conftest import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -89,3 +88,63 @@ def test_ctrl_c_on_sweep_prints_one_line_and_exits_130(tmp_path, tiny_csv, when)
     for w in alive:
         w.kill()
     assert not alive, "a worker process outlived the sweep"
+
+
+# ---- configs checked when the inputs are read, before Dask starts ----------------------------
+
+NEG_SIGMA = {"priors": {"A": {"sd_prior": {"dist": "HalfNormal", "kwargs": {"sigma": -1}}}}}
+
+
+def _refused(capsys, argv, out, *parts):
+    t0 = time.perf_counter()
+    rc = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith("bayescpt: error: ") and all(p in err[0] for p in parts), err
+    assert not out.exists(), "something was written"           # nothing started or written
+    assert time.perf_counter() - t0 < 15                         # no cluster, no fit
+
+
+@pytest.mark.parametrize("config, parts", [
+    ('{ nosie = 1 }', ["'nosie'", "unknown"]),
+    ('{ priors = { A = { sd_prior = { dist = "HalfNormal", kwargs = { sigma = -1 } } } } }',
+     ["priors.A.sd_prior.kwargs.sigma = -1; expected > 0"]),
+    ('{ noise = { sigma_scale = -2.0 } }', ["noise.sigma_scale = -2.0; expected > 0"]),
+    ('"bad.json"', ["priors.A.sd_prior.kwargs.sigma = -1; expected > 0"]),
+])
+def test_a_sweep_entry_with_a_bad_config_is_refused_when_read(tmp_path, tiny_csv, capsys,
+                                                              config, parts):
+    (tmp_path / "bad.json").write_text(json.dumps(NEG_SIGMA))
+    path = tmp_path / "s.toml"
+    path.write_text(f'[[fit]]\nname = "ok"\ndata = "{tiny_csv}"\n'
+                    f'[[fit]]\nname = "t"\ndata = "{tiny_csv}"\nconfig = {config}\n')
+    _refused(capsys, ["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "1"],
+             tmp_path / "out", f"{path}, fit entry 2, key 'config': ", *parts)
+
+
+def test_a_sweep_grid_of_a_bad_config_value_is_refused_when_read(tmp_path, tiny_csv, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(f'[[fit]]\nname = "t"\ndata = "{tiny_csv}"\n'
+                    '[fit.grid]\n"config.noise.sigma_scale" = [0.5, -1.0]\n')
+    _refused(capsys, ["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "1"],
+             tmp_path / "out", "fit entry 1, key 'config' (with grid.config.noise.sigma_scale = -1.0): ",
+             "noise.sigma_scale = -1.0; expected > 0")
+
+
+@pytest.mark.parametrize("config, parts", [
+    ({"sampler": {"target_accept": 1.5}},
+     ["sampler.target_accept = 1.5; expected a number strictly between 0 and 1"]),
+    (NEG_SIGMA, ["priors.A.sd_prior.kwargs.sigma = -1; expected > 0"]),
+    ({"nosie": 1}, ["'nosie'", "unknown"]),
+])
+@pytest.mark.parametrize("command", ["cv", "sbc"])
+def test_cv_and_sbc_with_a_bad_config_are_refused_before_dask(tmp_path, tiny_csv, capsys,
+                                                              command, config, parts):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(config))
+    out = tmp_path / "out"
+    args = ([str(tiny_csv), "--by", "schedule"] if command == "cv" else
+            ["--sims", "4", "--design", str(tiny_csv)])
+    _refused(capsys, [command, *args, "--law", "annealing", "--out", str(out), "--workers", "1",
+                      "--config", str(bad)], out, f"--config {bad}: annealing law config: ",
+             *parts)
