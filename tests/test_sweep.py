@@ -87,19 +87,22 @@ def test_a_grid_is_every_combination_with_its_own_name(tmp_path, tiny_csv):
 def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(tmp_path,
                                                                               tiny_csv):
     path = sweep_file(tmp_path, tiny_csv, [0, 1, 2])
-    with open(path, "a") as fh:     # a fit that fails at fit time: its config has a bad key
-        fh.write(f'\n[[fit]]\nname = "bad"\ndata = "{tiny_csv}"\nconfig = {{ nosie = 1 }}\n'
-                 f"{SAMPLER}\n")
+    bad = tmp_path / "bad.csv"
+    shutil.copy(tiny_csv, bad)
+    with open(path, "a") as fh:     # a fit that fails at fit time: its data file is broken
+        fh.write(f'\n[[fit]]\nname = "bad"\ndata = "{bad}"\nseed = 9\n{SAMPLER}\n')
+    specs = read_sweep(path)        # (a bad config is refused here, before any fit)
+    bad.write_text("run,step,lr\nnot,a,curve\n")    # after the sweep file was read
     out = tmp_path / "out"
     # the workers import PyTensor as they start, so they load this process's compiled code
     # (compiling it afresh in folders of their own was most of this test's two minutes on 2
     # cores; that each worker of the engine's cluster gets its own folder is the next test's)
     with dask.config.set({"distributed.worker.preload": ["pytensor"]}):
-        table = run_sweep(read_sweep(path), out, workers=2)
+        table = run_sweep(specs, out, workers=2)
     # (150 draws: too few for the ESS bar, so "diagnostics" is a finished fit too)
     finished = {"ok", "diagnostics"}
     assert set(table["status"].iloc[:3]) <= finished and table["status"].iloc[3] == "failed"
-    assert "nosie" in table["error"].iloc[3]
+    assert "bad.csv" in table["error"].iloc[3]
     # the worker cache: 3 same-shape fits on 2 workers, so at least one reused a compiled model
     assert (table["compiled"].iloc[:3] == False).sum() >= 1  # noqa: E712
     summary = pd.read_csv(out / "summary.csv")
@@ -107,7 +110,7 @@ def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(t
     assert same_draws(out / "tiny__seed1.nc", serial(tiny_csv, 1)) == 0.0
     # a rerun fits nothing (the failed fit is tried again and fails again)
     journal = (out / "journal.csv").read_text().splitlines()
-    again = run_sweep(read_sweep(path), out, workers=1)
+    again = run_sweep(specs, out, workers=1)
     assert list(again["status"]) == ["done", "done", "done", "failed"]
     assert len((out / "journal.csv").read_text().splitlines()) == len(journal) + 1
     # compare lines the sweep's finished fits up by name (the failed one is left out)
@@ -115,6 +118,7 @@ def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(t
     diff = pd.read_csv(tmp_path / "diff.csv")
     assert rc == 0 and {"tiny__seed1", "tiny__seed2"} <= set(diff["fit"])
     # an output of other inputs is never replaced without --force
+    shutil.copy(tiny_csv, bad)
     path.write_text(path.read_text().replace("seeds = [0, 1, 2]", "seeds = [0, 1, 2]\n"
                                              "options = { progress = true }"))
     with pytest.raises(SweepOutputError, match="holds the fit of other inputs"):

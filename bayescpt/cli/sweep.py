@@ -13,6 +13,7 @@ the summary table (``DIR/summary.csv``) is printed at the end. Exit 0 when every
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 from pathlib import Path
 
 from bayescpt.cli.common import (
@@ -26,6 +27,7 @@ from bayescpt.cli.common import (
     seed_int,
     str_list,
 )
+from bayescpt.core.config import ConfigError
 from bayescpt.core.plotting import plot_ranks
 from bayescpt.curves.data import decimate, read_curves
 from bayescpt.curves.laws import cli_options, law_names, option_groups
@@ -102,6 +104,18 @@ def _given(a) -> tuple[dict, dict]:
     return options, sampler
 
 
+@contextmanager
+def _config_named(path):
+    """A bad --config (refused by run_cv / run_sbc before they start: only the config raises
+    ConfigError) named by its file in the one error line."""
+    try:
+        yield
+    except ConfigError as err:
+        if path is None:
+            raise
+        raise ConfigError(f"--config {path}: {err}") from None
+
+
 def add_sbc(sub) -> None:
     p = sub.add_parser("sbc", help="simulation-based calibration of a law's default model, "
                        "fitted on Dask",
@@ -142,10 +156,11 @@ def cmd_sbc(a) -> int:
         raise ValueError(f"--design: the {a.law} law has no default design; give a curve "
                          "table whose runs, steps and learning rates to simulate on")
     options, sampler = _given(a)
-    res = run_sbc(design, a.out, a.law, sims=a.sims, options=options,
-                  config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
-                  ranks=a.ranks, bins=a.bins, workers=a.workers, scheduler=a.scheduler,
-                  force=a.force, say=(lambda msg: None) if a.quiet else say)
+    with _config_named(a.config):
+        res = run_sbc(design, a.out, a.law, sims=a.sims, options=options,
+                      config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
+                      ranks=a.ranks, bins=a.bins, workers=a.workers, scheduler=a.scheduler,
+                      force=a.force, say=(lambda msg: None) if a.quiet else say)
     t = res.tests
     print(f"SBC of the {a.law} law: {len(res.ranks)} simulations fitted, ranks 0-{res.ranks_max}, "
           f"{a.bins} bins")
@@ -205,10 +220,11 @@ def cmd_cv(a) -> int:
     if a.out.exists() and not a.out.is_dir():
         raise ValueError(f"--out {a.out}: not a folder")
     options, sampler = _given(a)
-    res = run_cv(a.data, a.out, a.law, by=a.by, train=a.train, options=options,
-                 config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
-                 prob=a.prob, workers=a.workers, scheduler=a.scheduler, force=a.force,
-                 say=(lambda msg: None) if a.quiet else say)
+    with _config_named(a.config):
+        res = run_cv(a.data, a.out, a.law, by=a.by, train=a.train, options=options,
+                     config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
+                     prob=a.prob, workers=a.workers, scheduler=a.scheduler, force=a.force,
+                     say=(lambda msg: None) if a.quiet else say)
     for note in res.notes:
         say(f"note: {note}")
     cols = ["fold", "group", "model_size", "points", "mean_rel_err", "worst_rel_err",

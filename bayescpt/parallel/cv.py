@@ -37,7 +37,7 @@ from bayescpt.curves.fit import Fit
 from bayescpt.curves.predict import predict_frame
 from bayescpt.curves.scores import score
 from bayescpt.parallel.engine import run_sweep
-from bayescpt.parallel.spec import FitSpec
+from bayescpt.parallel.spec import FitSpec, check_fit_config, fit_law_options
 
 GROUPINGS = ("schedule", "run", "model_size")
 
@@ -110,6 +110,10 @@ def run_cv(data, out_dir, law: str, by: str = "schedule", train: list[str] | Non
     df = read_curves(data)
     labels = group_labels(df, by)
     folds = make_folds(labels, by, train)
+    # the options and config as every fold's fit takes them: a bad one is refused here, before
+    # anything is written or Dask starts
+    check_fit_config("curves", law, fit_law_options("curves", law, dict(options or {}), df),
+                     dict(config or {}))
     (out_dir / "folds").mkdir(parents=True, exist_ok=True)
     specs, tests = [], {}
     for fold in folds:

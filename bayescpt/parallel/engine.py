@@ -25,6 +25,8 @@ from __future__ import annotations
 import csv
 import io
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -62,6 +64,28 @@ def compile_dir_plugin(base: str):
     return WorkerCompileDir()
 
 
+def local_worker_plugin():
+    """A Dask worker plugin for the workers of the sweep's own LocalCluster: the worker process
+    ignores SIGINT (a terminal's Ctrl-C goes to the whole process group; the sweep's own process
+    handles it and closes the cluster), and once it is closing its Dask logs are silenced (a
+    worker stopped mid-fit logs a failed heartbeat as its connections close)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class LocalWorker(WorkerPlugin):
+        name = "bayescpt-local-worker"
+
+        def setup(self, worker):
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+        def teardown(self, worker):
+            import logging
+
+            logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+    return LocalWorker()
+
+
 def plan_sweep(specs: list[FitSpec], out_dir: Path, force: bool = False):
     """(finished rows, specs to run): step 1 of the module doc."""
     done, todo, clash = [], [], []
@@ -83,18 +107,65 @@ def plan_sweep(specs: list[FitSpec], out_dir: Path, force: bool = False):
 
 
 def _client(workers: int | None, scheduler: str | None, compile_base: Path):
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if scheduler:
         client = Client(scheduler, timeout="30s")
-        cluster = None
-    else:
-        n = workers or max(1, os.cpu_count() or 1)
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", silence_logs=40)
-        client = Client(cluster)
-    client.register_plugin(compile_dir_plugin(str(compile_base)))
-    return client, cluster
+        client.register_plugin(compile_dir_plugin(str(compile_base)))
+        return client, None
+    return _local_client(workers or max(1, os.cpu_count() or 1), compile_base)
+
+
+def _local_client(n: int, compile_base: Path):
+    """A LocalCluster of ``n`` worker processes and its client, started so that a terminal's
+    Ctrl-C reaches this process alone. A terminal sends SIGINT to its whole process group, the
+    worker processes included; a worker that took it printed its own traceback (while importing)
+    and the cluster's close then an AssertionError one. So SIGINT is blocked in this thread
+    while the cluster starts: the threads the cluster starts inherit the block, and so do the
+    worker processes they spawn (a signal mask survives fork and exec; the standard library's
+    resource tracker is started the same way), which therefore never see a Ctrl-C; once up,
+    they ignore it (:func:`local_worker_plugin`). The resource tracker is started first: its
+    start unblocks SIGINT in the thread that starts it. A Ctrl-C that came while blocked is
+    delivered once it is unblocked here: the cluster is closed and KeyboardInterrupt raised.
+    This process alone handles Ctrl-C and closes the cluster."""
+    from multiprocessing import resource_tracker
+
+    from distributed import Client, LocalCluster
+
+    block = threading.current_thread() is threading.main_thread() and \
+        hasattr(signal, "pthread_sigmask")
+    if block:
+        resource_tracker.ensure_running()
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    cluster = client = None
+    try:
+        try:
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=40)
+            client = Client(cluster)
+            client.register_plugin(compile_dir_plugin(str(compile_base)))
+            client.register_plugin(local_worker_plugin())
+        finally:
+            if block:       # a Ctrl-C that came meanwhile raises here (or at the next line)
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        return client, cluster
+    except BaseException:
+        _close(client, cluster)
+        raise
+
+
+def _close(client, cluster) -> None:
+    """Close ``client`` and ``cluster`` (either may be None), once more if a second Ctrl-C
+    interrupted the first attempt."""
+    for _ in range(2):
+        try:
+            if client is not None:
+                client.close()
+            if cluster is not None:
+                cluster.close()
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def write_summary(out_dir: Path, rows: list[dict]) -> Path:
@@ -127,9 +198,9 @@ def run_sweep(specs: list[FitSpec], out_dir, workers: int | None = None,
     if todo:
         own = client is None
         cluster = None
-        if own:
-            client, cluster = _client(workers, scheduler, out_dir / ".compiledir")
         try:
+            if own:
+                client, cluster = _client(workers, scheduler, out_dir / ".compiledir")
             where = scheduler or f"a local cluster of {len(client.scheduler_info()['workers'])} " \
                                  "workers"
             say(f"sweep: running on {where}")
@@ -149,9 +220,7 @@ def run_sweep(specs: list[FitSpec], out_dir, workers: int | None = None,
                        f": {row['error']}"))
         finally:
             if own:
-                client.close()
-                if cluster is not None:
-                    cluster.close()
+                _close(client, cluster)
     write_summary(out_dir, list(rows.values()))
     return pd.DataFrame([rows[s.key] for s in specs], columns=list(ROW_KEYS))
 

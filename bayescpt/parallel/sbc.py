@@ -179,6 +179,9 @@ def run_sbc(design: pd.DataFrame, out_dir, law: str = "annealing", sims: int = 1
     if ranks < bins:
         raise ValueError(f"ranks={ranks} < bins={bins}")
     out_dir = Path(out_dir)
+    # the config as the simulations and fits take it: a bad one is refused here, before anything
+    # is written or Dask starts
+    make_config(get_law(law, **(options or {})), config)
     (out_dir / "sims").mkdir(parents=True, exist_ok=True)
     say(f"sbc: {sims} simulations from the prior of the {law} law's model")
     tables, truth, quantities = simulate_prior(design, law, options, config, sims, seed)

@@ -34,13 +34,18 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bayescpt.core.config import show
+from bayescpt.core.config import ConfigError, show
 from bayescpt.core.sampling import MAX_SEED, sampler_setting_problem
 from bayescpt.core.tables import data_hash
 from bayescpt.curves.data import read_curves
-from bayescpt.curves.laws import law_names
+from bayescpt.curves.hierarchy import make_config as curves_config
+from bayescpt.curves.laws import get_law, law_names
+from bayescpt.curves.laws.registry import resolve_law_options
+from bayescpt.curves.thinning import thin_long_curves
 from bayescpt.hparams.data import read_any_grid
+from bayescpt.hparams.model import make_config as hparams_config
 from bayescpt.mixture.data import read_mixture
+from bayescpt.mixture.model import make_config as mixture_config
 
 FAMILIES = ("curves", "hparams", "mixture")
 ENTRY_KEYS = {"name", "family", "data", "law", "options", "config", "sampler", "seed", "seeds",
@@ -194,7 +199,9 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
     if not isinstance(config, dict):
         raise SweepError(f"{_where(path, i, 'config')}: expected a table or a JSON file name")
     if str(data) not in hashes:
-        hashes[str(data)] = data_hash(read_table(family, data))
+        table = read_table(family, data)
+        hashes[str(data)] = (data_hash(table), table)
+    data_key, table = hashes[str(data)]
     grid = entry.get("grid", {})
     for k, v in grid.items():
         if not isinstance(v, list) or not v:
@@ -213,9 +220,22 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
         if isinstance(e["config"].get("sampler"), dict):
             _check_sampler(e["config"]["sampler"], _where(path, i), "config.sampler", grid,
                            known=False)
+        # the law's options and the config (priors, structure) as the fit will take them
+        try:
+            law_options = fit_law_options(family, law, e["options"], table)
+        except (ValueError, TypeError) as err:
+            raise SweepError(f"{_where(path, i, 'options')}: {err}") from None
+        try:
+            check_fit_config(family, law, law_options, e["config"])
+        except ConfigError as err:
+            given = [f"grid.{k} = {show(v)}" for k, v in zip(grid, combo)
+                     if k.startswith("config.")]
+            raise SweepError(f"{_where(path, i, 'config')}"
+                             + (f" (with {', '.join(given)})" if given else "")
+                             + f": {err}") from None
         for seed in seeds:
             name = "__".join([_safe(base), *label, f"seed{seed}"])
-            out.append(FitSpec(name, family, str(data), hashes[str(data)], law, e["options"],
+            out.append(FitSpec(name, family, str(data), data_key, law, e["options"],
                                e["config"], e["sampler"], int(seed)))
     return out
 
@@ -234,6 +254,28 @@ def _check_sampler(settings: dict, where: str, prefix: str, grid=(), known: bool
             key = f"{prefix}.{k}"
             key = f"grid.{key}" if key in grid else key
             raise SweepError(f"{where}, key {key!r}: {show(v)}; expected {problem}")
+
+
+def fit_law_options(family: str, law: str | None, options: dict, table) -> dict:
+    """The law options a fit of ``table`` takes (curves: the given ones checked, the rest
+    resolved from the table as :func:`bayescpt.parallel.tasks.fit_spec` resolves them; other
+    families: none). Raises ValueError for an option the law does not take."""
+    if family != "curves":
+        return {}
+    df, _ = thin_long_curves(table)
+    return resolve_law_options(law, df, options)
+
+
+def check_fit_config(family: str, law: str | None, law_options: dict, config: dict) -> None:
+    """Check ``config`` (priors, structure, sampler settings) as the fit of ``family`` (curves:
+    ``law`` with ``law_options``) will read it; raises the family's one-line ConfigError (key
+    path, value and what is expected), so that a bad config is refused before any fit starts."""
+    if family == "curves":
+        curves_config(get_law(law, **law_options), config)
+    elif family == "hparams":
+        hparams_config(config or None)
+    else:
+        mixture_config(config or None)
 
 
 def default_reader(family: str, path):
