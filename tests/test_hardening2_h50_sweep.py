@@ -148,3 +148,24 @@ def test_cv_and_sbc_with_a_bad_config_are_refused_before_dask(tmp_path, tiny_csv
     _refused(capsys, [command, *args, "--law", "annealing", "--out", str(out), "--workers", "1",
                       "--config", str(bad)], out, f"--config {bad}: annealing law config: ",
              *parts)
+
+
+def test_two_entries_with_the_same_inputs_are_refused_when_read(tmp_path):
+    """Two entries that differ only in name (or in the path of an identical data file) are one
+    fit: its key leaves names and paths out so that a moved file resumes. The second entry's
+    summary row overwrote the first's; now the file is refused naming both."""
+    from bayescpt.parallel.spec import SweepError, read_sweep
+
+    src = ROOT / "data" / "multipowerlaw.csv"
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(src.read_bytes())
+    path = tmp_path / "s.toml"
+    path.write_text(f'[[fit]]\nname = "a"\ndata = "{src}"\nseeds = [0]\n\n'
+                    f'[[fit]]\nname = "b"\ndata = "{copy}"\nseeds = [0]\n')
+    with pytest.raises(SweepError) as err:
+        read_sweep(path)
+    msg = str(err.value)
+    assert "\n" not in msg and "'a__seed0'" in msg and "'b__seed0'" in msg and "same inputs" in msg
+    path.write_text(f'[[fit]]\nname = "a"\ndata = "{src}"\nseeds = [0]\n\n'
+                    f'[[fit]]\nname = "b"\ndata = "{copy}"\nseeds = [1]\n')
+    assert len(read_sweep(path)) == 2

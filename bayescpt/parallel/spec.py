@@ -154,6 +154,15 @@ def read_sweep(path, read_table=None) -> list[FitSpec]:
     if dup:
         raise SweepError(f"{path}: fit names {dup} appear more than once; give entries their own "
                          "'name'")
+    # the same inputs under two names would be one fit (its key) whose summary row the second
+    # overwrites: refuse rather than lose a row
+    first: dict[str, str] = {}
+    for s in specs:
+        if s.key in first:
+            raise SweepError(f"{path}: fits {first[s.key]!r} and {s.name!r} have the same inputs "
+                             "(data, law, options, config, sampler settings and seed), so they "
+                             "are one fit; drop one or change what should differ")
+        first[s.key] = s.name
     return specs
 
 
