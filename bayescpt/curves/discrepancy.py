@@ -57,6 +57,11 @@ SCALE_FLOOR = 1e-6
 RUN_NOISE_LEVELS = 2.5e-5 * 2.0 ** np.arange(10)
 
 
+#: The most a prefix point's white-noise variance is scaled by Student-t noise
+#: (:meth:`Conditioner.student_t`): its sd at most 10 times the level's.
+MAX_NOISE_SCALE = 100.0
+
+
 @dataclass(frozen=True)
 class Discrepancy:
     """The smooth discrepancy of a run's log loss from the law, plus white noise (module doc).
@@ -177,13 +182,15 @@ class Conditioner:
         likelihood then replaces the Gaussian density of the white noise at its conditional
         mean e by the t density (``offset``: sum_i log t_nu(e_i; noise) - log N(e_i; 0,
         noise^2 / u_i), the same for every particle), so that noise levels compare as under t
-        noise. One factor still serves every particle: ``r`` is a representative residual (the
+        noise. A point's variance grows at most ``MAX_NOISE_SCALE`` times (its sd 10 times):
+        a prefix far off the fit everywhere stays evidence against it (a degenerate update,
+        tempered in the prefix forecast), not noise. One factor still serves every particle: ``r`` is a representative residual (the
         weighted mean of the particles'), the particles differ from it smoothly."""
         cd, r = self, np.asarray(r, dtype=float)
         s2 = max(self.noise ** 2, 1e-300)
         for _ in range(iters):
             e, v = cd._noise_part(r)
-            scales = (nu + (e ** 2 + v) / s2) / (nu + 1.0)
+            scales = np.minimum((nu + (e ** 2 + v) / s2) / (nu + 1.0), MAX_NOISE_SCALE)
             if np.allclose(scales, cd.scales, rtol=1e-3):
                 break
             try:
