@@ -178,12 +178,41 @@ def watch_growing_csv(tmp_path, plan, steps, loss, batches=6, *extra):
         writer.join()
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, pytest.param(3, marks=pytest.mark.xfail(
-    strict=True, reason="open (issue 50 item 6): the run of seed 3 is alerted at steps 20448 and "
-    "20576, just after its WSD decay starts at 20000, its losses 0.3 % above the forecast made "
-    "before them; the weights are healthy there (ESS ~4900 of 704000, not a degenerate update) "
-    "and smoothing the prefix's Student-t spikes (one of -8 sd at 20320) made it worse: the "
-    "prefix forecast's band in the decay is too narrow for the fit's own runs")), 4])
+def test_one_spike_of_the_fits_t_noise_is_read_as_noise_not_as_a_departure():
+    """The cause of the alerts on seed 3 below: the discrepancy model's white noise was Normal
+    while the fit's (and so a run drawn from it) is Student-t (nu 3), so one logged loss 8 noise
+    sds low, 320 steps into the WSD decay, was read as a smooth departure of the run that its
+    forecast carried on (the next losses forecast 0.27 % lower, the band only as wide as the
+    noise). With t noise (a scale mixture, EM weights) the spike is noise: the conditional mean
+    ahead moves by a fraction of it, and a prefix without a spike is forecast as before."""
+    from bayescpt.curves.data import schedules_of, validate_curves
+    from bayescpt.curves.discrepancy import Conditioner, Discrepancy, lr_drop
+
+    real = pd.read_csv(ROOT / "data" / "multipowerlaw.csv").query("run == @RUN")
+    sched = schedules_of(validate_curves(real.drop(columns=["loss"]).reset_index(drop=True),
+                                         need_loss=False))[RUN]
+    disc = Discrepancy.from_json(Fit.load(FIT).meta["discrepancy"]).for_size(1e8)
+    steps, ahead = np.arange(1024, 20321, 128), np.array([20448, 20576])
+    x, xt = np.log(steps.astype(float)), np.log(ahead.astype(float))
+    x0 = np.log(sched.warmup_steps)
+    c, ct = lr_drop(sched, steps, disc.lr_window), lr_drop(sched, ahead, disc.lr_window)
+    r = 3e-4 * np.random.default_rng(0).standard_t(3, len(steps))
+    r[-1] = spike = -0.0026                          # about -8 noise sds of the fit's t noise
+    calm = np.where(np.arange(len(r)) == len(r) - 1, 0.0, r)
+    for noise in (2e-4, 4e-4):                       # the run noise levels around the fit's
+        normal = Conditioner(disc, x, x0, c, noise=noise)
+        t = normal.student_t(r, 3.0)
+        assert normal.predict(xt, r[None], ct)[0].min() < 0.6 * spike     # today's pull
+        m, v = t.predict(xt, r[None], ct)
+        assert np.all(np.abs(m) < 0.25 * abs(spike)), m
+        assert np.all(np.sqrt(v) >= np.sqrt(normal.predict(xt, r[None], ct)[1])), v
+        assert t.scales[-1] > 5 and np.median(t.scales) < 1.5, t.scales
+        quiet = normal.student_t(calm, 3.0)
+        np.testing.assert_allclose(quiet.predict(xt, calm[None], ct)[0],
+                                   normal.predict(xt, calm[None], ct)[0], atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
 def test_a_run_drawn_from_the_fit_raises_no_alert_as_its_log_grows(plan, seed):
     """The acceptance of item 6: the watch over a run drawn from the fit's own posterior
     predictive (:func:`posterior_predictive_run`), its log read in 6 growing batches (the

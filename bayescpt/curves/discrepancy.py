@@ -28,7 +28,8 @@ its fitted parameters, :func:`training_residuals`): the stationary part (``scale
 ``early`` with the others fixed, then (a fit of several sizes, ``per_size``) each size's
 scale_N on that size's curves alone with everything else fixed. :class:`Conditioner` is the
 process at a prefix's steps: its Gaussian log likelihood of residuals and its conditional mean
-and variance at later steps (one Cholesky factor of K + noise^2 I for every particle). How prefix
+and variance at later steps (one Cholesky factor of K + noise^2 I for every particle; with
+Student-t white noise, :meth:`Conditioner.student_t`, K + noise^2 diag(1 / u)). How prefix
 forecasts use it: :mod:`bayescpt.curves.prefix`.
 """
 
@@ -39,7 +40,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, optimize
+from scipy import linalg, optimize, stats
 
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data import schedules_of
@@ -54,6 +55,11 @@ SCALE_FLOOR = 1e-6
 #: White-noise sds (ln loss) a run in progress may show, besides the fit's learned one: 0.0025 %
 #: to 1.28 % of the loss, a factor 2 apart (:meth:`Discrepancy.noise_levels`).
 RUN_NOISE_LEVELS = 2.5e-5 * 2.0 ** np.arange(10)
+
+
+#: The most a prefix point's white-noise variance is scaled by Student-t noise
+#: (:meth:`Conditioner.student_t`): its sd at most 10 times the level's.
+MAX_NOISE_SCALE = 100.0
 
 
 @dataclass(frozen=True)
@@ -140,23 +146,71 @@ def lr_drop(schedule, steps: np.ndarray, window: float) -> np.ndarray:
 class Conditioner:
     """The discrepancy's Gaussian process conditioned on a prefix at ln steps ``x`` (n,), the
     run's LR drops ``c`` there (or None), white noise of sd ``noise`` (None: the model's own):
-    one Cholesky factor shared by every particle (:mod:`bayescpt.curves.prefix`, module doc)."""
+    one Cholesky factor shared by every particle (:mod:`bayescpt.curves.prefix`, module doc).
+    ``scales`` (n,) multiply each point's noise variance (1: all alike); :meth:`student_t`
+    sets them for heavy-tailed white noise."""
 
     def __init__(self, disc: Discrepancy, x: np.ndarray, x0: float, c: np.ndarray | None = None,
-                 noise: float | None = None):
+                 noise: float | None = None, scales: np.ndarray | None = None):
         self.disc, self.x, self.x0, self.c = disc, x, x0, c
         self.noise = disc.noise if noise is None else float(noise)
+        self.scales = np.ones(len(x)) if scales is None else np.asarray(scales, dtype=float)
+        self.nu = None          # white noise Normal; Student-t with nu degrees (student_t)
+        self.offset = 0.0       # added to every log likelihood (student_t)
         K = disc.kernel(x, x, x0, c, c)
-        K[np.diag_indices_from(K)] += self.noise ** 2 + 1e-10 * disc.sd(x, x0, c) ** 2
+        K[np.diag_indices_from(K)] += self.noise ** 2 * self.scales \
+            + 1e-10 * disc.sd(x, x0, c) ** 2
         self.L = linalg.cholesky(K, lower=True)
         self.logdet = 2.0 * np.log(np.diag(self.L)).sum()
 
+    def _noise_part(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The white noise's conditional mean and variance at each prefix point given the
+        residual ``r`` (n,)."""
+        D = self.noise ** 2 * self.scales + 1e-300
+        e = D * linalg.cho_solve((self.L, True), r, check_finite=False)
+        Linv = linalg.solve_triangular(self.L, np.eye(len(r)), lower=True, check_finite=False)
+        return e, np.maximum(D - D ** 2 * np.einsum("ij,ij->j", Linv, Linv), 0.0)
+
+    def student_t(self, r: np.ndarray, nu: float, iters: int = 20) -> Conditioner:
+        """This process with Student-t white noise (``nu`` degrees of freedom, scale ``noise``)
+        instead of Normal, for a prefix whose residual is about ``r`` (n,).
+
+        The t noise of point i is a scale mixture, N(0, noise^2 / u_i) with u_i ~ Gamma(nu/2,
+        rate nu/2); u is set to its expectation given ``r`` by EM, u_i = (nu + 1) / (nu +
+        E[e_i^2 | r] / noise^2), so a spike (one logged loss many noise sds off) is read as
+        noise, not as a smooth departure of the run that its forecast would carry on. The log
+        likelihood then replaces the Gaussian density of the white noise at its conditional
+        mean e by the t density (``offset``: sum_i log t_nu(e_i; noise) - log N(e_i; 0,
+        noise^2 / u_i), the same for every particle), so that noise levels compare as under t
+        noise. A point's variance grows at most ``MAX_NOISE_SCALE`` times (its sd 10 times):
+        a prefix far off the fit everywhere stays evidence against it (a degenerate update,
+        tempered in the prefix forecast), not noise. One factor still serves every particle: ``r`` is a representative residual (the
+        weighted mean of the particles'), the particles differ from it smoothly."""
+        cd, r = self, np.asarray(r, dtype=float)
+        s2 = max(self.noise ** 2, 1e-300)
+        for _ in range(iters):
+            e, v = cd._noise_part(r)
+            scales = np.minimum((nu + (e ** 2 + v) / s2) / (nu + 1.0), MAX_NOISE_SCALE)
+            if np.allclose(scales, cd.scales, rtol=1e-3):
+                break
+            try:
+                cd = Conditioner(self.disc, self.x, self.x0, self.c, self.noise, scales)
+            except linalg.LinAlgError:
+                break
+        e, _ = cd._noise_part(r)
+        sd = np.sqrt(self.noise ** 2 * cd.scales + 1e-300)
+        cd.nu = float(nu)
+        cd.offset = float(np.sum(stats.t.logpdf(e / np.sqrt(s2), nu) - 0.5 * np.log(s2)
+                                 - stats.norm.logpdf(e / sd) + np.log(sd)))
+        return cd
+
     def loglik(self, R: np.ndarray) -> np.ndarray:
-        """Gaussian log likelihood of each particle's residuals ``R`` (P, n): shape (P,)."""
+        """Gaussian log likelihood of each particle's residuals ``R`` (P, n) (plus ``offset``):
+        shape (P,)."""
         Z = linalg.solve_triangular(self.L, R.T, lower=True, check_finite=False)
         n = len(self.x)
         return (-0.5 * np.einsum("ij,ij->j", Z, Z) - 0.5 * self.logdet
-                - 0.5 * n * np.log(2 * np.pi))
+                - 0.5 * n * np.log(2 * np.pi) + self.offset)
 
     def predict(self, xt: np.ndarray, R: np.ndarray,
                 ct: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

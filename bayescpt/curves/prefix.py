@@ -37,12 +37,19 @@ decides the level: white noise does not shrink between close evaluations, the OU
 Without this, a run noisier than the training curves reads its last few noisy losses as a
 departure that persists, and its 99 % band at the next evaluation is as narrow as the OU
 increment (a watch false alarm; measured in ``benchmarks/RESULTS.md``, 'Runs in progress').
+**Heavy-tailed noise.** When the fit's noise is Student-t (``noise.family``, ``nu``), so is the
+run's white noise: e_i ~ t_nu(0, noise_j), a scale mixture N(0, noise_j^2 / u_i) whose u_i are set
+by EM from the particles' weighted mean residual (:meth:`Conditioner.student_t`; the factor stays
+shared), and the forecast's fresh noise z' is t_nu. Otherwise one spike of that noise (a logged
+loss 8 noise sds off, as the fit's own t noise draws now and then) is read as a smooth departure
+that the forecast carries on with a band as narrow as the noise: a watch false alarm (issue 50).
 **Forecast** at steps s_t (x_t = ln s_t) for particle k: the law curve times the discrepancy's
 conditional given the prefix residual, plus fresh noise::
 
     d(x_t) | r_k ~ N(m_kt, v_t),    m_kt = k(x_t, x)' Sigma_j^-1 r_k,
                                     v_t = sd(x_t)^2 - k(x_t, x)' Sigma_j^-1 k(x, x_t)
     curve_kt = mu_k(s_t) exp(m_kt + sqrt(v_t) z),  y_kt = curve_kt exp(noise_j z'),  z, z' ~ N(0, 1)
+    (z' ~ t_nu with the fit's Student-t noise; Sigma_j's diagonal then noise_j^2 / u_i)
 
 so the last residual decays into the future over ``length`` (in ln step) and its conditional
 variance widens the band back to the stationary sd(x_t). ``mean`` is sum_k w_k mu_k exp(m_k);
@@ -310,6 +317,8 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
             x, x0 = np.log(steps.astype(float)), np.log(max(schedule.warmup_steps, 1))
             c = lr_drop(schedule, steps, disc.lr_window)
             conds = [Conditioner(disc, x, x0, c, noise=s) for s in disc.noise_levels()]
+    noise = fit.config["noise"]
+    nu = noise.get("nu", 5.0) if noise["family"] == "studentt" else None
     done = 0
     while True:
         batch = [parameter_draws(fit, vs, size, rng) for _ in range(n_dev)]
@@ -322,6 +331,12 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
             R = _residuals(fit, theta, X_obs, loss)
             if not lls_resid:           # the prior's particles (equal weights): their curves
                 lls_resid.append(np.log(np.maximum(curve_draws(fit, theta, X_obs), 1e-6)))
+            if conds is not None and nu is not None and not lls:
+                # the fit's Student-t noise: each level's EM noise scales, from the residual of
+                # the particles weighted as under Normal noise (Conditioner.student_t)
+                w0 = _normalise(np.column_stack([cd.loglik(R) for cd in conds]).ravel())
+                rbar = w0.reshape(R.shape[0], -1).sum(axis=1) @ R
+                conds = [cd.student_t(rbar, nu) for cd in conds]
             lls.append(temper * (_iid_loglik(fit, R, theta["_sigma"])[:, None] if conds is None
                                  else np.column_stack([cd.loglik(R) for cd in conds])))
         w = _normalise(np.concatenate(lls).ravel())
@@ -428,7 +443,9 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
             mean_curve = curves * np.exp(m)
             curves = mean_curve * np.exp(sd * rng.standard_normal(curves.shape))
             noise_k = np.array([cd.noise for cd in part.conds])[level][:, None]
-            y_rep = curves * np.exp(noise_k * rng.standard_normal(curves.shape))
+            nu = part.conds[0].nu           # the white noise's law: the fit's Student-t or Normal
+            y_rep = curves * np.exp(noise_k * (rng.standard_normal(curves.shape) if nu is None
+                                               else rng.standard_t(nu, curves.shape)))
         res = g.copy()
         res["mean"] = wk @ mean_curve
         res["median"] = weighted_quantiles(curves, wk, [0.5])[0]
