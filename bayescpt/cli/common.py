@@ -33,8 +33,28 @@ EXIT_INTERRUPTED = 130   # 128 + SIGINT, as shells report a command stopped by C
 EXIT_PIPE = 141          # 128 + SIGPIPE: the reader of stdout went away (``| head``)
 
 
+#: warning lines about the inputs a command uses (a fit that failed its diagnostics), held back
+#: until the command goes on past reading its inputs: printed before its next status line or at
+#: its end, dropped when it stops on bad input (whose one line is then the only one)
+_PENDING: list[str] = []
+
+
+def warn_later(msg: str) -> None:
+    """Hold ``warning: msg`` back until the command's next status line (see ``_PENDING``)."""
+    _PENDING.append(msg)
+
+
+def flush_pending(drop: bool = False) -> None:
+    """Print (or with ``drop`` forget) the held-back warning lines."""
+    while _PENDING:
+        msg = _PENDING.pop(0)
+        if not drop:
+            print(f"warning: {msg}", file=sys.stderr, flush=True)
+
+
 def say(msg: str) -> None:
     """A progress or status line, on stderr (stdout holds the results)."""
+    flush_pending()
     print(msg, file=sys.stderr, flush=True)
 
 
@@ -390,11 +410,12 @@ def failed_fit_line(fit, path) -> str | None:
 def load_fit_checked(path, cls=FitBase, law=None):
     """The fit file ``path`` read as ``cls`` (FitBase: the class registered for its law; ``law``
     the accepted law names, see :meth:`FitBase.load`) for a command that uses it: when the fit
-    failed its diagnostics, one warning line on stderr says so (:func:`failed_fit_line`)."""
+    failed its diagnostics, one warning line on stderr says so (:func:`failed_fit_line`), once the
+    command has read its other inputs (:func:`warn_later`)."""
     fit = cls.load(path, law)
     line = failed_fit_line(fit, path)
     if line is not None:
-        say(f"warning: {line}")
+        warn_later(line)
     return fit
 
 

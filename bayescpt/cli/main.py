@@ -30,6 +30,7 @@ from bayescpt.cli.common import (
     EXIT_PIPE,
     Interrupted,
     allow_negative_numbers,
+    flush_pending,
     sampler_args,
 )
 from bayescpt.core.tables import DataError, DataWarning
@@ -77,12 +78,15 @@ def main(argv=None) -> int:
             warnings.showwarning = _show_warning
             warnings.simplefilter("always", DataWarning)
             code = COMMANDS[args.command](args)
+        flush_pending()
         sys.stdout.flush()      # a closed pipe shows here, not at exit
         return code
     except (DataError, FitError, FileExistsError, ValueError) as err:
+        flush_pending(drop=True)        # bad input: its one line is the answer
         print(f"bayescpt: error: {err}", file=sys.stderr)
         return EXIT_INPUT
     except Interrupted as err:
+        flush_pending(drop=True)
         print(f"bayescpt: {err}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
@@ -92,6 +96,7 @@ def main(argv=None) -> int:
         _silence_stdout()
         return EXIT_PIPE
     except OSError as err:     # a file the system refused (permissions, a folder, disk full)
+        flush_pending(drop=True)
         where = f"{err.filename}: " if err.filename else ""
         print(f"bayescpt: error: {where}{err.strerror or err}", file=sys.stderr)
         return EXIT_INPUT
@@ -120,6 +125,7 @@ _SHOW = warnings.showwarning
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     """Data warnings as one ``bayescpt: warning: ...`` line; others as Python shows them."""
     if issubclass(category, DataWarning):
+        flush_pending()
         print(f"bayescpt: warning: {message}", file=sys.stderr, flush=True)
     else:
         _SHOW(message, category, filename, lineno, file, line)
