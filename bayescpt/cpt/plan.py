@@ -149,7 +149,9 @@ def memory_estimate(pt: S.Schedule, plans: pd.DataFrame, n_draws: int, points: i
         "schedule": longest * SCHEDULE_BYTES_PER_STEP,
         "designs": n_plans * points * 8 * 16 * 2,     # ~8 features per role, two roles, stacked
         "outcomes": n_plans * int(n_draws) * 8 * OUTCOME_ARRAYS,
-        "chunk": max(chunk_elements, int(n_draws) * points) * 8 * CHUNK_ARRAYS,
+        # a chunk is a whole number of plans, at least one, at most all of them (evaluate's step)
+        "chunk": (max(1, min(n_plans, chunk_elements // max(int(n_draws) * points, 1)))
+                  * int(n_draws) * points * 8 * CHUNK_ARRAYS),
     }
     worst = max(parts, key=parts.get)
     longest_cpt = int(plans["steps"].max()) if n_plans else 0
