@@ -28,7 +28,7 @@ import copy
 import math
 import numbers
 
-from bayescpt.core.sampling import DEFAULT_SAMPLER_SETTINGS, plain, sampler_setting_problem
+from bayescpt.core.sampler_settings import DEFAULT_SAMPLER_SETTINGS, plain, sampler_setting_problem
 
 #: what a config's "sampler" entry may hold (the package defaults, plus the sampler's name)
 SAMPLER_SCHEMA = dict(DEFAULT_SAMPLER_SETTINGS, sampler="auto")

@@ -29,103 +29,27 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import numbers
 import os
 import warnings
 
 from bayescpt.core.chains import DEFAULT_MAX_DEPTH, drop_stuck_chains
-from bayescpt.core.init import INITS, model_starts
+from bayescpt.core.init import model_starts
 from bayescpt.core.jax_nuts import jax_precision, sample_jax
 from bayescpt.core.mixing import run_longer
-
-SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
+from bayescpt.core.sampler_settings import (  # noqa: F401 - importable from here as before
+    DEFAULT_SAMPLER_SETTINGS,
+    MAX_SEED,
+    MAX_TREE_DEPTH,
+    SAMPLER_RULES,
+    SAMPLERS,
+    check_sampler_settings,
+    plain,
+    sampler_setting_problem,
+)
 
 #: the pointwise log likelihood (chains x draws x observed points, float64) is stored only up to
 #: this size: 4 x 1000 draws of 1e6 points would be 32 GB, more than the fit itself needs
 LOGLIK_MAX_BYTES = 2 * 2 ** 30
-DEFAULT_SAMPLER_SETTINGS = {"chains": 4, "draws": 1000, "tune": 1000, "target_accept": 0.95,
-                            "seed": 0, "low_rank": True, "max_tree_depth": None,
-                            "drop_stuck_chains": False, "init": "map", "extend": None,
-                            "tune_jitter": None}
-
-#: the largest seed: every sampler takes it (nutpie's and NumPy's seeds are unsigned 64-bit,
-#: JAX's PRNGKey signed 64-bit), and it is the conventional 32-bit seed range
-MAX_SEED = 2 ** 32 - 1
-#: the deepest tree cap accepted (2^30 leapfrog steps per draw: far beyond any useful fit)
-MAX_TREE_DEPTH = 30
-
-
-def _whole(lo, hi=None, none: str | None = None):
-    """A rule: a whole number in [lo, hi] (None allowed when ``none`` says what it means)."""
-    what = f"a whole number from {lo} to {hi}" if hi is not None else f"a whole number >= {lo}"
-    if none:
-        what = f"None ({none}) or {what}"
-
-    def ok(v):
-        if v is None:
-            return none is not None
-        if isinstance(v, bool) or not isinstance(v, numbers.Number):
-            return False
-        try:
-            if float(v) != int(v):
-                return False
-        except (OverflowError, ValueError):
-            return False
-        return int(v) >= lo and (hi is None or int(v) <= hi)
-    return ok, what
-
-
-#: what each sampler setting may be: (test, what is expected); checked where a config or a sweep
-#: is read (:func:`sampler_setting_problem`), before anything is compiled
-SAMPLER_RULES = {
-    "chains": _whole(1),
-    "draws": _whole(1),
-    "tune": _whole(0),
-    "target_accept": (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool)
-                      and 0 < v < 1, "a number strictly between 0 and 1"),
-    "seed": _whole(0, MAX_SEED),
-    "low_rank": (lambda v: isinstance(v, bool), "true or false"),
-    "max_tree_depth": _whole(1, MAX_TREE_DEPTH, none="each sampler's default, 10"),
-    "drop_stuck_chains": (lambda v: isinstance(v, bool), "true or false"),
-    "init": (lambda v: v in INITS, f"one of {', '.join(INITS)}"),
-    "extend": _whole(1, none="auto"),
-    "tune_jitter": _whole(0, none="the same as tune"),
-    "sampler": (lambda v: v == "auto" or v in SAMPLERS, f"one of {', '.join(SAMPLERS)} or auto"),
-}
-
-
-def plain(value):
-    """``value`` with NumPy scalars and arrays as plain Python numbers and lists (messages show
-    ``-1.0``, not ``np.float64(-1.0)``)."""
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return plain(value.tolist())
-    return value
-
-
-def sampler_setting_problem(key: str, value) -> str | None:
-    """None when ``value`` is a valid value of the sampler setting ``key``; else what is
-    expected (for a message naming the key and value). Unknown keys: None (checked elsewhere)."""
-    rule = SAMPLER_RULES.get(key)
-    if rule is None or rule[0](value):
-        return None
-    return rule[1]
-
-
-def check_sampler_settings(s: dict, where: str = "sampler setting") -> dict:
-    """``s`` checked setting by setting (:data:`SAMPLER_RULES`): a ValueError naming the first
-    bad one (``{where} KEY = VALUE; expected ...``); whole numbers given as floats become ints."""
-    for key, value in list(s.items()):
-        problem = sampler_setting_problem(key, value)
-        if problem:
-            raise ValueError(f"{where} {key} = {plain(value)!r}; expected {problem}")
-        if key in ("chains", "draws", "tune", "seed", "max_tree_depth", "extend",
-                   "tune_jitter") and value is not None:
-            s[key] = int(value)
-    return s
 
 
 @contextlib.contextmanager

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
-import resource
 import time
 from dataclasses import dataclass
 
@@ -36,14 +34,13 @@ import pandas as pd
 
 from bayescpt.core import schedules as S
 from bayescpt.core.tables import DataError
+from bayescpt.cpt.plan_memory import (  # noqa: F401 - importable from here as before
+    available_memory,
+    check_memory,
+    memory_estimate,
+)
 from bayescpt.cpt.rows import loss_potential
 from bayescpt.curves.data import schedules_of
-from bayescpt.curves.extrapolation import (
-    QUANTITIES,
-    check_extrapolation,
-    range_of_fit,
-    unknown_note,
-)
 from bayescpt.curves.predict import parameter_draws
 from bayescpt.hparams.predict import predict_optimum
 from bayescpt.mixture.decide import feasibility
@@ -125,87 +122,6 @@ def plan_schedule(pt: S.Schedule, plan) -> S.Schedule:
         raise DataError(f"transfer step {t} is outside the PT schedule (1..{pt.total_steps})")
     head = S.Schedule(pt.lr[:t + 1], min(pt.warmup_steps, t), f"pt@{t}")
     return head.then(cpt_segment(plan, float(head.lr[-1])))
-
-
-#: bytes per step of a plan's whole schedule while its design is built (the learning rates, the
-#: areas S1 and S2 and their temporaries; measured with tracemalloc: 6 float64 arrays)
-SCHEDULE_BYTES_PER_STEP = 6 * 8
-#: float64 arrays of (draws, plans) alive at once: the five outcomes, and decide's quantiles
-OUTCOME_ARRAYS = 8
-#: float64 arrays of one evaluation chunk alive at once (the law's element-wise temporaries)
-CHUNK_ARRAYS = 12
-
-
-def memory_estimate(pt: S.Schedule, plans: pd.DataFrame, n_draws: int, points: int = 48,
-                    chunk_elements: int = 1_000_000) -> dict:
-    """What evaluating ``plans`` from ``pt`` will hold in memory at most, in bytes, by part:
-    ``schedule`` (the longest plan's whole schedule, built one plan at a time), ``designs``
-    (every plan's design at ``points`` steps), ``outcomes`` (per draw and plan), ``chunk``
-    (one evaluation chunk); ``total``; ``option``: the command-line option that reduces the
-    largest part."""
-    n_plans = len(plans)
-    longest = int((plans["transfer"] + plans["steps"]).max()) + 1 if n_plans else 0
-    parts = {
-        "schedule": longest * SCHEDULE_BYTES_PER_STEP,
-        "designs": n_plans * points * 8 * 16 * 2,     # ~8 features per role, two roles, stacked
-        "outcomes": n_plans * int(n_draws) * 8 * OUTCOME_ARRAYS,
-        # a chunk is a whole number of plans, at least one, at most all of them (evaluate's step)
-        "chunk": (max(1, min(n_plans, chunk_elements // max(int(n_draws) * points, 1)))
-                  * int(n_draws) * points * 8 * CHUNK_ARRAYS),
-    }
-    worst = max(parts, key=parts.get)
-    longest_cpt = int(plans["steps"].max()) if n_plans else 0
-    option = {"schedule": "--steps" if longest_cpt >= longest / 2 else "--transfers",
-              "designs": "--points or the number of plans",
-              "outcomes": "the number of plans (fewer values in --transfers, --shapes, "
-                          "--peak-lrs, --steps, --decay-fracs, --replay-ratios)",
-              "chunk": "--points"}[worst]
-    return dict(parts, total=sum(parts.values()), largest=worst, option=option,
-                longest_steps=longest - 1, plans=n_plans, draws=int(n_draws))
-
-
-def available_memory() -> int | None:
-    """Bytes this process may still allocate: the memory the system has available (Linux's
-    MemAvailable, else free pages), or the address-space limit (``ulimit -v``) when lower; None
-    when unknown."""
-    avail = None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    if avail is None:
-        try:
-            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            avail = None
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
-        avail = soft if avail is None else min(avail, soft)
-    return avail
-
-
-def check_memory(fit, pt: S.Schedule, plans: pd.DataFrame, points: int = 48,
-                 chunk_elements: int = 1_000_000, limit: int | None = None) -> dict:
-    """Refuse (DataError, one line: the estimate, the limit and the option to reduce) a plan
-    grid whose evaluation would not fit in memory (:func:`memory_estimate` against ``limit``,
-    default :func:`available_memory`), before anything is allocated. Returns the estimate."""
-    post = fit.idata.posterior
-    est = memory_estimate(pt, plans, post.sizes["chain"] * post.sizes["draw"], points,
-                          chunk_elements)
-    limit = available_memory() if limit is None else limit
-    if limit is not None and est["total"] > limit:
-        what = {"schedule": f"the longest plan's schedule, {est['longest_steps']:,} steps",
-                "designs": f"{est['plans']:,} plans x {points} points",
-                "outcomes": f"{est['plans']:,} plans x {est['draws']:,} posterior draws",
-                "chunk": f"{est['draws']:,} draws x {points} points"}[est["largest"]]
-        raise DataError(f"the plan grid needs about {est['total'] / 1e9:.3g} GB of memory "
-                        f"(mostly {what}), more than the {limit / 1e9:.3g} GB available: "
-                        f"reduce {est['option']}")
-    return est
 
 
 def designs(fit, pt: S.Schedule, plans: pd.DataFrame, points: int = 48) -> dict:
@@ -394,65 +310,6 @@ def write_plans(table: pd.DataFrame, path) -> None:
     """One row per plan: its decisions and outcomes (:data:`OUTCOMES`), as CSV."""
     cols = [c for c in DECISIONS + OUTCOMES if c in table.columns]
     table[cols].to_csv(path, index=False, float_format="%.6g")
-
-
-#: the plan settings that set each extrapolated quantity of a plan's whole run (lr: its peak LR,
-#: unless the PT schedule's own peak is higher; steps: transfer + CPT steps); a line per value
-_SET_BY = {"lr": ("peak_lr",), "steps": ("transfer", "steps")}
-
-
-def plan_extrapolation(fit, pt: S.Schedule, plans: pd.DataFrame, model_size=None):
-    """Where the plans leave the fit's training range (:mod:`bayescpt.curves.extrapolation`,
-    the check ``predict`` makes), each plan judged on its whole run (PT to the transfer step, then
-    its CPT schedule), as ``predict`` would judge that run.
-
-    Returns ``(column, lines, note)``: ``column`` one text per plan (None inside the range),
-    naming each quantity outside it; ``lines`` the ExtrapolationWarnings to print, one per plan
-    setting that leaves the range (per peak LR; per transfer step and CPT length), one for the
-    forward area S1 and for the model size (the furthest plan), each labelled by the settings
-    and how many plans share them; ``note`` the :func:`unknown_note` of the fit (None when it
-    records its whole range)."""
-    trained = range_of_fit(fit)
-    per_plan = []
-    for _, p in plans.iterrows():
-        full = plan_schedule(pt, p)
-        row = {"run": ["plan"], "step": [full.total_steps]}
-        if model_size is not None:
-            row["model_size"] = [float(model_size)]
-        per_plan.append(check_extrapolation(trained, pd.DataFrame(row), {"plan": full}))
-    column = ["; ".join(w.short() for w in found) or None for found in per_plan]
-    n = len(plans)
-    groups: dict = {}
-    for i, found in enumerate(per_plan):
-        p = plans.iloc[i]
-        for w in found:
-            if w.quantity == "lr" and p["peak_lr"] < w.value * (1 - 1e-9):
-                key = ("lr", "pt")               # the PT schedule's own peak LR
-            else:
-                key = (w.quantity,) + tuple(p[c] for c in _SET_BY.get(w.quantity, ()))
-            groups.setdefault(key, []).append((i, w))
-    lines = []
-    for key, hits in groups.items():
-        i, worst = max(hits, key=lambda h: h[1].factor)
-        p = plans.iloc[i]
-        share = f"{len(hits)} of {n} plans"
-        if key == ("lr", "pt"):
-            label = f"the PT schedule --pt up to its transfer step ({share})"
-        elif key[0] == "lr":
-            label = f"plans with peak LR {p['peak_lr']:g} ({share})"
-        elif key[0] == "steps":
-            label = (f"plans of {int(p['steps'])} CPT steps from PT step {int(p['transfer'])} "
-                     f"({share})")
-        elif key[0] == "model_size":
-            label = f"plans at --model-size {float(model_size):g} ({share})"
-        else:
-            label = (f"the plans' whole runs ({share}; the furthest: {p['shape']}, peak LR "
-                     f"{p['peak_lr']:g}, {int(p['steps'])} CPT steps from PT step "
-                     f"{int(p['transfer'])})")
-        lines.append(worst.relabelled(label))
-    order = list(QUANTITIES)
-    lines.sort(key=lambda w: (order.index(w.quantity), w.label))
-    return column, lines, unknown_note(trained)
 
 
 def pareto_mask(domain_mean: np.ndarray, p_ok: np.ndarray) -> np.ndarray:

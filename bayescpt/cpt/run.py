@@ -30,9 +30,9 @@ from bayescpt.cpt.plan import (
     evaluate,
     hparams_check,
     mixture_check,
-    plan_extrapolation,
     plan_grid,
 )
+from bayescpt.cpt.plan_range import plan_extrapolation
 from bayescpt.hparams.predict import predict_optimum
 
 #: the plan table's columns shown on the Pareto front (the optional ones where present)
@@ -55,7 +55,7 @@ class PlanResult:
     ``infeasible``: why no plan was chosen and what to relax (None when one was);
     ``warnings``: the hparams prediction's warnings; ``extrapolation``: where the plans leave
     the cpt fit's training range, one ExtrapolationWarning per plan setting that does
-    (:func:`~bayescpt.cpt.plan.plan_extrapolation`; the table's ``extrapolation`` column names
+    (:func:`~bayescpt.cpt.plan_range.plan_extrapolation`; the table's ``extrapolation`` column names
     them per plan), and ``range_note`` the part of that range the fit file does not record
     (None when it records all)."""
 

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bayescpt.core.config import ConfigError, show
-from bayescpt.core.sampling import MAX_SEED, sampler_setting_problem
+from bayescpt.core.sampler_settings import MAX_SEED, sampler_setting_problem
 from bayescpt.core.tables import data_hash
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.hierarchy import make_config as curves_config
