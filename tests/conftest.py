@@ -79,3 +79,34 @@ def cpt_cli_fit(tmp_path_factory):
                "--draws", "1000", "--tune", "1000", "--chains", "2", "--seed", "1", "--quiet"])
     assert rc == 0
     return d, truth
+
+
+# ---- shared by the sweep and config tests: one run of ``small_curves`` (3 curves at 100M)
+@pytest.fixture(scope="module")
+def tiny_csv(tmp_path_factory, small_curves):
+    df = small_curves[0]
+    path = tmp_path_factory.mktemp("sweepdata") / "tiny.csv"
+    df[df["run"].str.startswith("100M/")].to_csv(path, index=False)
+    return path
+
+
+# ---- shared by the watch tests: a run the annealing reference fit has not seen
+WATCH_FIT = ROOT / "models" / "annealing_multipowerlaw.nc"
+WATCH_RUN = "100M/wsd_20000_24000"
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory):
+    """The planned run (its schedule as a CSV) and the fit's mean course at its evaluations."""
+    import pandas as pd
+
+    from bayescpt.curves.fit import Fit
+    from bayescpt.curves.predict import predict_frame
+
+    df = pd.read_csv(ROOT / "data" / "multipowerlaw.csv")
+    sched = df[df["run"] == WATCH_RUN].drop(columns=["loss"]).reset_index(drop=True)
+    path = tmp_path_factory.mktemp("plan") / "plan.csv"
+    sched.to_csv(path, index=False)
+    course = predict_frame(Fit.load(WATCH_FIT), sched, prob=0.9, seed=0)
+    course = course[course["mean"].notna()][["step", "mean"]].reset_index(drop=True)
+    return path, course

@@ -29,12 +29,7 @@ LAW = get_law("annealing")
 NEG_SIGMA = {"priors": {"A": {"sd_prior": {"dist": "HalfNormal", "kwargs": {"sigma": -1}}}}}
 
 
-@pytest.fixture(scope="module")
-def tiny_csv(tmp_path_factory, small_curves):
-    df = small_curves[0]
-    path = tmp_path_factory.mktemp("h50cfg") / "tiny.csv"
-    df[df["run"].str.startswith("100M/")].to_csv(path, index=False)
-    return path
+
 
 
 # -- item 8: sampler settings in range -------------------------------------------------------

@@ -20,12 +20,7 @@ from bayescpt.cli.main import main
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
-@pytest.fixture(scope="module")
-def tiny_csv(tmp_path_factory, small_curves):
-    df = small_curves[0]
-    path = tmp_path_factory.mktemp("sweepdata") / "tiny.csv"
-    df[df["run"].str.startswith("100M/")].to_csv(path, index=False)
-    return path
+
 
 
 # ---- item 14b: Ctrl-C on sweep: one line, exit 130 -------------------------------------------

@@ -13,23 +13,10 @@ import pytest
 
 from bayescpt.cli.main import main
 from bayescpt.curves.fit import Fit
-from bayescpt.curves.predict import predict_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 FIT = ROOT / "models" / "annealing_multipowerlaw.nc"
 RUN = "100M/wsd_20000_24000"
-
-
-@pytest.fixture(scope="module")
-def plan(tmp_path_factory):
-    """The planned run (its schedule as a CSV) and the fit's mean course at its evaluations."""
-    df = pd.read_csv(ROOT / "data" / "multipowerlaw.csv")
-    sched = df[df["run"] == RUN].drop(columns=["loss"]).reset_index(drop=True)
-    path = tmp_path_factory.mktemp("plan") / "plan.csv"
-    sched.to_csv(path, index=False)
-    course = predict_frame(Fit.load(FIT), sched, prob=0.9, seed=0)
-    course = course[course["mean"].notna()][["step", "mean"]].reset_index(drop=True)
-    return path, course
 
 
 def write_csv_log(path, steps, losses):

@@ -27,12 +27,7 @@ SAMPLER = 'sampler = { chains = 2, draws = 150, tune = 150 }'
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture(scope="module")
-def tiny_csv(tmp_path_factory, small_curves):
-    df = small_curves[0]
-    path = tmp_path_factory.mktemp("sweepdata") / "tiny.csv"
-    df[df["run"].str.startswith("100M/")].to_csv(path, index=False)
-    return path
+
 
 
 def sweep_file(folder: Path, data: Path, seeds, extra: str = "") -> Path:
