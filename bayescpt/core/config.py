@@ -28,7 +28,11 @@ import copy
 import math
 import numbers
 
-from bayescpt.core.sampler_settings import DEFAULT_SAMPLER_SETTINGS, plain, sampler_setting_problem
+from bayescpt.core.sampler_settings import (
+    DEFAULT_SAMPLER_SETTINGS,
+    sampler_setting_problem,
+)
+from bayescpt.core.tables import shown
 
 #: what a config's "sampler" entry may hold (the package defaults, plus the sampler's name)
 SAMPLER_SCHEMA = dict(DEFAULT_SAMPLER_SETTINGS, sampler="auto")
@@ -78,7 +82,7 @@ def check_config(override: dict | None, defaults: dict, where: str, *, choices: 
     for key, value in given.items():
         problem = sampler_setting_problem(key, value)
         if problem:
-            raise ConfigError(f"{where}: sampler.{key} = {show(value)}; expected {problem}")
+            raise ConfigError(f"{where}: sampler.{key} = {shown(value)}; expected {problem}")
     _check_numbers(override, "", where, ranges or {}, set(open_keys))
     out = merge_config(defaults, override)
     if "tune" in given and "tune_jitter" not in given and isinstance(out.get("sampler"), dict):
@@ -86,14 +90,9 @@ def check_config(override: dict | None, defaults: dict, where: str, *, choices: 
     for path, allowed in (choices or {}).items():
         value = _get(out, path)
         if value not in allowed:
-            raise ConfigError(f"{where}: {path} = {show(value)}; expected one of "
+            raise ConfigError(f"{where}: {path} = {shown(value)}; expected one of "
                               f"{', '.join(repr(a) for a in allowed)}")
     return out
-
-
-def show(value) -> str:
-    """``value`` as a message shows it: its repr, NumPy numbers as plain ones."""
-    return repr(plain(value))
 
 
 def _matches(pattern: str, parts: list[str]) -> bool:
@@ -117,13 +116,13 @@ def _check_numbers(value, path, where, ranges, open_keys, parts=()):
         except (TypeError, ValueError, OverflowError):
             x = math.inf
         if not math.isfinite(x) or abs(x) > MAX_MAGNITUDE:
-            raise ConfigError(f"{where}: {path} = {show(value)}; expected a finite number of "
+            raise ConfigError(f"{where}: {path} = {shown(value)}; expected a finite number of "
                               f"magnitude at most {MAX_MAGNITUDE:g}")
         for pattern, rule in ranges.items():
             if _matches(pattern, list(parts)):
                 ok, what = RANGE_RULES[rule]
                 if not ok(x):
-                    raise ConfigError(f"{where}: {path} = {show(value)}; expected {what}")
+                    raise ConfigError(f"{where}: {path} = {shown(value)}; expected {what}")
 
 
 def _get(cfg: dict, path: str):
@@ -165,7 +164,7 @@ def _check(value, default, path, where, alternatives, open_keys):
         if not isinstance(default, dict) or not isinstance(value, dict):
             return
     if not _fits(value, default):
-        raise ConfigError(f"{where}: {path or 'config'} = {show(value)}; expected "
+        raise ConfigError(f"{where}: {path or 'config'} = {shown(value)}; expected "
                           f"{_kind(default)}")
     if isinstance(default, dict):
         for k, v in value.items():
@@ -173,7 +172,7 @@ def _check(value, default, path, where, alternatives, open_keys):
             if k not in default:
                 if path in open_keys:
                     continue
-                raise ConfigError(f"{where}: unknown key {sub!r} (= {show(v)}); expected one of "
+                raise ConfigError(f"{where}: unknown key {sub!r} (= {shown(v)}); expected one of "
                                   f"{sorted(default)}")
             _check(v, default[k], sub, where, alternatives, open_keys)
     elif isinstance(default, (list, tuple)):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numbers
 
 from bayescpt.core.init import INITS
+from bayescpt.core.tables import shown
 
 SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
 
@@ -61,18 +62,6 @@ SAMPLER_RULES = {
 }
 
 
-def plain(value):
-    """``value`` with NumPy scalars and arrays as plain Python numbers and lists (messages show
-    ``-1.0``, not ``np.float64(-1.0)``)."""
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return plain(value.tolist())
-    return value
-
-
 def sampler_setting_problem(key: str, value) -> str | None:
     """None when ``value`` is a valid value of the sampler setting ``key``; else what is
     expected (for a message naming the key and value). Unknown keys: None (checked elsewhere)."""
@@ -88,7 +77,7 @@ def check_sampler_settings(s: dict, where: str = "sampler setting") -> dict:
     for key, value in list(s.items()):
         problem = sampler_setting_problem(key, value)
         if problem:
-            raise ValueError(f"{where} {key} = {plain(value)!r}; expected {problem}")
+            raise ValueError(f"{where} {key} = {shown(value)}; expected {problem}")
         if key in ("chains", "draws", "tune", "seed", "max_tree_depth", "extend",
                    "tune_jitter") and value is not None:
             s[key] = int(value)

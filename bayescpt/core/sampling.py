@@ -43,7 +43,6 @@ from bayescpt.core.sampler_settings import (  # noqa: F401 - importable from her
     SAMPLER_RULES,
     SAMPLERS,
     check_sampler_settings,
-    plain,
     sampler_setting_problem,
 )
 

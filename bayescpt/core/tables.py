@@ -53,12 +53,21 @@ class DataWarning(UserWarning):
     ``bayescpt: warning: ...``."""
 
 
+def _plain(value):
+    """``value`` with NumPy scalars and arrays, also inside dicts and lists, as plain Python."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _plain(value.tolist())
+    return value
+
+
 def shown(value) -> str:
-    """A cell's value as a message shows it: text quoted (``'abc'``), a number plain (``-50``,
-    ``-1.0``; not NumPy's ``np.int64(-50)``)."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    return repr(value)
+    """A value as a message shows it (a cell, a config value): text quoted (``'abc'``), numbers
+    plain (``-50``, ``-1.0``; not NumPy's ``np.int64(-50)``), also inside dicts and lists."""
+    return repr(_plain(value))
 
 
 def where(source, run=None, column=None, step=None, line=None) -> str:

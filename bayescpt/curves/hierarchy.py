@@ -33,9 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayescpt.core.config import MAX_LOG, ConfigError, check_config, show
+from bayescpt.core.config import MAX_LOG, ConfigError, check_config
 from bayescpt.core.priorspec import check_prior
-from bayescpt.core.tables import DataError
+from bayescpt.core.tables import DataError, shown
 from bayescpt.curves.data import NOISE_SCALE, curve_info, schedule_ids, schedules_of
 from bayescpt.curves.laws.base import Law
 
@@ -90,7 +90,7 @@ def make_config(law: Law, override: dict | None = None) -> dict:
                   noise["sigma_loc"], "the noise scale"))
     for key, scale, loc_key, loc, what in spans:
         if abs(loc) + 5 * scale > MAX_LOG:
-            raise ConfigError(f"{where}: {key} = {show(scale)} (with {loc_key} = {show(loc)}); "
+            raise ConfigError(f"{where}: {key} = {shown(scale)} (with {loc_key} = {shown(loc)}); "
                               f"expected |loc| + 5 scale <= {MAX_LOG:g}: {what} is positive, its "
                               "prior is on the log scale and exp overflows beyond that")
     for name, c in cfg["priors"].items():

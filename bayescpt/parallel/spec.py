@@ -34,9 +34,9 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bayescpt.core.config import ConfigError, show
+from bayescpt.core.config import ConfigError
 from bayescpt.core.sampler_settings import MAX_SEED, sampler_setting_problem
-from bayescpt.core.tables import data_hash
+from bayescpt.core.tables import data_hash, shown
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.hierarchy import make_config as curves_config
 from bayescpt.curves.laws import get_law, law_names
@@ -184,7 +184,7 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
     if family != "curves" and "law" in entry:
         raise SweepError(f"{_where(path, i, 'law')}: only curves entries take a law")
     if family == "curves" and law not in law_names():
-        raise SweepError(f"{_where(path, i, 'law')}: {show(law)}; expected one of "
+        raise SweepError(f"{_where(path, i, 'law')}: {shown(law)}; expected one of "
                          f"{', '.join(law_names())}")
     for key in ("options", "sampler", "grid"):
         if key in entry and not isinstance(entry[key], dict):
@@ -237,7 +237,7 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
         try:
             check_fit_config(family, law, law_options, e["config"])
         except ConfigError as err:
-            given = [f"grid.{k} = {show(v)}" for k, v in zip(grid, combo)
+            given = [f"grid.{k} = {shown(v)}" for k, v in zip(grid, combo)
                      if k.startswith("config.")]
             raise SweepError(f"{_where(path, i, 'config')}"
                              + (f" (with {', '.join(given)})" if given else "")
@@ -262,7 +262,7 @@ def _check_sampler(settings: dict, where: str, prefix: str, grid=(), known: bool
         if problem:
             key = f"{prefix}.{k}"
             key = f"grid.{key}" if key in grid else key
-            raise SweepError(f"{where}, key {key!r}: {show(v)}; expected {problem}")
+            raise SweepError(f"{where}, key {key!r}: {shown(v)}; expected {problem}")
 
 
 def fit_law_options(family: str, law: str | None, options: dict, table) -> dict:
