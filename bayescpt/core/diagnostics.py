@@ -136,7 +136,7 @@ class Diagnostics:
         fix slowly at best, so it is said first, with the prior to set (as a ``--config``)."""
         c = self.conflicts[0]
         side = "below" if c.z < 0 else "above"
-        p = self._stem(c.name) if c.name.endswith(_LEVELS) else c.name.split("[")[0]
+        p = self._param_of(c.name)
         if c.name.endswith("_mu"):
             fix = json.dumps({"priors": {p: {"loc": float(f"{c.median:.3g}")}}})
             fix = (f"centre {p}'s prior where the data put it: pass --config FILE with {fix} "
@@ -158,6 +158,12 @@ class Diagnostics:
         (``L0_mu``, ``L0_sd``, ``L0_u[group]`` and ``L0[group]`` are all ``L0``)."""
         return str(name).split("[")[0].rsplit("_", 1)[0]
 
+    @classmethod
+    def _param_of(cls, name) -> str:
+        """The model parameter a conflicting node belongs to, as a config names it (``alpha``
+        for ``alpha_mu``, ``alpha_sd`` and ``alpha[g]``)."""
+        return cls._stem(name) if str(name).endswith(_LEVELS) else str(name).split("[")[0]
+
     def _related(self, worst) -> list:
         """The conflicts on the same model parameter as the table row ``worst``: the node itself,
         or a hierarchy's location / spread node of its parameter (``L0_mu`` for ``L0_u[g]``)."""
@@ -169,7 +175,7 @@ class Diagnostics:
     def _conflict_why(self, conflicts) -> str:
         """Why chains mix slowly when priors and data disagree (see the module doc)."""
         c = conflicts[0]
-        p = self._stem(c.name) if c.name.endswith(_LEVELS) else c.name.split("[")[0]
+        p = self._param_of(c.name)
         where = (f"priors.{p}.loc and priors.{p}.scale" if c.name.endswith(_LEVELS)
                  else f"priors.{p}")
         return (f"the data disagree with the prior of {c.name} (the prior-data conflict note); "
