@@ -28,6 +28,7 @@ import os
 import signal
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -116,38 +117,66 @@ def _client(workers: int | None, scheduler: str | None, compile_base: Path):
     return _local_client(workers or max(1, os.cpu_count() or 1), compile_base)
 
 
+@contextmanager
+def _deferred_sigint():
+    """Within the block a Ctrl-C (SIGINT) is only recorded; once the block is left, the handler
+    that was installed (Python's: KeyboardInterrupt) runs for it, raising in the caller.
+
+    Two parts, for two kinds of process. SIGINT is blocked in this thread: threads started in the
+    block inherit the mask, and so do the processes they spawn (a mask survives fork and exec):
+    Dask's worker processes never see a Ctrl-C while they start (once up they ignore it,
+    :func:`local_worker_plugin`). The standard library's resource tracker is started first, as
+    its start unblocks SIGINT in the thread that starts it. The mask alone does not hold in this
+    process, though: threads started before (native ones: the BLAS pool, the allocator's) do not
+    block SIGINT, the kernel hands it to one of them, and Python then raises KeyboardInterrupt in
+    this thread at whatever point Dask's start-up has reached, where it may be swallowed (a
+    finaliser) or leave a half-started cluster nobody closes. So a Python handler that only
+    records it is installed too. An ignored SIGINT (a background job's) stays ignored; outside
+    the main thread nothing is changed."""
+    from multiprocessing import resource_tracker
+
+    hits: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.getsignal(signal.SIGINT)
+    if callable(old):
+        signal.signal(signal.SIGINT, lambda signum, frame: hits.append(signum))
+    mask = None
+    try:
+        if hasattr(signal, "pthread_sigmask"):
+            resource_tracker.ensure_running()
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        yield
+    finally:
+        try:
+            if mask is not None:    # a Ctrl-C held back by the mask is recorded here
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        finally:
+            if callable(old):
+                signal.signal(signal.SIGINT, old)
+                if hits:
+                    old(signal.SIGINT, None)
+
+
 def _local_client(n: int, compile_base: Path):
     """A LocalCluster of ``n`` worker processes and its client, started so that a terminal's
     Ctrl-C reaches this process alone. A terminal sends SIGINT to its whole process group, the
     worker processes included; a worker that took it printed its own traceback (while importing)
-    and the cluster's close then an AssertionError one. So SIGINT is blocked in this thread
-    while the cluster starts: the threads the cluster starts inherit the block, and so do the
-    worker processes they spawn (a signal mask survives fork and exec; the standard library's
-    resource tracker is started the same way), which therefore never see a Ctrl-C; once up,
-    they ignore it (:func:`local_worker_plugin`). The resource tracker is started first: its
-    start unblocks SIGINT in the thread that starts it. A Ctrl-C that came while blocked is
-    delivered once it is unblocked here: the cluster is closed and KeyboardInterrupt raised.
-    This process alone handles Ctrl-C and closes the cluster."""
-    from multiprocessing import resource_tracker
-
+    and the cluster's close then an AssertionError one. So the cluster starts under
+    :func:`_deferred_sigint`: its workers never see a Ctrl-C, and one that came meanwhile raises
+    KeyboardInterrupt once the cluster is up, which is then closed. This process alone handles
+    Ctrl-C and closes the cluster."""
     from distributed import Client, LocalCluster
 
-    block = threading.current_thread() is threading.main_thread() and \
-        hasattr(signal, "pthread_sigmask")
-    if block:
-        resource_tracker.ensure_running()
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     cluster = client = None
     try:
-        try:
+        with _deferred_sigint():
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                    dashboard_address=":0", silence_logs=40)
             client = Client(cluster)
             client.register_plugin(compile_dir_plugin(str(compile_base)))
             client.register_plugin(local_worker_plugin())
-        finally:
-            if block:       # a Ctrl-C that came meanwhile raises here (or at the next line)
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
         return client, cluster
     except BaseException:
         _close(client, cluster)
