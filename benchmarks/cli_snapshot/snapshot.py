@@ -18,9 +18,10 @@ in a fresh temporary folder, one after the other:
 * ``hparams predict`` (with a planned grid) and ``mixture cmr`` (with budgets);
 * three tiny fits through the fit commands (``fit``, ``hparams fit``, ``mixture fit``: 2 chains x
   60 draws, seed 0; inputs thinned from the bundled data), each then ``diagnose``d;
-* a tiny ``sweep`` (``--workers 1``: a curves, an hparams and a mixture fit, fixed seeds), its
+* a tiny ``sweep`` (``--workers 1``: two curves fits and a mixture fit, fixed seeds), its
   ``summary.csv`` without the columns that name the machine, the time or the path, and each
-  output ``diagnose``d.
+  output ``diagnose``d; the sweep again (every fit found done); a sweep of an hparams entry
+  (which fails as its sweep file is read: the grid is hashed as a curve table).
 
 Each command writes ``NN_name.txt`` into the output folder: the command line, the exit code,
 stdout, stderr and, per file it writes, its bytes (CSV, JSON under 64 kB) or its SHA-256; for the
@@ -137,7 +138,7 @@ def commands(tmp: Path, p: dict) -> list[tuple[str, list[str], list[Path]]]:
     out.append(("plan_hparams_mixture", [
         "plan", m["cpt_simulated"], "--pt", str(DATA / "cpt_simulated.csv"), "--pt-run",
         "pt@10000/cosine", "--tolerance", "0.05", "--transfers", "8000", "--steps", "2000,8000",
-        "--replay-ratios", "0,0.25,0.5", "--hparams", m["hparams_steplaw"], "--n-params",
+        "--hparams", m["hparams_steplaw"], "--n-params",
         "1.07e9", "--init-loss", "2.25", "--cpt-tokens", "2e10", "--mixture",
         m["mixture_ct70m"], "--mixture-tokens", "10000", "--out", str(plans2)], [plans2]))
     diff = tmp / "diff.csv"
@@ -169,16 +170,22 @@ def commands(tmp: Path, p: dict) -> list[tuple[str, list[str], list[Path]]]:
     sampler = "sampler = { chains = 2, draws = 60, tune = 60 }"
     sweep.write_text(
         f'[[fit]]\nname = "c"\ndata = "{p["curves"]}"\nlaw = "annealing"\nseeds = [0, 1]\n'
-        f'{sampler}\n\n[[fit]]\nname = "h"\nfamily = "hparams"\ndata = "{p["grid"]}"\n'
-        f'seed = 2\n{sampler}\n\n[[fit]]\nname = "m"\nfamily = "mixture"\n'
+        f'{sampler}\n\n[[fit]]\nname = "m"\nfamily = "mixture"\n'
         f'data = "{p["mixture"]}"\nseed = 3\n{sampler}\n')
-    outs = [sdir / f"{n}.nc" for n in ("c__seed0", "c__seed1", "h__seed2", "m__seed3")]
+    outs = [sdir / f"{n}.nc" for n in ("c__seed0", "c__seed1", "m__seed3")]
     out.append(("sweep", ["sweep", str(sweep), "--out", str(sdir), "--workers", "1", "--quiet"],
                 [sdir / "summary.csv", *outs]))
     for f in outs:
         out.append((f"diagnose_sweep_{f.stem}", ["diagnose", str(f)], []))
     out.append(("sweep_again", ["sweep", str(sweep), "--out", str(sdir), "--workers", "1",
                                 "--quiet"], [sdir / "summary.csv"]))
+    # an hparams entry: its grid is hashed as a curve table when the sweep file is read (an
+    # internal error before any fit, found with this snapshot; kept to show it unchanged)
+    hsweep = tmp / "sweep_hparams.toml"
+    hsweep.write_text(f'[[fit]]\nname = "h"\nfamily = "hparams"\ndata = "{p["grid"]}"\n'
+                      f'seed = 2\n{sampler}\n')
+    out.append(("sweep_hparams", ["sweep", str(hsweep), "--out", str(tmp / "sweep_h"),
+                                  "--workers", "1", "--quiet"], [tmp / "sweep_h" / "summary.csv"]))
     return out
 
 
