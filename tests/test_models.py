@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayescpt.cli.curves import load_any_fit
 from bayescpt.cli.main import main
+from bayescpt.core.fitfile import load_fit as load_any_fit
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"

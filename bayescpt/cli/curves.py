@@ -63,8 +63,6 @@ from bayescpt.curves.prefix import (
 )
 from bayescpt.curves.priors import DEFAULT_PRIOR_DRAWS
 from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
-from bayescpt.hparams.fit import HparamsFit  # noqa: F401 - registers the hparams fit class
-from bayescpt.mixture.fit import MixtureFit  # noqa: F401 - registers the mixture fit class
 from bayescpt.parallel.engine import sweep_outputs
 
 
@@ -353,16 +351,10 @@ def cmd_compare(a) -> int:
     return 0
 
 
-def load_any_fit(path):
-    """Any bayescpt fit file (loss-curve law, hparams or mixture), by the law its attrs name
-    (the fit classes imported above register themselves)."""
-    return load_fit(path)
-
-
 def cmd_diagnose(a) -> int:
 
     prepare_outputs(a.force, {"FIT.nc": a.fit}, plot=a.plot)
-    fit = load_any_fit(a.fit)
+    fit = load_fit(a.fit)   # any family's: the family table gives the law's class
     diag = fit.diagnostics()
     print(f"{a.fit}: law {fit.meta['law']}, bayescpt {fit.meta['bayescpt_version']}, data "
           f"{fit.meta['data_hash']}, sampler {fit.config['sampler']['sampler']}")

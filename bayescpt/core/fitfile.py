@@ -5,7 +5,7 @@ Shared by every kind of fit (loss-curve laws, hyperparameters, mixtures). ``attr
 each kind adds its own (JSON strings for nested values). Writing never replaces a file unless
 asked; reading checks the format, the version line and, when given, the expected law, with a
 one-line error. :class:`FitBase` is the protocol the three fit classes share; :func:`load_fit`
-reads any fit file as the class registered for its law.
+reads any fit file as the class the family table (:mod:`bayescpt.core.families`) gives its law.
 
 Labelled layout (issue 18): a fit's index tables (the curve fit's ``groups`` and ``curves``, the
 grid fit's ``cells``, the mixture fit's ``groups`` and ``points``) are stored in the
@@ -30,6 +30,7 @@ import pandas as pd
 
 from bayescpt import __version__
 from bayescpt.core.diagnostics import Diagnostics, summarize
+from bayescpt.core.families import LAW_CLASSES
 from bayescpt.core.outputs import write_outputs
 from bayescpt.core.priorspec import priors_from_json
 
@@ -205,8 +206,8 @@ class FitBase:
 
     A subclass holds at least ``idata`` (ArviZ InferenceData), ``config`` (the model's config, a
     JSON-able dict) and ``meta`` (the common attrs: format, law, bayescpt_version, data_hash,
-    fit_seconds, ...). It declares the law names it reads with ``class X(FitBase, laws=(...))``,
-    which registers it for :func:`load_fit`, and implements two hooks:
+    fit_seconds, ...). It declares the law names it reads in ``laws`` (:func:`load_fit` finds it
+    through the family table, :mod:`bayescpt.core.families`) and implements two hooks:
 
     * ``_own_attrs()``: its own attrs (JSON strings), added to ``meta`` when saving;
     * ``_from_attrs(idata, attrs)`` (classmethod): the fit rebuilt from a file's attrs (a
@@ -221,14 +222,8 @@ class FitBase:
     own_keys: tuple = ()
     #: whether :meth:`group_index` answers None for a group the fit has not seen (else it raises)
     new_groups: bool = True
-    _registry: dict = {}
-
-    def __init_subclass__(cls, laws=(), **kw):
-        super().__init_subclass__(**kw)
-        if laws:
-            cls.laws = tuple(laws)
-            for law in cls.laws:
-                FitBase._registry[law] = cls
+    #: law name -> fit class, read from the family table (kept under its former name)
+    _registry = LAW_CLASSES
 
     #: own keys that are index tables, stored in ``constant_data``: key -> its dimension
     tables: dict = {}
@@ -280,7 +275,7 @@ class FitBase:
 
     @classmethod
     def load(cls, path, law=None):
-        """Read a fit file. On FitBase: the registered class for the law the file names; on a
+        """Read a fit file. On FitBase: the family table's class for the law the file names; on a
         subclass: that class, ``law`` (one name or several) defaulting to the ones it reads.
         Anything else raises a one-line :class:`FitError`."""
         if cls is FitBase:
@@ -296,7 +291,7 @@ class FitBase:
 
     @classmethod
     def load_any(cls, path):
-        """The fit in ``path`` as the class registered for its law (see :func:`load_fit`)."""
+        """:func:`load_fit` of ``path`` (its former name, kept for callers)."""
         return load_fit(path)
 
     @classmethod
@@ -367,16 +362,15 @@ class FitBase:
 
 
 def load_fit(path, law=None):
-    """Read any bayescpt fit file as the class registered for the law it names.
-
-    A class registers when its module is imported (the CLI imports every family). ``law``
-    (optional) is the law name, or names, the caller accepts. Raises a one-line :class:`FitError`.
+    """Read any bayescpt fit file as the class the family table (:mod:`bayescpt.core.families`)
+    gives the law it names. ``law`` (optional) is the law name, or names, the caller accepts.
+    Raises a one-line :class:`FitError`.
     """
     name = saved_law(path)
-    cls = FitBase._registry.get(name)
+    cls = LAW_CLASSES.get(name)
     if cls is None:
         load_idata(path, law)      # says why the file is not a fit, if it is not one
-        known = ", ".join(repr(k) for k in sorted(FitBase._registry)) or "none imported"
+        known = ", ".join(repr(k) for k in sorted(LAW_CLASSES))
         raise FitError(f"{path}: a fit of the {name!r} law, which no imported fit class reads "
                        f"(known: {known})")
     return cls.load(path, law)

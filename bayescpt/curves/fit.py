@@ -11,6 +11,7 @@ NetCDF file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -19,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from bayescpt import __version__
-from bayescpt.core.diagnostics import warn_if_bad
-from bayescpt.core.fitfile import FORMAT, FitBase, FitError, as_table
+from bayescpt.core.fit_template import Recipe, SampledFit, SamplerSettings, finish
+from bayescpt.core.fitfile import FORMAT, FitError, as_table
 from bayescpt.core.mixing import run_longer
 from bayescpt.core.modelcache import cached, fingerprint
 from bayescpt.core.priorspec import priors_json
@@ -30,10 +31,9 @@ from bayescpt.core.sampling import (
     one_blas_thread,
     resolve_settings,
     sample_compiled,
-    sample_model,
 )
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.data import NOISE_SCALE, schedules_of
+from bayescpt.curves.data import NOISE_SCALE, read_curves, schedules_of
 from bayescpt.curves.extrapolation import training_range
 from bayescpt.curves.hierarchy import (
     Prepared,
@@ -45,20 +45,94 @@ from bayescpt.curves.hierarchy import (
 )
 from bayescpt.curves.laws import LAWS, get_law
 from bayescpt.curves.laws.base import Law
+from bayescpt.curves.laws.registry import law_class, resolve_law_options
 from bayescpt.curves.other_sets import add_to_posterior, fit_other
 from bayescpt.curves.priors import prior_predictive_idata
 from bayescpt.curves.schedule_level import ScheduleLevel, schedule_level
+from bayescpt.curves.thinning import thin_long_curves
 
 __all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
 
+
+class CurvesRecipe(Recipe):
+    """The loss-curve family's part of a fit (:class:`~bayescpt.core.fit_template.Recipe`): the
+    law and its config; the table prepared for the law (a cpt law's 'other' validation sets
+    split off, fitted after the sampling); the hierarchical model; the Fit with its meta and
+    schedule level; the ``obs`` labels.
+
+    ``prior_predictive`` > 0: also draw that many prior and prior predictive draws of the same
+    model (groups ``prior``, ``prior_predictive``; :mod:`bayescpt.curves.priors`).
+    """
+
+    other = None
+
+    def __init__(self, cls, df: pd.DataFrame, law: str = "annealing",
+                 law_options: dict | None = None, config: dict | None = None,
+                 prior_predictive: int = 0):
+        self.cls, self.df, self.prior_predictive = cls, df, prior_predictive
+        self.law = get_law(law, **(law_options or {}))
+        self.law_options = law_options or {}
+        self.config = make_config(self.law, config)
+
+    @classmethod
+    def of(cls, fit_cls, df, law: Law, law_options: dict, config: dict, prep: Prepared):
+        """A recipe of a model prepared already (:class:`CompiledFit`)."""
+        recipe = cls.__new__(cls)
+        recipe.cls, recipe.df, recipe.prior_predictive = fit_cls, df, 0
+        recipe.law, recipe.law_options, recipe.config, recipe.prep = law, law_options, config, prep
+        return recipe
+
+    def prepare(self) -> None:
+        df_law, self.other = self.law.split_data(self.df)   # e.g. the cpt law's 'other' sets
+        self.prep = prepare(df_law, self.law, self.config["settings"])
+        self.key = fingerprint("curves", [type(self.law), self.law_options],
+                               {k: v for k, v in self.config.items() if k != "sampler"}, df_law)
+
+    def build(self):
+        return build_model(self.law, self.prep, self.config)
+
+    def _fit_of(self, idata, meta: dict | None = None):
+        p = self.prep
+        return self.cls(idata, self.law, self.config, p.groups, p.curves, p.size_ref,
+                        {} if meta is None else meta)
+
+    def judge(self, idata):
+        return self._fit_of(idata).diagnostics(prior_check=False)
+
+    def sampled(self, idata, model, s: dict) -> None:
+        if self.prior_predictive:
+            idata.extend(prior_predictive_idata(model, self.prior_predictive, seed=s["seed"]))
+
+    def fit(self, idata, seconds: float):
+        meta = _meta(self.law, self.law_options, self.df, self.prep, seconds, self.config)
+        if self.other is not None:
+            post = idata.posterior
+            with one_blas_thread():   # same numbers on any machine (core.sampling)
+                arrays, summary = fit_other(self.df, self.other, post.sizes["chain"],
+                                            post.sizes["draw"],
+                                            seed=self.config["sampler"]["seed"])
+            add_to_posterior(idata, arrays, summary)
+            meta["other_sets"] = json.dumps(summary)
+        fit = self._fit_of(idata, meta)
+        fit._add_schedule_level(self.prep)
+        return fit
+
+    def labels(self) -> dict:
+        return _obs_labels(self.prep.points)
+
+
 @dataclass
-class Fit(FitBase, laws=tuple(LAWS)):
+class Fit(SampledFit):
     """A sampled law: ``idata`` plus the law, config and index tables rebuilt from its attrs.
 
     ``groups`` (val_set, size, label, x): one row per validation set x model size;
     ``curves``: one row per (run, val_set); ``size_ref``: (mean, sd) of ln model size.
+    :meth:`run` (``law``, ``law_options``, ``config``, ``prior_predictive``: see
+    :class:`CurvesRecipe`) fits a validated table.
     """
 
+    laws = tuple(LAWS)
+    recipe = CurvesRecipe
     own_keys = ("law_options", "groups", "curves", "size_ref")
     tables = {"groups": "group", "curves": "curve"}
 
@@ -70,53 +144,39 @@ class Fit(FitBase, laws=tuple(LAWS)):
     size_ref: tuple
     meta: dict = field(default_factory=dict)
 
-    # -------------------------------------------------------------------------------------------
-    @classmethod
-    def run(cls, df: pd.DataFrame, law: str = "annealing", law_options: dict | None = None,
-            config: dict | None = None, sampler: str = "auto", chains: int | None = None,
-            draws: int | None = None, tune: int | None = None, seed: int | None = None,
-            target_accept: float | None = None, init: str | None = None, progress: bool = False,
-            cores: int | None = None, warn: bool = True, prior_predictive: int = 0) -> "Fit":
-        """Fit ``law`` to the validated table ``df`` with NUTS.
+    # -- how a sweep fits a curves entry ---------------------------------------------------------
+    read_table = staticmethod(read_curves)
 
-        ``config`` overrides the law's defaults (:func:`bayescpt.curves.hierarchy.make_config`).
-        ``prior_predictive`` > 0: also draw that many prior and prior predictive draws of the
-        same model (groups ``prior``, ``prior_predictive``; :mod:`bayescpt.curves.priors`).
-        Returns the Fit; diagnostics are computed, stored and warned about when they fail.
-        """
-        law_obj = get_law(law, **(law_options or {}))
-        cfg = make_config(law_obj, config)
-        s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
-                             seed=seed, target_accept=target_accept, init=init)
-        cfg["sampler"] = s
-        df_law, other = law_obj.split_data(df)   # e.g. the cpt law's 'other' sets: fitted after
-        prep = prepare(df_law, law_obj, cfg["settings"])
-        key = fingerprint("curves", [type(law_obj), law_options or {}],
-                          {k: v for k, v in cfg.items() if k != "sampler"}, df_law)
-        t0 = time.perf_counter()
-        with cached(key, lambda: build_model(law_obj, prep, cfg)) as entry:
-            model = entry.value
-            idata = sample_model(model, s, progress=progress, cores=cores, judge=lambda i: cls(
-                i, law_obj, cfg, prep.groups, prep.curves, prep.size_ref
-            ).diagnostics(prior_check=False), compiled=entry.compiled)
-            wall = time.perf_counter() - t0
-            if prior_predictive:
-                idata.extend(prior_predictive_idata(model, prior_predictive, seed=s["seed"]))
-        meta = _meta(law_obj, law_options, df, prep, wall, cfg)
-        if other is not None:
-            post = idata.posterior
-            with one_blas_thread():   # same numbers on any machine (core.sampling)
-                arrays, summary = fit_other(df, other, post.sizes["chain"], post.sizes["draw"],
-                                            seed=s["seed"])
-            add_to_posterior(idata, arrays, summary)
-            meta["other_sets"] = json.dumps(summary)
-        fit = cls(idata, law_obj, cfg, prep.groups, prep.curves, prep.size_ref, meta)
-        fit._add_schedule_level(prep)
-        fit._write_attrs()
-        fit.label(_obs_labels(prep.points))
-        if warn:
-            warn_if_bad(fit.diagnostics())
-        return fit
+    @classmethod
+    def sweep_options(cls, law, options: dict, table) -> dict:
+        """The given options checked, the rest resolved from the table as thinned by default."""
+        df, _ = thin_long_curves(table)
+        return resolve_law_options(law, df, options)
+
+    @classmethod
+    def check_sweep_config(cls, law, law_options: dict, config: dict) -> None:
+        make_config(get_law(law, **law_options), config)
+
+    @classmethod
+    def sweep_fit(cls, path, law, options: dict, config: dict,
+                  settings: SamplerSettings) -> tuple:
+        """As ``bayescpt fit`` fits it (long curves thinned by default, law options resolved
+        from the data); with nutpie from the mode, and no 'other' sets, through a
+        :class:`CompiledFit` this process keeps for tables of the same shape."""
+        df, _ = thin_long_curves(read_curves(path))
+        law_options = resolve_law_options(law, df, options)
+        _, other = get_law(law, **law_options).split_data(df)
+        if settings.sampler != "nutpie" or other is not None or (settings.init or "map") != "map":
+            return cls.run(df, sampling=settings, law=law, law_options=law_options,
+                           config=config or None), None
+        given = {k: getattr(settings, k) for k in ("chains", "draws", "tune", "target_accept",
+                                                   "init") if getattr(settings, k) is not None}
+        key = _shape_key(law, df, law_options, config, given)
+        with cached("sweep-shape:" + key, lambda: CompiledFit(
+                df, law=law, config=config, law_options=law_options, **given)) as entry:
+            fit = entry.value.fit(df, seed=settings.seed, log_likelihood=True,
+                                  cores=settings.cores)
+            return fit, entry.fresh
 
     def _add_schedule_level(self, prep: Prepared) -> None:
         """Measure what the fit learned about its schedule level on its training curves
@@ -188,15 +248,14 @@ class Fit(FitBase, laws=tuple(LAWS)):
     def _from_attrs(cls, idata, attrs: dict) -> "Fit":
         law_opts = json.loads(attrs["law_options"]) if isinstance(attrs["law_options"], str) \
             else attrs["law_options"]
-        if attrs["law"] == "multipower" and "progress" not in (law_opts or {}) \
-                and "B_u" in idata.posterior and "Br_u" not in idata.posterior:
-            law_opts = {**(law_opts or {}), "progress": False}   # written before it was default
-        law_obj = get_law(attrs["law"], **(law_opts or {}))
+        # a file written before one of the law's options existed: what it was fitted with
+        law_opts = law_class(attrs["law"]).stored_options(law_opts or {}, idata.posterior)
+        law_obj = get_law(attrs["law"], **law_opts)
         config = json.loads(attrs["config"])
         groups = as_table(attrs["groups"])
         curves = as_table(attrs["curves"])
         meta = cls._meta_of(attrs)
-        meta["law_options"] = law_opts or {}
+        meta["law_options"] = law_opts
         return cls(idata, law_obj, config, groups, curves, tuple(json.loads(attrs["size_ref"])),
                    meta)
 
@@ -253,21 +312,12 @@ class CompiledFit:
             return sample_compiled(compiled, self.model, s2, starts, cores=cores,
                                    log_likelihood=log_likelihood)
 
-        def judge(trace):
-            return Fit(trace, self.law, self.config, prep.groups, prep.curves,
-                       prep.size_ref).diagnostics(prior_check=False)
-
-        with one_blas_thread():   # a slowly mixing run is run longer, as in Fit.run
-            trace = run_longer(sample(s), s, judge, sample)
-        meta = _meta(self.law, self.law_options, df, prep, time.perf_counter() - t0, self.config)
         config = dict(self.config, sampler=dict(s))   # the seed this fit used
-        fit = Fit(trace, self.law, config, prep.groups, prep.curves, prep.size_ref, meta)
-        fit._add_schedule_level(prep)
-        fit._write_attrs()
-        fit.label(_obs_labels(prep.points))
-        if warn:
-            warn_if_bad(fit.diagnostics())
-        return fit
+        recipe = CurvesRecipe.of(Fit, df, self.law, self.law_options, config, prep)
+        with one_blas_thread():   # a slowly mixing run is run longer, as in Fit.run
+            trace = run_longer(sample(s), s, recipe.judge, sample)
+        fit = recipe.fit(trace, time.perf_counter() - t0)
+        return finish(fit, recipe.labels(), warn)
 
 
 def _known(config: dict) -> dict:
@@ -294,3 +344,13 @@ def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: floa
             "n_points": int(len(prep.points)), "fit_seconds": round(seconds, 3),
             "train_range": json.dumps(training_range(df, schedules_of(df))),
             "priors": priors_json(priors)}
+
+
+def _shape_key(law: str, df, law_options: dict, config: dict, sampler: dict) -> str:
+    """What a compiled model depends on: law, options, config, sampler settings (no seed) and
+    every column of the table but the losses (plus where losses are present)."""
+    table = df.drop(columns=["loss"]).copy()
+    table["_has_loss"] = df["loss"].notna()
+    digest = hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()
+    text = json.dumps([law, law_options, config, sampler, digest], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

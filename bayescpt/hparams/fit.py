@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -17,13 +16,12 @@ import numpy as np
 import pandas as pd
 
 from bayescpt import __version__
-from bayescpt.core.diagnostics import warn_if_bad
-from bayescpt.core.fitfile import FORMAT, FitBase, as_table
-from bayescpt.core.modelcache import cached, fingerprint
+from bayescpt.core.fit_template import Recipe, SampledFit
+from bayescpt.core.fitfile import FORMAT, as_table
+from bayescpt.core.modelcache import fingerprint
 from bayescpt.core.priorcheck import model_priors
 from bayescpt.core.priorspec import priors_json
-from bayescpt.core.sampling import resolve_settings, sample_model
-from bayescpt.hparams.data import grid_hash
+from bayescpt.hparams.data import grid_hash, read_any_grid
 from bayescpt.hparams.model import (
     CELL_VARS,
     EXPONENTS,
@@ -38,9 +36,47 @@ from bayescpt.hparams.model import (
 __all__ = ["HparamsFit", "quick_fit"]
 
 
+class HparamsRecipe(Recipe):
+    """The hparams family's part of a fit (:class:`~bayescpt.core.fit_template.Recipe`): its
+    config, the model of the grid with its cell table and centring refs, the fit's meta."""
+
+    def __init__(self, cls, df: pd.DataFrame, config: dict | None = None):
+        self.cls, self.df = cls, df
+        self.config = make_config(config)
+
+    def prepare(self) -> None:
+        self.key = fingerprint("hparams", {k: v for k, v in self.config.items()
+                                           if k != "sampler"}, self.df)
+
+    def build(self):
+        return build_model(self.df, self.config)
+
+    def model(self, value):
+        model, ct, refs = value
+        self.ct, self.refs = ct.copy(), copy.deepcopy(refs)   # the fit's own: the entry stays
+        return model
+
+    def judge(self, idata):
+        return self.cls(idata, self.config, self.ct, self.refs).diagnostics()
+
+    def sampled(self, idata, model, s: dict) -> None:
+        self.priors = priors_json(model_priors(model))
+
+    def fit(self, idata, seconds: float):
+        meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
+                "data_hash": grid_hash(self.df), "fit_seconds": round(seconds, 3),
+                "priors": self.priors}
+        self.fitted = self.cls(idata, self.config, self.ct, self.refs, meta)
+        return self.fitted
+
+    def labels(self) -> dict:
+        return self.fitted.observation_labels(self.df)
+
+
 @dataclass
-class HparamsFit(FitBase, laws=(LAW,)):
-    """A sampled stage-1 model: InferenceData, its config, cell table and centring refs."""
+class HparamsFit(SampledFit):
+    """A sampled stage-1 model: InferenceData, its config, cell table and centring refs.
+    :meth:`run` (``config``) fits a validated grid (see :mod:`.data`)."""
 
     idata: object
     config: dict
@@ -48,37 +84,15 @@ class HparamsFit(FitBase, laws=(LAW,)):
     refs: Refs
     meta: dict = field(default_factory=dict)
 
+    laws = (LAW,)
+    recipe = HparamsRecipe
     own_keys = ("cells", "refs")
     tables = {"cells": "cell"}
+    read_table = staticmethod(read_any_grid)
 
     @classmethod
-    def run(cls, df: pd.DataFrame, config: dict | None = None, sampler: str = "auto",
-            chains: int | None = None, draws: int | None = None, tune: int | None = None,
-            seed: int | None = None, target_accept: float | None = None, init: str | None = None,
-            progress: bool = False, cores: int | None = None,
-            warn: bool = True) -> "HparamsFit":
-        """Fit the grid ``df`` (validated, see :mod:`.data`) with NUTS; diagnostics warned."""
-        cfg = make_config(config)
-        s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
-                             seed=seed, target_accept=target_accept, init=init)
-        cfg["sampler"] = s
-        key = fingerprint("hparams", {k: v for k, v in cfg.items() if k != "sampler"}, df)
-        t0 = time.perf_counter()
-        with cached(key, lambda: build_model(df, cfg)) as entry:
-            model, ct, refs = entry.value
-            ct, refs = ct.copy(), copy.deepcopy(refs)   # the fit's own: the entry stays as built
-            idata = sample_model(model, s, progress=progress, cores=cores,
-                                 judge=lambda i: cls(i, cfg, ct, refs).diagnostics(),
-                                 compiled=entry.compiled)
-            meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
-                    "data_hash": grid_hash(df), "fit_seconds": round(time.perf_counter() - t0, 3),
-                    "priors": priors_json(model_priors(model))}
-        fit = cls(idata, cfg, ct, refs, meta)
-        fit._write_attrs()
-        fit.label_observations(df)
-        if warn:
-            warn_if_bad(fit.diagnostics())
-        return fit
+    def check_sweep_config(cls, law, law_options: dict, config: dict) -> None:
+        make_config(config or None)
 
     def param_vars(self) -> list[str]:
         """The law, shape and cell parameters of the fitted optimum law (its own exponents)."""
@@ -96,13 +110,17 @@ class HparamsFit(FitBase, laws=(LAW,)):
                          "tokens": c["tokens"].astype(float).to_numpy()}}
 
     def label_observations(self, df: pd.DataFrame) -> None:
-        """Label the ``run`` dimension of the observed losses (model_size, tokens, lr,
-        batch_size of each run) from the grid the fit was made of (validated, same order)."""
+        """Label the ``run`` dimension of the observed losses (:meth:`observation_labels`)."""
+        self.label(self.observation_labels(df))
+
+    def observation_labels(self, df: pd.DataFrame) -> dict:
+        """The ``run`` dimension's labels (model_size, tokens, lr, batch_size of each run) from
+        the grid the fit was made of (validated, same order); a ValueError for another grid."""
         y = self.idata.observed_data["loss"].values
         if len(df) != len(y) or not np.allclose(df["loss"].to_numpy(), y, rtol=0, atol=1e-12):
             raise ValueError(f"the grid's {len(df)} runs are not the fit's {len(y)} observations")
-        self.label({"run": {k: df[k].astype(float).to_numpy()
-                            for k in ("model_size", "tokens", "lr", "batch_size")}})
+        return {"run": {k: df[k].astype(float).to_numpy()
+                        for k in ("model_size", "tokens", "lr", "batch_size")}}
 
     @classmethod
     def _from_attrs(cls, idata, attrs: dict) -> "HparamsFit":

@@ -10,20 +10,18 @@ one); an observed loss multiplies that by ``exp(sigma_g * e)``, e ~ StudentT(nu)
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from bayescpt import __version__
-from bayescpt.core.diagnostics import warn_if_bad
-from bayescpt.core.fitfile import FORMAT, FitBase, as_table
-from bayescpt.core.modelcache import cached, fingerprint
+from bayescpt.core.fit_template import Recipe, SampledFit
+from bayescpt.core.fitfile import FORMAT, as_table
+from bayescpt.core.modelcache import fingerprint
 from bayescpt.core.priorcheck import model_priors
 from bayescpt.core.priorspec import priors_json
-from bayescpt.core.sampling import resolve_settings, sample_model
-from bayescpt.mixture.data import mixture_hash
+from bayescpt.mixture.data import mixture_hash, read_mixture
 from bayescpt.mixture.model import (
     LAW,
     build_model,
@@ -35,13 +33,48 @@ from bayescpt.mixture.model import (
 __all__ = ["MixtureFit", "predict_rows"]
 
 
+class MixtureRecipe(Recipe):
+    """The mixture family's part of a fit (:class:`~bayescpt.core.fit_template.Recipe`): its
+    config, the table prepared (groups, reference ratios), the model, the fit's meta and rows."""
+
+    def __init__(self, cls, df: pd.DataFrame, config: dict | None = None):
+        self.cls, self.df = cls, df
+        self.config = make_config(config)
+
+    def prepare(self) -> None:
+        self.prep = prepare(self.df, self.config)
+        self.key = fingerprint("mixture", {k: v for k, v in self.config.items()
+                                           if k != "sampler"}, self.df)
+
+    def build(self):
+        return build_model(self.prep, self.config)
+
+    def judge(self, idata):
+        p = self.prep
+        return self.cls(idata, self.config, p.groups, p.r_lo, p.r_hi).diagnostics()
+
+    def sampled(self, idata, model, s: dict) -> None:
+        self.priors = priors_json(model_priors(model))
+
+    def fit(self, idata, seconds: float):
+        p = self.prep
+        meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
+                "data_hash": mixture_hash(self.df), "n_points": int(len(p.points)),
+                "fit_seconds": round(seconds, 3), "priors": self.priors}
+        return self.cls(idata, self.config, p.groups, p.r_lo, p.r_hi, meta,
+                        p.points[["run", "model_size", "ratio", "tokens", "val_set", "loss",
+                                  "curve"]])
+
+
 @dataclass
-class MixtureFit(FitBase, laws=(LAW,)):
+class MixtureFit(SampledFit):
     """A sampled mixture law: InferenceData + config + group table + reference ratios.
 
     ``groups``: one row per (model_size, val_set) with its role and reference budget ``t_ref``;
     ``r_lo``, ``r_hi``: the smallest and largest fitted ratio; ``points``: the fitted rows.
     A group index for a (model size, validation set) the fit has not seen is an error.
+    :meth:`run` (``config``) fits a validated table
+    (:func:`bayescpt.mixture.data.validate_mixture`).
     """
 
     idata: object
@@ -52,40 +85,16 @@ class MixtureFit(FitBase, laws=(LAW,)):
     meta: dict = field(default_factory=dict)
     points: pd.DataFrame | None = None   # the fitted rows (for plots)
 
+    laws = (LAW,)
+    recipe = MixtureRecipe
     own_keys = ("groups", "ratio_ref", "points")
     tables = {"groups": "group", "points": "obs"}
     new_groups = False
+    read_table = staticmethod(read_mixture)
 
     @classmethod
-    def run(cls, df: pd.DataFrame, config: dict | None = None, sampler: str = "auto",
-            chains: int | None = None, draws: int | None = None, tune: int | None = None,
-            seed: int | None = None, target_accept: float | None = None, init: str | None = None,
-            progress: bool = False, cores: int | None = None,
-            warn: bool = True) -> "MixtureFit":
-        """Fit the mixture law to a validated table (:func:`bayescpt.mixture.data.validate_mixture`)."""
-        cfg = make_config(config)
-        s = resolve_settings(cfg.get("sampler"), sampler, chains=chains, draws=draws, tune=tune,
-                             seed=seed, target_accept=target_accept, init=init)
-        cfg["sampler"] = s
-        prep = prepare(df, cfg)
-        key = fingerprint("mixture", {k: v for k, v in cfg.items() if k != "sampler"}, df)
-        t0 = time.perf_counter()
-        with cached(key, lambda: build_model(prep, cfg)) as entry:
-            model = entry.value
-            idata = sample_model(model, s, progress=progress, cores=cores, judge=lambda i: cls(
-                i, cfg, prep.groups, prep.r_lo, prep.r_hi).diagnostics(),
-                compiled=entry.compiled)
-            meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
-                    "data_hash": mixture_hash(df), "n_points": int(len(prep.points)),
-                    "fit_seconds": round(time.perf_counter() - t0, 3),
-                    "priors": priors_json(model_priors(model))}
-        fit = cls(idata, cfg, prep.groups, prep.r_lo, prep.r_hi, meta,
-                  prep.points[["run", "model_size", "ratio", "tokens", "val_set", "loss",
-                              "curve"]])
-        fit._write_attrs()
-        if warn:
-            warn_if_bad(fit.diagnostics())
-        return fit
+    def check_sweep_config(cls, law, law_options: dict, config: dict) -> None:
+        make_config(config or None)
 
     # -- bookkeeping ------------------------------------------------------------------------------
     def _own_attrs(self) -> dict:

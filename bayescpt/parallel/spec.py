@@ -35,19 +35,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bayescpt.core.config import ConfigError
+from bayescpt.core.families import family_class, family_names
 from bayescpt.core.sampler_settings import MAX_SEED, sampler_setting_problem
 from bayescpt.core.tables import data_hash, shown
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.hierarchy import make_config as curves_config
-from bayescpt.curves.laws import get_law, law_names
-from bayescpt.curves.laws.registry import resolve_law_options
-from bayescpt.curves.thinning import thin_long_curves
-from bayescpt.hparams.data import read_any_grid
-from bayescpt.hparams.model import make_config as hparams_config
-from bayescpt.mixture.data import read_mixture
-from bayescpt.mixture.model import make_config as mixture_config
+from bayescpt.curves.laws import law_names
 
-FAMILIES = ("curves", "hparams", "mixture")
+#: the fit families a sweep entry may name (the family table, :mod:`bayescpt.core.families`)
+FAMILIES = family_names()
 ENTRY_KEYS = {"name", "family", "data", "law", "options", "config", "sampler", "seed", "seeds",
               "grid"}
 SAMPLER_KEYS = {"sampler", "chains", "draws", "tune", "target_accept", "init"}
@@ -269,24 +263,16 @@ def fit_law_options(family: str, law: str | None, options: dict, table) -> dict:
     """The law options a fit of ``table`` takes (curves: the given ones checked, the rest
     resolved from the table as :func:`bayescpt.parallel.tasks.fit_spec` resolves them; other
     families: none). Raises ValueError for an option the law does not take."""
-    if family != "curves":
-        return {}
-    df, _ = thin_long_curves(table)
-    return resolve_law_options(law, df, options)
+    return family_class(family).sweep_options(law, options, table)
 
 
 def check_fit_config(family: str, law: str | None, law_options: dict, config: dict) -> None:
     """Check ``config`` (priors, structure, sampler settings) as the fit of ``family`` (curves:
     ``law`` with ``law_options``) will read it; raises the family's one-line ConfigError (key
     path, value and what is expected), so that a bad config is refused before any fit starts."""
-    if family == "curves":
-        curves_config(get_law(law, **law_options), config)
-    elif family == "hparams":
-        hparams_config(config or None)
-    else:
-        mixture_config(config or None)
+    family_class(family).check_sweep_config(law, law_options, config)
 
 
 def default_reader(family: str, path):
     """The table a family's ``fit`` command reads from ``path`` (before any thinning)."""
-    return {"curves": read_curves, "hparams": read_any_grid, "mixture": read_mixture}[family](path)
+    return family_class(family).read_table(path)

@@ -7,6 +7,9 @@ renamed), with the spec and its key in the attrs (``sweep_key``, ``sweep_spec``)
 therefore leaves no file under the output's name, and :func:`finished_row` accepts an existing
 file only when it loads and records the same key.
 
+A spec's family is read from the family table (:mod:`bayescpt.core.families`): its fit class
+reads the data and fits it (``sweep_fit``, :class:`bayescpt.core.fit_template.SampledFit`).
+
 **Compiled once per worker.** A worker process keeps the compiled models of the curve fits it
 ran (:class:`bayescpt.curves.fit.CompiledFit`, kept in :mod:`bayescpt.core.modelcache`), keyed by
 law, options, config, sampler settings but the seed, and the table's shape (every column but the
@@ -19,42 +22,21 @@ init, a law with other validation sets), reuse a model only for the same table
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import socket
 import time
 import warnings
 from pathlib import Path
 
+from bayescpt.core.families import family_class
+from bayescpt.core.fit_template import SamplerSettings
 from bayescpt.core.fitfile import FitError, load_fit
-from bayescpt.core.modelcache import cached
 from bayescpt.core.sampling import check_sampler
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.fit import CompiledFit, Fit
-from bayescpt.curves.laws import get_law
-from bayescpt.curves.laws.registry import resolve_law_options
-from bayescpt.curves.thinning import thin_long_curves
-from bayescpt.hparams.data import read_any_grid
-from bayescpt.hparams.fit import HparamsFit
-from bayescpt.mixture.data import read_mixture
-from bayescpt.mixture.fit import MixtureFit
 from bayescpt.parallel.spec import FitSpec
 
 ROW_KEYS = ("name", "family", "law", "data", "seed", "key", "data_hash", "status", "max_rhat",
             "min_ess_bulk", "min_ess_tail", "divergences", "seconds", "compiled", "worker",
             "output", "error", "note")
-
-
-def shape_key(spec: FitSpec, df, law_options: dict, sampler: dict) -> str:
-    """What a compiled model depends on: law, options, config, sampler settings (no seed) and
-    every column of the table but the losses (plus where losses are present)."""
-    table = df.drop(columns=["loss"]).copy()
-    table["_has_loss"] = df["loss"].notna()
-    digest = hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()
-    text = json.dumps([spec.law, law_options, spec.config, sampler, digest], sort_keys=True,
-                      default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def fit_spec(spec: FitSpec, cores: int | None = None):
@@ -63,23 +45,9 @@ def fit_spec(spec: FitSpec, cores: int | None = None):
     True when this call compiled the model, False when it reused one, None when not cached."""
     sampler = dict(spec.sampler)
     name = check_sampler(sampler.pop("sampler", "auto"))
-    if spec.family == "hparams":
-        return HparamsFit.run(read_any_grid(spec.data), config=spec.config or None, sampler=name,
-                              seed=spec.seed, cores=cores, warn=False, **sampler), None
-    if spec.family == "mixture":
-        return MixtureFit.run(read_mixture(spec.data), config=spec.config or None, sampler=name,
-                              seed=spec.seed, cores=cores, warn=False, **sampler), None
-    df, _ = thin_long_curves(read_curves(spec.data))
-    law_options = resolve_law_options(spec.law, df, spec.options)
-    _, other = get_law(spec.law, **law_options).split_data(df)
-    if name != "nutpie" or other is not None or sampler.get("init", "map") != "map":
-        return Fit.run(df, law=spec.law, law_options=law_options, config=spec.config or None,
-                       sampler=name, seed=spec.seed, cores=cores, warn=False, **sampler), None
-    with cached("sweep-shape:" + shape_key(spec, df, law_options, sampler),
-                lambda: CompiledFit(df, law=spec.law, config=spec.config,
-                                    law_options=law_options, **sampler)) as entry:
-        fit = entry.value.fit(df, seed=spec.seed, log_likelihood=True, cores=cores)
-        return fit, entry.fresh
+    settings = SamplerSettings(sampler=name, seed=spec.seed, cores=cores, warn=False, **sampler)
+    return family_class(spec.family).sweep_fit(spec.data, spec.law, spec.options, spec.config,
+                                               settings)
 
 
 def finished_row(spec: FitSpec, path: Path) -> dict | None:

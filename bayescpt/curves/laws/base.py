@@ -95,6 +95,13 @@ class Law:
         defaults = {o.name: o.default for o in cls.options}
         return {k: v for k, v in given.items() if v != defaults[k]}
 
+    @classmethod
+    def stored_options(cls, options: dict, posterior) -> dict:
+        """The options a fit file's model was sampled with, from those it records (``options``)
+        and its ``posterior`` (variables by name): for a file written before an option existed,
+        the value that reproduces its model. Default: as recorded."""
+        return options
+
     def split_data(self, df):
         """(rows the law's model is fitted to, rows fitted after it by a side model or None).
 

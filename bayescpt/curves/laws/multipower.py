@@ -107,6 +107,14 @@ class MultiPowerLaw(Law):
     default_settings = {"warmup": "exact", "bins_area": 16, "bins_time": 16, "eta_ref": 3e-4}
     derived_names = ("C",)
 
+    @classmethod
+    def stored_options(cls, options: dict, posterior) -> dict:
+        """Files written before the progress term became the default record no ``progress``
+        and sampled B itself (``B_u``, no ``Br_u``): the paper's law, ``progress=False``."""
+        if "progress" not in options and "B_u" in posterior and "Br_u" not in posterior:
+            return {**options, "progress": False}
+        return options
+
     def __init__(self, progress: bool = True):
         self.progress = bool(progress)
         params = (

@@ -62,11 +62,16 @@ def law_names() -> list[str]:
     return list(LAWS)
 
 
-def get_law(name: str, **options):
-    """The law called ``name`` (see :func:`law_names`) with its options."""
+def law_class(name: str):
+    """The class of the law called ``name`` (see :func:`law_names`)."""
     if name not in LAWS:
         raise ValueError(f"unknown law {name!r}; expected one of {sorted(LAWS)}")
-    return LAWS[name](**options)
+    return LAWS[name]
+
+
+def get_law(name: str, **options):
+    """The law called ``name`` (see :func:`law_names`) with its options."""
+    return law_class(name)(**options)
 
 
 def cli_options() -> list[LawOption]:
