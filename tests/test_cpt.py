@@ -345,6 +345,7 @@ def test_anchored_option_is_the_same_law_with_lr_and_g_at_the_anchor():
         CPTLaw(anchored=True, checkpoint=True)
 
 
+@pytest.mark.slow   # a recovery study: a full anchored CPT fit of simulated curves
 def test_anchored_fit_recovers_lr_g_and_predicts_a_held_out_schedule():
     """Simulated Fig. 3 runs fitted with the anchored option: Lr, G at the anchor area (known
     from the truth) and Bref inside their 99 % intervals (six checks: about 94 % of calibrated

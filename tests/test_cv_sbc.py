@@ -55,6 +55,7 @@ def test_groups_and_folds(curves_csv):
         make_folds(pd.Series(["a", "a"]), "run")
 
 
+@pytest.mark.slow   # a study: every fold fitted twice (on Dask and by hand)
 def test_cv_equals_the_fold_fitted_and_predicted_by_hand_and_resumes(tmp_path, curves_csv,
                                                                       client):
     out = tmp_path / "cv"
@@ -110,6 +111,7 @@ def test_uniformity_tells_uniform_from_skewed_ranks():
     assert uniformity(skewed, ["a"], 99, 10)["p_value"].iloc[0] < 1e-6
 
 
+@pytest.mark.slow   # simulation-based calibration: a study of many fits
 def test_sbc_ranks_the_simulated_truth_among_the_posterior_draws(tmp_path, curves_csv, client):
     design = read_curves(curves_csv)
     design = design[design["run"].str.startswith("25M/")]

@@ -309,6 +309,7 @@ def sim_loss(tmp_path_factory):
     return tmp, data, out, df, truth_cells, truth
 
 
+@pytest.mark.slow   # a recovery study (the sim_loss fit serves these two tests only)
 def test_loss_law_recovers_known_exponents_and_cell_optima(sim_loss, capsys):
     from bayescpt.hparams.fit import HparamsFit
 
@@ -330,6 +331,7 @@ def test_loss_law_recovers_known_exponents_and_cell_optima(sim_loss, capsys):
     assert "L^(" in law_text(fit) and "N^(" not in law_text(fit)
 
 
+@pytest.mark.slow   # recovery, on the sim_loss fit
 def test_loss_law_stage2_at_loss_of_total_compute(sim_loss, tmp_path):
     from bayescpt.hparams.fit import HparamsFit
     from bayescpt.hparams.predict import predict_optimum

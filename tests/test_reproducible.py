@@ -10,12 +10,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import ROOT
 
 FIT = """
 import sys, warnings
 import numpy as np
+import pytest
 warnings.simplefilter("ignore")
 from bayescpt.curves import simulate
 from bayescpt.curves.fit import Fit
@@ -30,6 +32,10 @@ post = fit.idata.posterior
 np.save(sys.argv[1], np.concatenate([post[v].values.reshape(2, 200, -1)
                                      for v in sorted(post.data_vars)], axis=2))
 """
+
+
+# the slow tier (pytest -m slow, run by .ci/run after the default tier): two full fits, one compiling from an empty cache
+pytestmark = pytest.mark.slow
 
 
 def test_a_fresh_and_a_cached_compile_give_the_same_draws(tmp_path):

@@ -79,6 +79,7 @@ def test_a_grid_is_every_combination_with_its_own_name(tmp_path, tiny_csv):
     assert "tiny__target_accept=0.9__seed1" in [s.name for s in specs]
 
 
+@pytest.mark.slow   # every fit run twice, serially and on a local Dask cluster
 def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(tmp_path,
                                                                               tiny_csv):
     path = sweep_file(tmp_path, tiny_csv, [0, 1, 2])
@@ -157,6 +158,7 @@ def _start(args, log):
                             start_new_session=True)
 
 
+@pytest.mark.slow   # a Dask kill test: a worker killed mid-sweep, the sweep rerun
 def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_csv):
     """A real scheduler and two worker processes on 127.0.0.1; one worker is killed (SIGKILL)
     once the first fit has finished; every fit still finishes exactly once, with the numbers of
