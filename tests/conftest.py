@@ -24,19 +24,44 @@ def small_curves():
         simulate.default_schedules(total=4000), points=30, seed=7)
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """A folder ``name`` that ``build(folder)`` fills once per test run, shared by the xdist
+    workers: the first worker to ask builds it, under a lock, in the run's common temporary
+    folder; the others wait for it or find it built (a fixture fitted once, not once per worker).
+    The tests only read what is in it."""
+    import shutil
+
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder = root / name
+    with FileLock(str(folder) + ".lock"):
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)     # a build that failed half-way
+            folder.mkdir()
+            build(folder)
+            (folder / ".built").touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def small_fit_file(tmp_path_factory, small_curves):
-    """A fit of ``small_curves`` through the CLI, saved once per session."""
+    """A fit of ``small_curves`` through the CLI, saved once per test run."""
+    tmp = built_once(tmp_path_factory, "small_fit", lambda d: _fit_small(d, small_curves))
+    return tmp / "curves.csv", tmp / "fit.nc"
+
+
+def _fit_small(tmp, small_curves):
     from bayescpt.cli.main import main
 
-    tmp = tmp_path_factory.mktemp("fit")
     data = tmp / "curves.csv"
     small_curves[0].to_csv(data, index=False)
     out = tmp / "fit.nc"
     rc = main(["fit", str(data), "--law", "annealing", "--out", str(out), "--chains", "2",
                "--draws", "300", "--tune", "300", "--seed", "3", "--quiet"])
     assert rc == 0
-    return data, out
 
 
 # ---- a CPT-law fit of simulated Fig. 3 runs, shared by the CPT and planning tests
@@ -64,13 +89,17 @@ def cpt_cli_fit(tmp_path_factory):
     the WSD runs are held out. 2 x 1000 draws: beta and E of the general set lie on a slow ridge
     (the law's default is 2000 draws for it); at 2 x 300 R-hat reached 1.04-1.06 (bulk ESS ~70),
     at 2 x 1000 1.011 at seeds 1 and 2, and sampling costs seconds beside the compile."""
+    from bayescpt.cpt.simulate import simulate_cpt
+
+    curves, truth = simulate_cpt(seed=3)
+    return built_once(tmp_path_factory, "cpt_fit", lambda d: _fit_cpt(d, curves)), truth
+
+
+def _fit_cpt(d, curves):
     import pandas as pd
 
     from bayescpt.cli.main import main
-    from bayescpt.cpt.simulate import simulate_cpt
 
-    d = tmp_path_factory.mktemp("cpt")
-    curves, truth = simulate_cpt(seed=3)
     curves = pd.concat([curves, _other_set(curves)], ignore_index=True)
     held = curves["run"].str.endswith("/wsd")
     curves[~held].to_csv(d / "fit.csv", index=False)
@@ -78,7 +107,6 @@ def cpt_cli_fit(tmp_path_factory):
     rc = main(["fit", str(d / "fit.csv"), "--law", "cpt", "--out", str(d / "fit.nc"),
                "--draws", "1000", "--tune", "1000", "--chains", "2", "--seed", "1", "--quiet"])
     assert rc == 0
-    return d, truth
 
 
 # ---- shared by the sweep and config tests: one run of ``small_curves`` (3 curves at 100M)
