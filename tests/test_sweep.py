@@ -227,3 +227,22 @@ def test_compare_takes_a_folder_of_fit_files(tmp_path, capsys):
     assert main(["compare", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert "annealing_multipowerlaw: " in text and "annealing_olmo_c4: " in text
+
+
+def test_hparams_and_mixture_entries_are_read_and_keyed_by_their_own_tables(tmp_path):
+    """A sweep entry of the hparams or mixture family is read as that family's ``fit`` command
+    reads it and keyed by the hash of its own table (before: the loss-curve hash was taken of
+    every table, and such entries ended in an internal KeyError on 'val_set' / 'step')."""
+    from bayescpt.hparams.data import grid_hash, read_any_grid
+    from bayescpt.mixture.data import mixture_hash, read_mixture
+
+    root = Path(__file__).resolve().parents[1] / "data"
+    grid, mix = root / "steplaw_grid.csv", root / "mixture_ct70m.csv"
+    path = tmp_path / "sweep.toml"
+    path.write_text(f'[[fit]]\nfamily = "hparams"\ndata = "{grid}"\nseeds = [0, 1]\n\n'
+                    f'[[fit]]\nfamily = "mixture"\ndata = "{mix}"\n')
+    specs = read_sweep(path)
+    assert [s.family for s in specs] == ["hparams", "hparams", "mixture"]
+    assert specs[0].data_hash == specs[1].data_hash == grid_hash(read_any_grid(grid))
+    assert specs[2].data_hash == mixture_hash(read_mixture(mix))
+    assert len({s.key for s in specs}) == 3

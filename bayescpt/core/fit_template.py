@@ -24,6 +24,7 @@ from bayescpt.core.diagnostics import Diagnostics, warn_if_bad
 from bayescpt.core.fitfile import FitBase
 from bayescpt.core.modelcache import cached
 from bayescpt.core.sampling import resolve_settings, sample_model
+from bayescpt.core.tables import data_hash
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,12 @@ class SampledFit(FitBase):
     @staticmethod
     def read_table(path):
         raise NotImplementedError
+
+    @staticmethod
+    def table_hash(table) -> str:
+        """A short, order-independent hash of a table :meth:`read_table` read (a sweep's key
+        of its data); the default hashes a loss-curve table's columns."""
+        return data_hash(table)
 
     @classmethod
     def sweep_options(cls, law, options: dict, table) -> dict:

@@ -86,6 +86,7 @@ class HparamsFit(SampledFit):
 
     laws = (LAW,)
     recipe = HparamsRecipe
+    table_hash = staticmethod(grid_hash)
     own_keys = ("cells", "refs")
     tables = {"cells": "cell"}
     read_table = staticmethod(read_any_grid)

@@ -91,6 +91,7 @@ class MixtureFit(SampledFit):
     tables = {"groups": "group", "points": "obs"}
     new_groups = False
     read_table = staticmethod(read_mixture)
+    table_hash = staticmethod(mixture_hash)
 
     @classmethod
     def check_sweep_config(cls, law, law_options: dict, config: dict) -> None:

@@ -19,7 +19,7 @@ or a missing data file is one :class:`SweepError` line naming the file, the entr
     "options.progress" = [true, false]   # "sampler.X"
 
 Each fit is identified by a key: the SHA-256 (16 hex digits) of its family, law, options,
-config, sampler settings, seed and the data's content hash (:func:`bayescpt.core.tables.data_hash`
+config, sampler settings, seed and the data's content hash (the family's ``table_hash``, for loss curves :func:`bayescpt.core.tables.data_hash`
 of the table as read), so a fit's output can be recognised as the result of the same inputs.
 """
 
@@ -37,7 +37,7 @@ from pathlib import Path
 from bayescpt.core.config import ConfigError
 from bayescpt.core.families import family_class, family_names
 from bayescpt.core.sampler_settings import MAX_SEED, sampler_setting_problem
-from bayescpt.core.tables import data_hash, shown
+from bayescpt.core.tables import shown
 from bayescpt.curves.laws import law_names
 
 #: the fit families a sweep entry may name (the family table, :mod:`bayescpt.core.families`)
@@ -203,7 +203,7 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
         raise SweepError(f"{_where(path, i, 'config')}: expected a table or a JSON file name")
     if str(data) not in hashes:
         table = read_table(family, data)
-        hashes[str(data)] = (data_hash(table), table)
+        hashes[str(data)] = (family_class(family).table_hash(table), table)
     data_key, table = hashes[str(data)]
     grid = entry.get("grid", {})
     for k, v in grid.items():
