@@ -45,6 +45,7 @@ def jax_x64_restored():
     jax.config.update("jax_enable_x64", before)
 
 
+@pytest.mark.slow   # a recovery study of both JAX back ends (each still samples in the default tier)
 @pytest.mark.parametrize("sampler", ["numpyro", "blackjax"])
 def test_whitened_jax_samplers_recover_a_ridge_with_shallow_trees(sampler, jax_x64_restored):
     model, mean, sd = ridge_model()
