@@ -37,6 +37,7 @@ from bayescpt.cli.argtypes import (  # noqa: F401 - the argument types, importab
 from bayescpt.core.chains import drop_stuck_chains
 from bayescpt.core.fitfile import FitBase
 from bayescpt.core.outputs import check_not_input, check_output, write_outputs
+from bayescpt.core.tables import plain
 
 EXIT_STRICT = 1
 EXIT_INPUT = 2
@@ -187,17 +188,7 @@ def sampler_args(p: argparse.ArgumentParser) -> None:
 def json_text(obj, indent: int = 2) -> str:
     """Standard JSON (RFC 8259): a NaN or infinite float, a value that is legitimately missing,
     becomes ``null``; numpy scalars and arrays become numbers and lists."""
-    def clean(x):
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
-            return clean(x.tolist())
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        return x
-    return json.dumps(clean(obj), indent=indent, allow_nan=False)
+    return json.dumps(plain(obj, nan_as_none=True), indent=indent, allow_nan=False)
 
 
 def load_config(path):

@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import io
 import lzma
+import math
 import re
 import zipfile
 from pathlib import Path
@@ -53,21 +54,24 @@ class DataWarning(UserWarning):
     ``bayescpt: warning: ...``."""
 
 
-def _plain(value):
-    """``value`` with NumPy scalars and arrays, also inside dicts and lists, as plain Python."""
+def plain(value, nan_as_none: bool = False):
+    """``value`` with NumPy scalars and arrays, also inside dicts and lists (tuples become
+    lists), as plain Python; with ``nan_as_none`` a NaN or infinite float becomes None."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v, nan_as_none) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v, nan_as_none) for v in value]
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return _plain(value.tolist())
+        return plain(value.tolist(), nan_as_none)
+    if nan_as_none and isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
 def shown(value) -> str:
     """A value as a message shows it (a cell, a config value): text quoted (``'abc'``), numbers
     plain (``-50``, ``-1.0``; not NumPy's ``np.int64(-50)``), also inside dicts and lists."""
-    return repr(_plain(value))
+    return repr(plain(value))
 
 
 def where(source, run=None, column=None, step=None, line=None) -> str:
