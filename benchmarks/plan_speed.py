@@ -5,9 +5,9 @@ The reference CPT fit ``models/cpt_simulated.nc`` (or ``--fit FIT.nc`` with ``--
 up to 40000 steps on a 10000-step PT), every posterior draw. Reported, in one run:
 
 * the design (S1/S2 areas of every plan's full schedule, O(T) each) time;
-* the evaluation of the same design arrays with ``bayescpt.plan.evaluate`` (vectorised over draws x
-  plans x steps; numpy and, when installed, JAX) against a plain numpy loop over plans that
-  evaluates each plan's draws one plan at a time, and their ratio;
+* the evaluation of the same design arrays with ``bayescpt.cpt.plan.evaluate.evaluate``
+  (vectorised over draws x plans x steps; numpy and, when installed, JAX) against a plain numpy
+  loop over plans that evaluates each plan's draws one plan at a time, and their ratio;
 * the chance-constrained decision on the demo's planning question (``bayescpt.demo.PLAN``): the
   chosen plan's P(rise <= eps) re-estimated by the plain loop from its own draws (independent
   new-run deviations, float64), and whether the Pareto front is monotone.
@@ -30,7 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bayescpt.curves.data import read_curves
 from bayescpt.datasets.bundled import PLAN
 from bayescpt.curves.fit import Fit
-from bayescpt.cpt.plan import decide, designs, evaluate, plan_grid, pt_schedule_from_table
+from bayescpt.cpt.plan.decide import Criterion, decide
+from bayescpt.cpt.plan.evaluate import Evaluation, designs, evaluate
+from bayescpt.cpt.plan.files import pt_schedule_from_table
+from bayescpt.cpt.plan.grid import plan_grid
 from bayescpt.curves.predict import parameter_draws
 
 HERE = Path(__file__).resolve().parent
@@ -88,13 +91,13 @@ def main(argv=None):
     res, draws = {}, {}
     for backend in ("numpy", "jax"):
         try:
-            evaluate(fit, pt, plans.head(8), a.points, X={k: (v[:8] if k == "cpt_steps" else
-                                                         {f: x[:8] for f, x in v.items()})
-                                                      for k, v in X.items()}, backend=backend)
+            evaluate(fit, pt, plans.head(8), Evaluation(a.points, backend),
+                     X={k: (v[:8] if k == "cpt_steps" else {f: x[:8] for f, x in v.items()})
+                        for k, v in X.items()})
         except ImportError:
             continue
         t0 = time.perf_counter()
-        draws[backend] = evaluate(fit, pt, plans, a.points, X=X, backend=backend)
+        draws[backend] = evaluate(fit, pt, plans, Evaluation(a.points, backend), X=X)
         res[backend] = time.perf_counter() - t0
         out["draws"] = int(draws[backend].domain.shape[0])
     t0 = time.perf_counter()
@@ -110,8 +113,8 @@ def main(argv=None):
     # so its P(rise <= eps) for the chosen plan is an independent estimate.
     demo = plan_grid(PLAN["transfers"], PLAN["shapes"], PLAN["peak_lrs"], PLAN["steps"])
     Xd = designs(fit, pt, demo, a.points)
-    table = decide(evaluate(fit, pt, demo, a.points, X=Xd, backend="numpy"), PLAN["tolerance"],
-                   PLAN["risk"])
+    table = decide(evaluate(fit, pt, demo, Evaluation(a.points, "numpy"), X=Xd),
+                   Criterion(PLAN["tolerance"], PLAN["risk"]))
     plain = plain_numpy(fit, Xd, out["draws"], seed=12345)
     front = table[table["pareto"]].sort_values("p_within_tolerance")
     out["decision"] = {"plans": len(demo), "tolerance": PLAN["tolerance"], "risk": PLAN["risk"],

@@ -29,7 +29,8 @@ import pandas as pd
 from bayescpt.curves.laws.cpt_options import cpt_law_options
 from bayescpt.curves.data import read_curves, thin_cpt
 from bayescpt.curves.fit import Fit
-from bayescpt.cpt.plan import pt_schedule_from_table
+from bayescpt.cpt.plan.files import pt_schedule_from_table
+from bayescpt.cpt.plan.request import plan_request
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
 from bayescpt.curves.predict import predict_frame
@@ -109,10 +110,12 @@ print(f"held-out CPT points inside the 90 % band: {inside.mean():.0%}; mean rela
 
 # %%
 pt = pt_schedule_from_table(curves, run="m/pt1200/cos-600/r0")  # PT rows to step 1200
-res = run_plan(fit, pt, tolerance=0.05, risk=0.1, transfers=[900, 1200],
-               shapes=["cosine", "linear", "constant"], peak_lrs=[5e-4, 1e-3, 2e-3],
-               steps=[300, 600, 1200], decay_fracs=[0.25], replay_ratios=[0.0, 0.125, 0.25, 0.5],
-               warmup=50, general="prose", domain="python")
+request = plan_request(tolerance=0.05, risk=0.1, transfers=[900, 1200],
+                       shapes=["cosine", "linear", "constant"], peak_lrs=[5e-4, 1e-3, 2e-3],
+                       steps=[300, 600, 1200], decay_fracs=[0.25],
+                       replay_ratios=[0.0, 0.125, 0.25, 0.5], warmup=50, general="prose",
+                       domain="python")
+res = run_plan(fit, pt, request)
 table, draws = res.table, res.draws
 print(f"{len(table)} plans, {table['feasible'].sum()} feasible at P(rise <= 0.05) >= 0.9")
 cols = ["transfer", "shape", "peak_lr", "steps", "replay_ratio", "domain_mean", "domain_lower",

@@ -70,17 +70,21 @@ def test_plan_on_the_reference_fit_meets_its_chance_constraint_independently():
     from bayescpt.curves.data import read_curves
     from bayescpt.datasets.bundled import CPT_DATA, PLAN
     from bayescpt.curves.fit import Fit
-    from bayescpt.cpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
+    from bayescpt.cpt.plan.decide import Criterion, decide
+    from bayescpt.cpt.plan.evaluate import Evaluation, evaluate
+    from bayescpt.cpt.plan.files import pt_schedule_from_table
+    from bayescpt.cpt.plan.grid import plan_grid
 
     fit = Fit.load(MODELS / "cpt_simulated.nc", law="cpt")
     pt = pt_schedule_from_table(read_curves(CPT_DATA, need_loss=False), "pt@10000/cosine")
     plans = plan_grid(PLAN["transfers"], PLAN["shapes"], PLAN["peak_lrs"], PLAN["steps"])
     eps, risk = PLAN["tolerance"], PLAN["risk"]
-    table = decide(evaluate(fit, pt, plans, seed=0, backend="numpy"), eps, risk)
+    table = decide(evaluate(fit, pt, plans, Evaluation(seed=0, backend="numpy")),
+                   Criterion(eps, risk))
     assert table["chosen"].sum() == 1
     assert table["feasible"].sum() < len(table)          # the constraint binds somewhere
     i = int(np.flatnonzero(table["chosen"])[0])
-    again = evaluate(fit, pt, plans.iloc[[i]], seed=99, backend="numpy")
+    again = evaluate(fit, pt, plans.iloc[[i]], Evaluation(seed=99, backend="numpy"))
     p = float((again.rise[:, 0] <= eps).mean())
     se = np.sqrt(p * (1 - p) / again.rise.shape[0])
     assert p >= 1 - risk - 3 * max(se, 0.005)
@@ -140,12 +144,13 @@ def test_mixture_check_follows_the_critical_ratio():
     check passes are those whose domain share is at most the CMR at that risk."""
     from bayescpt.mixture.decide import feasibility
     from bayescpt.mixture.fit import MixtureFit
-    from bayescpt.cpt.plan import mixture_check, plan_grid
+    from bayescpt.cpt.plan.checks import MixtureCheck, mixture_check
+    from bayescpt.cpt.plan.grid import plan_grid
 
     mix = MixtureFit.load(MODELS / "mixture_ct70m.nc")
     plans = plan_grid([8000], ["cosine"], [1e-4], [1000],
                       replay_ratios=[0.125, 0.2, 0.25, 0.3, 0.4, 0.5])
-    out = mixture_check(plans, mix, 10000, 0.0, risk=0.1)
+    out = mixture_check(plans, MixtureCheck(mix, 10000), 0.0, risk=0.1)
     p = out["p_mixture_feasible"].to_numpy()
     assert np.all(np.diff(p) >= -0.02)
     assert out["mixture_ok"].any() and not out["mixture_ok"].all()

@@ -23,7 +23,8 @@ from bayescpt.cli.common import (
     str_list,
     write_files,
 )
-from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
+from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans
+from bayescpt.cpt.plan.request import OPTION_NAMES, PlanRequest, plan_request
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
 from bayescpt.curves.data import read_curves
@@ -100,24 +101,23 @@ def add_plan(sub) -> None:
     pl.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
 
 
+def request_of(a) -> PlanRequest:
+    """The planner's request from the ``plan`` command's options (:func:`plan_request`'s, named
+    alike), with the ``--hparams`` and ``--mixture`` fits loaded."""
+    return plan_request(
+        **{k: v for k, v in vars(a).items() if k in OPTION_NAMES},
+        hparams_fit=None if a.hparams is None else load_fit_checked(a.hparams, HparamsFit),
+        mixture_fit=None if a.mixture is None else load_fit_checked(a.mixture, MixtureFit),
+        mixture_label=getattr(a.mixture, "name", "the mixture fit"))
+
+
 def cmd_plan(a) -> int:
 
     prepare_outputs(a.force, {"FIT.nc": a.fit, "--pt": a.pt, "--hparams": a.hparams,
                               "--mixture": a.mixture}, out=a.out, plot=a.plot)
     fit = load_fit_checked(a.fit, Fit, law="cpt")
     pt = pt_schedule_from_table(read_curves(a.pt, need_loss=False), a.pt_run)
-    res = run_plan(
-        fit, pt, tolerance=a.tolerance, risk=a.risk, transfers=a.transfers, shapes=a.shapes,
-        peak_lrs=a.peak_lrs, steps=a.steps, decay_fracs=a.decay_fracs,
-        replay_ratios=a.replay_ratios, warmup=a.warmup, final_frac=a.final_frac,
-        objective=a.objective, quantile=a.quantile, w_general=a.w_general, w_domain=a.w_domain,
-        general=a.general, domain=a.domain, model_size=a.model_size, points=a.points,
-        prob=a.prob, backend=a.backend, seed=a.seed,
-        hparams_fit=None if a.hparams is None else load_fit_checked(a.hparams, HparamsFit),
-        n_params=a.n_params, init_loss=a.init_loss, cpt_tokens=a.cpt_tokens,
-        mixture_fit=None if a.mixture is None else load_fit_checked(a.mixture, MixtureFit),
-        mixture_tokens=a.mixture_tokens, mixture_model_size=a.mixture_model_size,
-        mixture_label=getattr(a.mixture, "name", "the mixture fit"))
+    res = run_plan(fit, pt, request_of(a))
     table = res.table
     for w in ([res.range_note] if res.range_note else []) + res.extrapolation:
         say(f"warning: {w}")     # as predict words them

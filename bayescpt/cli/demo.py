@@ -21,7 +21,8 @@ from pathlib import Path
 from bayescpt.cli.common import csv_writer, save_figure, say, seed_int, write_files
 from bayescpt.cli.progress import stage
 from bayescpt.core.plotting import plot_diagnostics
-from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
+from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans
+from bayescpt.cpt.plan.request import plan_request
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
 from bayescpt.curves.compare import (loo_table, loo_unavailable, parameter_table,
@@ -158,9 +159,7 @@ def _plan(csv: Path, png: Path, seed: int, force: bool, log):
         return None
     fit = Fit.load(CPT_REFERENCE, law="cpt")
     pt = pt_schedule_from_table(read_curves(CPT_DATA, need_loss=False), "pt@10000/cosine")
-    res = run_plan(fit, pt, tolerance=PLAN["tolerance"], risk=PLAN["risk"],
-                   transfers=PLAN["transfers"], shapes=PLAN["shapes"], peak_lrs=PLAN["peak_lrs"],
-                   steps=PLAN["steps"], seed=seed)
+    res = run_plan(fit, pt, plan_request(**PLAN, seed=seed))
     table, draws = res.table, res.draws
     log(f"[5/5] planning CPT on {CPT_REFERENCE.name} (simulated PT -> CPT runs, paper Fig. 3 "
         f"values): {len(table)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s")

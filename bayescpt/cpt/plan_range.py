@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bayescpt.core import schedules as S
-from bayescpt.cpt.plan import plan_schedule
+from bayescpt.cpt.plan.grid import plan_schedule
 from bayescpt.curves.extrapolation import (
     QUANTITIES,
     check_extrapolation,

@@ -13,8 +13,8 @@ def plot_plans(table: pd.DataFrame, *, tolerance: float | None = None,
                risk: float | None = None, prob: float = 0.9, ax=None):
     """CPT plans: expected final domain loss (with its interval) against P(general rise <=
     tolerance); the chance constraint as a shaded region, the Pareto front joined, the chosen plan
-    marked. ``table`` is the output of :func:`bayescpt.cpt.plan.decide`; ``ax`` the Axes to draw on
-    (default: a new 7.5 x 5 in figure). Returns the Figure; nothing is written."""
+    marked. ``table`` is the output of :func:`bayescpt.cpt.plan.decide.decide`; ``ax`` the Axes
+    to draw on (default: a new 7.5 x 5 in figure). Returns the Figure; nothing is written."""
     plt = pyplot()
 
     own = ax is None

@@ -135,7 +135,8 @@ def test_plan_refuses_a_grid_too_big_for_memory(tmp_path):
 
 def test_memory_estimate_grows_with_the_longest_schedule():
     from bayescpt.core import schedules as S
-    from bayescpt.cpt.plan import memory_estimate, plan_grid
+    from bayescpt.cpt.plan.grid import plan_grid
+    from bayescpt.cpt.plan.memory import memory_estimate
 
     pt = S.wsd(10000, 2e-4, decay_steps=2000, warmup_steps=200)
     small = memory_estimate(pt, plan_grid([10000], ["cosine"], [2e-4], [1000]), 2000)

@@ -11,7 +11,9 @@ from bayescpt.core import schedules as S
 from bayescpt.cli.main import main
 from bayescpt.core.tables import DataError
 from bayescpt.curves.fit import Fit
-from bayescpt.cpt.plan import cpt_segment, decide, evaluate, plan_grid, pareto_mask
+from bayescpt.cpt.plan.decide import Criterion, decide, pareto_mask
+from bayescpt.cpt.plan.evaluate import Evaluation, evaluate
+from bayescpt.cpt.plan.grid import cpt_segment, plan_grid
 from bayescpt.curves.predict import curve_draws, parameter_draws
 
 PT = S.wsd(10000, 2e-4, decay_steps=2000, final=2e-5, warmup_steps=200, name="pt")
@@ -44,7 +46,7 @@ def _final_rise(fit, plan, seed):
 
 def test_chosen_plan_meets_the_chance_constraint_on_an_independent_evaluation(fit, grid):
     eps, risk = 0.02, 0.1
-    table = decide(evaluate(fit, PT, grid, backend="numpy"), eps, risk)
+    table = decide(evaluate(fit, PT, grid, Evaluation(backend="numpy")), Criterion(eps, risk))
     assert table["chosen"].sum() == 1
     chosen = table[table["chosen"]].iloc[0]
     assert chosen["p_within_tolerance"] >= 1 - risk
@@ -58,7 +60,7 @@ def test_chosen_plan_meets_the_chance_constraint_on_an_independent_evaluation(fi
 
 
 def test_pareto_front_is_monotone_and_undominated(fit, grid):
-    table = decide(evaluate(fit, PT, grid, backend="numpy"), 0.02, 0.1)
+    table = decide(evaluate(fit, PT, grid, Evaluation(backend="numpy")), Criterion(0.02, 0.1))
     front = table[table["pareto"]].sort_values("p_within_tolerance")
     assert len(front) >= 2
     assert np.all(np.diff(front["domain_mean"]) > 0)      # safer plans cost domain loss
@@ -75,11 +77,11 @@ def test_pareto_mask_small_case():
 
 def test_numpy_and_jax_backends_agree(fit, grid):
     pytest.importorskip("jax")
-    a = evaluate(fit, PT, grid.head(6), backend="numpy", seed=4, dtype="float64")
-    b = evaluate(fit, PT, grid.head(6), backend="jax", seed=4, dtype="float64")
+    a = evaluate(fit, PT, grid.head(6), Evaluation(backend="numpy", seed=4, dtype="float64"))
+    b = evaluate(fit, PT, grid.head(6), Evaluation(backend="jax", seed=4, dtype="float64"))
     np.testing.assert_allclose(a.domain, b.domain, rtol=1e-9)
     np.testing.assert_allclose(a.rise, b.rise, rtol=1e-7, atol=1e-10)
-    c = evaluate(fit, PT, grid.head(6), backend="jax", seed=4)      # float32, the default
+    c = evaluate(fit, PT, grid.head(6), Evaluation(backend="jax", seed=4))   # float32, the default
     np.testing.assert_allclose(a.domain, c.domain, atol=2e-5)
     np.testing.assert_allclose(a.rise, c.rise, atol=2e-5)
     import jax
@@ -88,8 +90,9 @@ def test_numpy_and_jax_backends_agree(fit, grid):
 
 
 def test_single_precision_and_chunking_do_not_change_the_outcomes(fit, grid):
-    a = evaluate(fit, PT, grid, backend="numpy", seed=2, dtype="float64", chunk_elements=10**9)
-    b = evaluate(fit, PT, grid, backend="numpy", seed=2, chunk_elements=5000)
+    a = evaluate(fit, PT, grid, Evaluation(backend="numpy", seed=2, dtype="float64",
+                                            chunk_elements=10**9))
+    b = evaluate(fit, PT, grid, Evaluation(backend="numpy", seed=2, chunk_elements=5000))
     np.testing.assert_allclose(a.domain, b.domain, atol=2e-5)
     np.testing.assert_allclose(a.general, b.general, atol=2e-5)
     np.testing.assert_allclose(a.rise, b.rise, atol=2e-5)
@@ -97,7 +100,7 @@ def test_single_precision_and_chunking_do_not_change_the_outcomes(fit, grid):
 
 
 def test_no_feasible_plan_chooses_none(fit, grid):
-    table = decide(evaluate(fit, PT, grid, backend="numpy"), 1e-6, 0.01)
+    table = decide(evaluate(fit, PT, grid, Evaluation(backend="numpy")), Criterion(1e-6, 0.01))
     assert not table["feasible"].any() and not table["chosen"].any()
 
 

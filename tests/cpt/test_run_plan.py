@@ -9,10 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayescpt.cpt import plan as plan_module
-from bayescpt.cpt import run as run_module
-from bayescpt.cpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
-from bayescpt.cpt.run import infeasibility, run_plan
+from bayescpt.cpt.plan import checks as checks_module
+from bayescpt.cpt.plan.decide import Criterion, decide, infeasibility
+from bayescpt.cpt.plan.evaluate import Evaluation, evaluate
+from bayescpt.cpt.plan.files import pt_schedule_from_table
+from bayescpt.cpt.plan.grid import plan_grid
+from bayescpt.cpt.plan.request import plan_request
+from bayescpt.cpt.run import run_plan
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.fit import Fit
 from bayescpt.hparams.fit import HparamsFit
@@ -34,10 +37,12 @@ def setting():
 
 def test_run_plan_equals_the_steps_it_assembles(setting):
     fit, pt = setting
-    res = run_plan(fit, pt, tolerance=0.05, risk=0.1, transfers=[8000], shapes=["cosine", "linear"],
-                   peak_lrs=[1e-4, 2e-4], steps=[2000, 8000], seed=3, backend="numpy")
+    res = run_plan(fit, pt, plan_request(
+        tolerance=0.05, risk=0.1, transfers=[8000], shapes=["cosine", "linear"],
+        peak_lrs=[1e-4, 2e-4], steps=[2000, 8000], seed=3, backend="numpy"))
     plans = plan_grid([8000], ["cosine", "linear"], [1e-4, 2e-4], [2000, 8000])
-    table = decide(evaluate(fit, pt, plans, seed=3, backend="numpy"), 0.05, 0.1)
+    table = decide(evaluate(fit, pt, plans, Evaluation(seed=3, backend="numpy")),
+                   Criterion(0.05, 0.1))
     # run_plan adds where each plan leaves the fit's range (this fit does not record it)
     assert res.table["extrapolation"].isna().all() and res.range_note is not None
     pd.testing.assert_frame_equal(res.table.drop(columns="extrapolation"), table)
@@ -59,10 +64,9 @@ def test_peak_lrs_come_from_one_hparams_prediction(setting, monkeypatch):
         calls.append(1)
         return predict_optimum(*args, **kw)
 
-    monkeypatch.setattr(run_module, "predict_optimum", counted)
-    monkeypatch.setattr(plan_module, "predict_optimum", counted)
-    res = run_plan(fit, pt, tolerance=0.05, transfers=[8000], shapes=["cosine"], steps=[2000],
-                   hparams_fit=hp, backend="numpy", **HP)
+    monkeypatch.setattr(checks_module, "predict_optimum", counted)
+    res = run_plan(fit, pt, plan_request(tolerance=0.05, transfers=[8000], shapes=["cosine"],
+                                         steps=[2000], hparams_fit=hp, backend="numpy", **HP))
     assert len(calls) == 1
     lr = predict_optimum(hp, HP["n_params"], init_loss=HP["init_loss"],
                          cpt_tokens=HP["cpt_tokens"], prob=0.9)["lr_opt"]
@@ -77,18 +81,19 @@ def test_missing_inputs_are_named(setting):
     fit, pt = setting
     hp = HparamsFit.load(MODELS / "hparams_steplaw.nc")
     with pytest.raises(ValueError, match="--hparams needs --init-loss, --cpt-tokens"):
-        run_plan(fit, pt, tolerance=0.05, steps=[2000], hparams_fit=hp, n_params=1e9)
+        run_plan(fit, pt, plan_request(tolerance=0.05, steps=[2000], hparams_fit=hp,
+                                       n_params=1e9))
     with pytest.raises(ValueError, match="give the peak learning rates"):
-        run_plan(fit, pt, tolerance=0.05, steps=[2000])
+        run_plan(fit, pt, plan_request(tolerance=0.05, steps=[2000]))
     with pytest.raises(ValueError, match="--mixture-tokens"):
-        run_plan(fit, pt, tolerance=0.05, steps=[2000], peak_lrs=[1e-4],
-                 mixture_fit=MixtureFit.load(MODELS / "mixture_ct70m.nc"))
+        run_plan(fit, pt, plan_request(tolerance=0.05, steps=[2000], peak_lrs=[1e-4],
+                                       mixture_fit=MixtureFit.load(MODELS / "mixture_ct70m.nc")))
 
 
 def test_infeasible_plans_say_why(setting):
     fit, pt = setting
-    res = run_plan(fit, pt, tolerance=0.001, transfers=[8000], shapes=["linear"],
-                   peak_lrs=[2e-4], steps=[8000], backend="numpy")
+    res = run_plan(fit, pt, plan_request(tolerance=0.001, transfers=[8000], shapes=["linear"],
+                                         peak_lrs=[2e-4], steps=[8000], backend="numpy"))
     assert res.chosen is None
     best = res.table["p_within_tolerance"].max()
     assert res.infeasible.startswith("no plan is feasible: the best keeps the general rise "
