@@ -5,22 +5,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bayescpt.cli.common import (
-    close_figure,
-    figure_writer,
+from bayescpt.cli.argtypes import (
     float_list,
     int_list,
-    load_fit_checked,
     nonneg_float,
     nonneg_int,
     positive_float,
     positive_int,
-    prepare_outputs,
     probability,
-    say,
     seed_int,
     share,
     str_list,
+)
+from bayescpt.cli.fitting import load_fit_checked
+from bayescpt.cli.messages import say
+from bayescpt.cli.outputs import (
+    close_figure,
+    figure_writer,
+    prepare_outputs,
     write_files,
 )
 from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans

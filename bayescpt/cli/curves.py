@@ -6,27 +6,20 @@ function ``(args) -> exit code``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import warnings
 from pathlib import Path
 
-from bayescpt.cli.common import (
+from bayescpt.cli.argtypes import positive_int, probability, seed_int, str_list
+from bayescpt.cli.fitting import load_fit_checked, sample_and_save, verdict
+from bayescpt.cli.messages import say
+from bayescpt.cli.options import add_law_options, load_config, sampler_args
+from bayescpt.cli.outputs import (
     close_figure,
     csv_writer,
     figure_writer,
-    load_config,
-    load_fit_checked,
-    positive_int,
     prepare_outputs,
-    probability,
-    sample_and_save,
-    sampler_args,
     save_figure,
-    say,
-    seed_int,
-    str_list,
-    verdict,
     write_files,
 )
 from bayescpt.cli.progress import stage
@@ -49,7 +42,6 @@ from bayescpt.curves.laws import (
     cli_options,
     get_law,
     law_names,
-    option_groups,
     resolve_law_options,
 )
 from bayescpt.curves.plots import plot_forest, plot_predictions
@@ -87,16 +79,6 @@ def add_fit(sub) -> None:
                    "residuals (for predict --observed and watch on real runs; 20-60 s more)")
     add_law_options(f)
     sampler_args(f)
-
-
-def add_law_options(parser) -> None:
-    """Every law's options (``--drop-progress`` ...), from the law registry, one group per law."""
-    for title, options in option_groups():
-        grp = parser.add_argument_group(title)
-        for opt in options:
-            kind = {"action": argparse.BooleanOptionalAction} if opt.type is bool else \
-                {"type": opt.type}
-            grp.add_argument(opt.cli_flag, dest=opt.name, default=None, help=opt.help, **kind)
 
 
 def add_predict(sub) -> None:

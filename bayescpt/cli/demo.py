@@ -18,7 +18,9 @@ import sys
 import warnings
 from pathlib import Path
 
-from bayescpt.cli.common import csv_writer, save_figure, say, seed_int, write_files
+from bayescpt.cli.argtypes import seed_int
+from bayescpt.cli.messages import say
+from bayescpt.cli.outputs import csv_writer, save_figure, write_files
 from bayescpt.cli.progress import stage
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans

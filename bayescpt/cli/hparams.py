@@ -5,22 +5,17 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bayescpt.cli.common import (
+from bayescpt.cli.argtypes import nonneg_float, positive_float, probability, seed_int
+from bayescpt.cli.fitting import load_fit_checked, sample_and_save, verdict
+from bayescpt.cli.messages import say
+from bayescpt.cli.options import load_config
+from bayescpt.cli.outputs import (
     close_figure,
     figure_writer,
     json_text,
-    load_config,
-    load_fit_checked,
-    nonneg_float,
-    positive_float,
     prepare_outputs,
-    probability,
-    sample_and_save,
     save_figure,
-    say,
-    seed_int,
     text_writer,
-    verdict,
     write_files,
 )
 from bayescpt.hparams.data import describe_grid, grid_hash, read_any_grid

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bayescpt.cli.common import csv_writer, save_figure, say, write_files
+from bayescpt.cli.messages import say
+from bayescpt.cli.outputs import csv_writer, save_figure, write_files
 from bayescpt.lab.config import load_config
 from bayescpt.lab.phenomena import per_run
 from bayescpt.lab.plots import plot_all, plot_pt_runs

@@ -2,7 +2,8 @@
 
 The commands live in command-group modules (``cli.curves``: fit, predict, compare, diagnose,
 config; ``cli.cpt``: plan; ``cli.demo``; the plugins ``cli.lab``, ``cli.mixture``,
-``cli.hparams``); this module assembles the parser and dispatches.
+``cli.hparams``, ``cli.logs``, ``cli.sweep``, ``cli.watch``, ``cli.priors``); this module
+assembles the parser and dispatches.
 
 Exit codes: 0 success, 1 diagnostics failed under --strict, 2 bad input or usage, 3 internal
 error (a bug: one line asking for a report; the traceback with ``BAYESCPT_DEBUG=1``), 4 an
@@ -19,27 +20,39 @@ import signal
 import sys
 import traceback
 import warnings
-from importlib import import_module
 
 from bayescpt import __version__
-from bayescpt.cli import cpt, curves, demo
-from bayescpt.cli.common import (
+from bayescpt.cli import (
+    cpt,
+    curves,
+    demo,
+    hparams,
+    lab,
+    logs,
+    mixture,
+    priors,
+    sweep,
+    watch,
+)
+from bayescpt.cli.argtypes import allow_negative_numbers
+from bayescpt.cli.interrupts import Interrupted
+from bayescpt.cli.messages import (
     EXIT_INPUT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_PIPE,
-    Interrupted,
-    allow_negative_numbers,
     flush_pending,
-    sampler_args,
 )
+from bayescpt.cli.options import sampler_args
 from bayescpt.core.tables import DataError, DataWarning
 from bayescpt.curves.fit import FitError
 
-# Command groups living next to their models: each module has
+# Command groups living next to their models, imported here like the others (so the import
+# contract sees them): each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
-PLUGINS: tuple[str, ...] = ("cli.lab", "cli.mixture", "cli.hparams", "cli.logs", "cli.sweep",
-                             "cli.watch", "cli.priors")
+PLUGIN_MODULES = (lab, mixture, hparams, logs, sweep, watch, priors)
+#: their names under the package, in the order their commands are added
+PLUGINS: tuple[str, ...] = tuple(m.__name__.removeprefix("bayescpt.") for m in PLUGIN_MODULES)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     curves.add_diagnose(sub)
     curves.add_config(sub)
     demo.add_demo(sub)
-    for name in PLUGINS:
-        COMMANDS.update(import_module(f"bayescpt.{name}").add_commands(sub, sampler_args))
+    for module in PLUGIN_MODULES:
+        COMMANDS.update(module.add_commands(sub, sampler_args))
     allow_negative_numbers(ap)
     return ap
 

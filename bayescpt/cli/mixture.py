@@ -5,20 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bayescpt.cli.common import (
+from bayescpt.cli.argtypes import finite_float, positive_float, probability
+from bayescpt.cli.fitting import load_fit_checked, sample_and_save, verdict
+from bayescpt.cli.messages import say
+from bayescpt.cli.options import load_config
+from bayescpt.cli.outputs import (
     close_figure,
     figure_writer,
-    finite_float,
     json_text,
-    load_config,
-    load_fit_checked,
-    positive_float,
     prepare_outputs,
-    probability,
-    sample_and_save,
-    say,
     text_writer,
-    verdict,
     write_files,
 )
 from bayescpt.core.config import merge_config

@@ -6,23 +6,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bayescpt.cli.common import (
+from bayescpt.cli.argtypes import positive_int, probability, seed_int
+from bayescpt.cli.curves import _law_options, _read_for_fit
+from bayescpt.cli.messages import say
+from bayescpt.cli.options import add_law_options, load_config
+from bayescpt.cli.outputs import (
     close_figure,
     figure_writer,
-    load_config,
-    positive_int,
     prepare_outputs,
-    probability,
-    say,
-    seed_int,
     write_files,
 )
-from bayescpt.cli.curves import _law_options, _read_for_fit, add_law_options
 from bayescpt.curves.data import describe
 from bayescpt.curves.hierarchy import make_config
 from bayescpt.curves.laws import get_law, law_names
 from bayescpt.curves.plots import plot_prior_check
-from bayescpt.curves.priors import DEFAULT_PRIOR_DRAWS, prior_band, prior_check, prior_ranges
+from bayescpt.curves.priors import (
+    DEFAULT_PRIOR_DRAWS,
+    prior_band,
+    prior_check,
+    prior_ranges,
+)
 
 
 def add_commands(sub, sampler_args) -> dict:

@@ -12,7 +12,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from bayescpt.cli.common import say
+from bayescpt.cli.messages import say
 
 __all__ = ["stage"]
 

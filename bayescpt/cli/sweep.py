@@ -12,25 +12,23 @@ the summary table (``DIR/summary.csv``) is printed at the end. Exit 0 when every
 
 from __future__ import annotations
 
-import argparse
 from contextlib import contextmanager
 from pathlib import Path
 
-from bayescpt.cli.common import (
-    EXIT_INPUT,
-    load_config,
+from bayescpt.cli.argtypes import (
     nonneg_int,
     positive_int,
     probability,
-    save_figure,
-    say,
     seed_int,
     str_list,
 )
+from bayescpt.cli.messages import EXIT_INPUT, say
+from bayescpt.cli.options import add_law_options, load_config
+from bayescpt.cli.outputs import save_figure
 from bayescpt.core.config import ConfigError
 from bayescpt.core.plotting import plot_ranks
 from bayescpt.curves.data import decimate, read_curves
-from bayescpt.curves.laws import cli_options, law_names, option_groups
+from bayescpt.curves.laws import cli_options, law_names
 from bayescpt.curves.plots import plot_cv
 from bayescpt.curves.scores import percent_text
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
@@ -84,15 +82,6 @@ def _sampling(p, what: str) -> None:
     s.add_argument("--config", type=Path, help="JSON file overriding priors/structure")
 
 
-def _law_options(p) -> None:
-    for title, options in option_groups():
-        grp = p.add_argument_group(title)
-        for opt in options:
-            kind = {"action": argparse.BooleanOptionalAction} if opt.type is bool else \
-                {"type": opt.type}
-            grp.add_argument(opt.cli_flag, dest=opt.name, default=None, help=opt.help, **kind)
-
-
 def _given(a) -> tuple[dict, dict]:
     """(law options, sampler settings) given on the command line."""
     options = {o.name: getattr(a, o.name) for o in cli_options()
@@ -136,7 +125,7 @@ def add_sbc(sub) -> None:
                    help="bins of the uniformity test and histograms (default 10)")
     p.add_argument("--seed", type=seed_int, default=0,
                    help="seed of the simulations; fit i uses seed + i (default 0)")
-    _law_options(p)
+    add_law_options(p)
     _sampling(p, "every simulation's fit")
     _where(p)
     p.add_argument("--force", action="store_true",
@@ -198,7 +187,7 @@ def add_cv(sub) -> None:
     p.add_argument("--out", required=True, type=Path, metavar="DIR",
                    help="folder for folds/, fits/, cv.csv, cv_by_size.csv, predictions.csv.gz, "
                         "cv.png")
-    _law_options(p)
+    add_law_options(p)
     _sampling(p, "every fold")
     p.add_argument("--seed", type=seed_int, default=0,
                    help="seed of every fold's fit and prediction (default 0)")

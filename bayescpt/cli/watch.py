@@ -27,15 +27,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayescpt.cli.common import (
-    load_fit_checked,
+from bayescpt.cli.argtypes import (
     nonneg_float,
     positive_float,
     positive_int,
     probability,
-    say,
     seed_int,
 )
+from bayescpt.cli.fitting import load_fit_checked
+from bayescpt.cli.messages import say
 from bayescpt.core.outputs import check_not_input, check_output
 from bayescpt.core.schedules import Schedule
 from bayescpt.core.tables import DataError

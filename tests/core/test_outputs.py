@@ -14,13 +14,15 @@ import pandas as pd
 import pytest
 
 from bayescpt.cli import main as cli_main
-from bayescpt.cli.common import write_csv
+from bayescpt.cli.interrupts import interrupt_guard
 from bayescpt.cli.main import main
+from bayescpt.cli.outputs import write_csv
 from bayescpt.core import outputs
 from bayescpt.core.fitfile import load_idata
 from bayescpt.core.tables import data_hash
 from bayescpt.curves.data import read_curves
 from tests.conftest import ROOT
+from tests.helpers import sigint_default
 
 DATA = ROOT / "bayescpt" / "resources" / "data" / "multipowerlaw.csv"
 MODELS = ROOT / "bayescpt" / "resources" / "models"
@@ -298,6 +300,25 @@ def _interrupt(p, when) -> tuple[int, str]:
     return p.returncode, err
 
 
+def test_interrupt_guard_leaves_an_ignored_sigint_ignored():
+    """A background job's SIGINT is ignored: the guard leaves it so (as the sweep's
+    ``_deferred_sigint`` does), and a Ctrl-C sent to it then stops nothing; a handled SIGINT (a
+    terminal's) gets the guard's handler within the block and its own back after it."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with interrupt_guard() as hits:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
+        assert hits == [] and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with interrupt_guard() as hits:
+            assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        assert hits == [] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def test_an_interrupt_landing_after_the_command_handled_one_still_exits_130():
     """The interrupt guard repeats Ctrl-C until its block is left; one still pending when the
     command returns (or a second Ctrl-C while exiting) must not turn exit 130 into -SIGINT."""
@@ -336,8 +357,9 @@ def test_an_interrupt_caught_inside_exec_code_does_not_kill_the_process(tmp_path
 def test_ctrl_c_during_compile_stops_the_fit_and_writes_nothing(tmp_path):
     data = _subset(tmp_path / "d.csv", "100M")
     out = tmp_path / "fit.nc"
-    p = subprocess.Popen(_fit_cmd(data, out, 20000), env=_env(), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    with sigint_default():
+        p = subprocess.Popen(_fit_cmd(data, out, 20000), env=_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
     seen = []
 
     def compiling(p):       # the "compiling" line, and no sampler thread yet
@@ -361,8 +383,9 @@ def test_ctrl_c_during_sampling_keeps_the_old_fit(tmp_path):
     data = _subset(tmp_path / "d.csv", "100M")
     out = tmp_path / "fit.nc"
     out.write_bytes(b"the user's previous fit")
-    p = subprocess.Popen(_fit_cmd(data, out, 20000, "--force"), env=_env(),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with sigint_default():
+        p = subprocess.Popen(_fit_cmd(data, out, 20000, "--force"), env=_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rc, err = _interrupt(p, lambda p: any(n.startswith("nutpie-worker")
                                           for n in _threads(p.pid)))
     assert rc == 130, err

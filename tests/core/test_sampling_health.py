@@ -13,12 +13,18 @@ import pytest
 
 import bayescpt
 from bayescpt import __version__
-from bayescpt.cli.common import sample_and_save
+from bayescpt.cli.fitting import sample_and_save
 from bayescpt.cli.main import build_parser
-from bayescpt.core.chains import chain_stats, drop_chains, drop_stuck_chains, find_stuck_chains
+from bayescpt.core.chains import (
+    chain_stats,
+    drop_chains,
+    drop_stuck_chains,
+    find_stuck_chains,
+)
 from bayescpt.core.diagnostics import SamplingWarning, summarize, warn_if_bad
 from bayescpt.core.fitfile import FORMAT, load_idata, save_idata
 from bayescpt.core.sampling import resolve_settings, sample_model
+from tests.helpers import sigint_default
 
 GAP = 50.0   # nats between the two modes' log densities (same shape, so also between chain means)
 STUCK = 3    # the chain started in the minor mode
@@ -259,7 +265,8 @@ def test_an_error_on_the_partial_trace_after_ctrl_c_is_reported_as_the_interrupt
     out = tmp_path / "f.nc"
     code = (
         "import os, signal, time\n"
-        "from bayescpt.cli.common import Interrupted, sample_and_save\n"
+        "from bayescpt.cli.fitting import sample_and_save\n"
+        "from bayescpt.cli.interrupts import Interrupted\n"
         "from bayescpt.cli.main import build_parser\n"
         f"a = build_parser().parse_args(['fit', 'd.csv', '--law', 'annealing', '--out', {str(out)!r}])\n"
         "a.quiet = True\n"
@@ -274,7 +281,9 @@ def test_an_error_on_the_partial_trace_after_ctrl_c_is_reported_as_the_interrupt
         "    sample_and_save(a, run)\n"
         "except Interrupted as e:\n"
         "    print('INTERRUPTED', e)\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    with sigint_default():
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=120)
     assert "INTERRUPTED" in p.stdout and "nothing written" in p.stdout, (p.stdout, p.stderr)
     assert not out.exists()
 

@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from bayescpt.cli.common import save_figure  # noqa: E402
+from bayescpt.cli.outputs import save_figure  # noqa: E402
 from bayescpt.cpt.plots import plot_plans  # noqa: E402
 from bayescpt.curves.plots import plot_forest, plot_predictions  # noqa: E402
 

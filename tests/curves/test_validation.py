@@ -111,7 +111,7 @@ def test_good_option_values_still_parse():
 
 
 def test_json_outputs_are_standard_json():
-    from bayescpt.cli.common import json_text
+    from bayescpt.cli.outputs import json_text
 
     import numpy as np
 

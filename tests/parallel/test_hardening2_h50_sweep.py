@@ -12,18 +12,15 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
 
 import pytest
 from tests.conftest import ROOT
+from tests.helpers import sigint_default
 
 from bayescpt.cli.main import main
 from bayescpt.parallel import engine
 
 pytestmark = pytest.mark.filterwarnings("ignore")
-
-
-
 
 
 # ---- item 14b: Ctrl-C on sweep: one line, exit 130 -------------------------------------------
@@ -33,25 +30,6 @@ def _spawned(psutil, me):
         return [c for c in me.children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
     except psutil.Error:
         return []
-
-
-@contextmanager
-def _sigint_default():
-    """Children started in the block get SIGINT at its default action, as a terminal's foreground
-    command has it. A test run started as a background job of a non-interactive shell (``pytest
-    ... &`` in a script) has SIGINT ignored, and an ignored signal stays ignored through fork and
-    exec, so the sweep would ignore the test's Ctrl-C (as a background job should), run its fits
-    to the end and exit 0: both cases fail so, every time, and so they failed in a full run beside
-    benchmarks (which this project starts that way). A handled signal is reset to its default by
-    exec, so here it is handled while the child starts."""
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        yield
-        return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.mark.parametrize("when", ["importing", "running"])
@@ -67,7 +45,7 @@ def test_ctrl_c_on_sweep_prints_one_line_and_exits_130(tmp_path, tiny_csv, when)
                      "seeds = [0, 1]\nsampler = { chains = 2, draws = 100, tune = 100 }\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    with _sigint_default():
+    with sigint_default():
         p = subprocess.Popen([sys.executable, "-m", "bayescpt.cli.main", "sweep", str(sweep),
                               "--out", str(tmp_path / "out"), "--workers", "1"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
