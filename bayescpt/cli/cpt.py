@@ -19,12 +19,7 @@ from bayescpt.cli.argtypes import (
 )
 from bayescpt.cli.fitting import load_fit_checked
 from bayescpt.cli.messages import say
-from bayescpt.cli.outputs import (
-    close_figure,
-    figure_writer,
-    prepare_outputs,
-    write_files,
-)
+from bayescpt.cli.outputs import close_figure, figure_writer, prepare_outputs, write_files
 from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plan.request import OPTION_NAMES, PlanRequest, plan_request
 from bayescpt.cpt.plots import plot_plans

@@ -8,16 +8,8 @@ from pathlib import Path
 from bayescpt.cli.argtypes import nonneg_float, positive_float, probability, seed_int
 from bayescpt.cli.fitting import load_fit_checked, sample_and_save, verdict
 from bayescpt.cli.messages import say
-from bayescpt.cli.options import load_config
-from bayescpt.cli.outputs import (
-    close_figure,
-    figure_writer,
-    json_text,
-    prepare_outputs,
-    save_figure,
-    text_writer,
-    write_files,
-)
+from bayescpt.cli.options import command_group, fit_command, load_config, result_options
+from bayescpt.cli.outputs import json_text, prepare_outputs, save_figure, write_result
 from bayescpt.hparams.data import describe_grid, grid_hash, read_any_grid
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.plots import plot_fit, plot_optimum
@@ -44,19 +36,18 @@ def _number_list(text: str) -> list[float]:
 
 
 def add_commands(sub, sampler_args) -> dict:
-    hp = sub.add_parser("hparams", help="optimal learning rate and batch size (Zhou et al.'s "
-                        "equivalent-compute law): fit an LR x batch grid, predict for CPT",
-                        description="Fit one hierarchical model to an LR x batch-size grid of runs "
-                        "over (model size, tokens) cells; predict the optimal LR and batch size "
-                        "with credible intervals for a new run or a continual pre-training run.")
-    hsub = hp.add_subparsers(dest="hp_command", required=True, metavar="SUBCOMMAND")
+    hsub = command_group(sub, "hparams", "hp_command",
+                         help="optimal learning rate and batch size (Zhou et al.'s "
+                         "equivalent-compute law): fit an LR x batch grid, predict for CPT",
+                         description="Fit one hierarchical model to an LR x batch-size grid of "
+                         "runs over (model size, tokens) cells; predict the optimal LR and batch "
+                         "size with credible intervals for a new run or a continual pre-training "
+                         "run.")
 
-    f = hsub.add_parser("fit", help="fit the stage-1 model to a grid CSV",
-                        description="GRID.csv: one row per run, columns model_size, tokens, lr, "
-                        "batch_size (tokens), loss [, group]; or the Step Law file "
-                        "dense_lr_bs_loss.csv (recognised by its header).")
-    f.add_argument("data", type=Path, metavar="GRID.csv")
-    f.add_argument("--out", required=True, type=Path, metavar="HP.nc")
+    f = fit_command(hsub, "GRID.csv", "HP.nc", help="fit the stage-1 model to a grid CSV",
+                    description="GRID.csv: one row per run, columns model_size, tokens, lr, "
+                    "batch_size (tokens), loss [, group]; or the Step Law file "
+                    "dense_lr_bs_loss.csv (recognised by its header).")
     f.add_argument("--optimum-law", choices=["size_tokens", "compute", "loss"], default=None,
                    help="optimum as power laws in N and D (size_tokens, default), in C = 6ND "
                    "only (compute), or in the cell's best loss L (loss: Zhou et al.'s "
@@ -91,14 +82,11 @@ def add_commands(sub, sampler_args) -> dict:
                    help="the batch sizes (tokens) of that grid; every (LR, batch) pair is a run")
     p.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
     p.add_argument("--seed", type=seed_int, default=0)
-    p.add_argument("--out", type=Path, metavar="OUT.json", help="write the result as JSON")
-    p.add_argument("--plot", type=Path, metavar="OPT.png",
-                   help="draw the optimum's posterior in (LR, batch), and the grid's best run")
-    p.add_argument("--draws-out", type=Path, metavar="OPT.nc",
-                   help="also write the draws (lr_opt, batch_size_opt; C_pre, C_total; the "
+    result_options(p, "write the result as JSON", "OPT.png",
+                   plot_help="draw the optimum's posterior in (LR, batch), and the grid's best "
+                   "run", draws="OPT.nc",
+                   draws_help="also write the draws (lr_opt, batch_size_opt; C_pre, C_total; the "
                    "grid's best run) as ArviZ InferenceData, group predictions")
-    p.add_argument("--force", action="store_true",
-                   help="replace existing --out/--plot/--draws-out files")
 
     q = hsub.add_parser("plot", help="plot a fit: a cell's loss surface, optima per cell with "
                         "intervals, the fitted power laws")
@@ -150,13 +138,7 @@ def cmd_predict(a) -> int:
     for w in res["warnings"]:
         say(f"warning: {w}")
     text = json_text(res)
-    try:        # every output or none
-        write_files({a.out: text_writer(text + "\n"),
-                     a.plot: None if fig is None else figure_writer(fig, a.plot),
-                     a.draws_out: None if idata is None else
-                     (lambda tmp: idata.to_netcdf(str(tmp)))}, a.force)
-    finally:
-        close_figure(fig)
+    write_result(a, text, fig, idata)
     if a.plot is not None:
         say(f"wrote {a.plot}")
     if a.draws_out is not None:

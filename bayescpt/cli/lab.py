@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bayescpt.cli.messages import say
+from bayescpt.cli.messages import progress, say
+from bayescpt.cli.options import command_group
 from bayescpt.cli.outputs import csv_writer, save_figure, write_files
 from bayescpt.lab.config import load_config
 from bayescpt.lab.phenomena import per_run
@@ -20,11 +21,11 @@ from bayescpt.lab.runner import run_lab
 
 
 def add_commands(sub, sampler_args) -> dict:
-    lab = sub.add_parser("lab", help="train tiny LMs on a CPU to make real CPT loss curves",
+    lsub = command_group(sub, "lab", "lab_command", metavar="LAB_COMMAND",
+                         help="train tiny LMs on a CPU to make real CPT loss curves",
                          description="The CPT lab: pre-train small byte-level transformers, "
                          "continue them on a second corpus with given LR schedules, and write the "
                          "loss curves in the CPT data model (needs the 'lab' extra: torch).")
-    lsub = lab.add_subparsers(dest="lab_command", required=True, metavar="LAB_COMMAND")
     r = lsub.add_parser("run", help="run an experiment config (TOML) and write DIR/curves.csv",
                         description="Run a lab config and write DIR/curves.csv (CPT data model), "
                         "DIR/runs.csv (one row per run) and DIR/manifest.json.")
@@ -46,7 +47,7 @@ def _dispatch(a: argparse.Namespace) -> int:
     if a.lab_command == "run":
 
         cfg = load_config(a.config)
-        log = (lambda m: None) if a.quiet else say
+        log = progress(a.quiet)
         log(f"lab: {cfg.name}: {len(cfg.runs)} CPT runs and {len(cfg.pt_runs)} PT-only runs over "
             f"{len(cfg.sizes_in_use())} sizes")
         m = run_lab(cfg, a.out, force=a.force, log=log)

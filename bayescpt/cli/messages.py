@@ -40,3 +40,9 @@ def say(msg: str) -> None:
     """A progress or status line, on stderr (stdout holds the results)."""
     flush_pending()
     print(msg, file=sys.stderr, flush=True)
+
+
+def progress(quiet: bool):
+    """What a command hands a library for its progress lines: :func:`say`, or with ``quiet``
+    (``--quiet``) a function that prints nothing."""
+    return (lambda msg: None) if quiet else say

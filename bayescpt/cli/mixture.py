@@ -1,4 +1,4 @@
-"""``bayescpt mixture fit`` and ``bayescpt mixture cmr`` (registered through PLUGINS in cli.py)."""
+"""``bayescpt mixture fit`` and ``bayescpt mixture cmr`` (registered through PLUGINS in cli.main)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,8 @@ from pathlib import Path
 from bayescpt.cli.argtypes import finite_float, positive_float, probability
 from bayescpt.cli.fitting import load_fit_checked, sample_and_save, verdict
 from bayescpt.cli.messages import say
-from bayescpt.cli.options import load_config
-from bayescpt.cli.outputs import (
-    close_figure,
-    figure_writer,
-    json_text,
-    prepare_outputs,
-    text_writer,
-    write_files,
-)
+from bayescpt.cli.options import command_group, fit_command, load_config, result_options
+from bayescpt.cli.outputs import json_text, prepare_outputs, write_result
 from bayescpt.core.config import merge_config
 from bayescpt.mixture.data import describe, read_mixture
 from bayescpt.mixture.decide import cmr_idata, cmr_results
@@ -27,17 +20,16 @@ from bayescpt.mixture.plots import plot_cmr
 
 def add_commands(sub, sampler_args) -> dict:
     """Add the ``mixture`` command group; returns {command name: handler}."""
-    p = sub.add_parser("mixture", help="critical mixture ratio: fit loss vs domain share, decide",
-                       description="Laws of loss vs mixture ratio and CPT tokens (Gu et al. 2024, "
-                       "Ye et al. 2024) and the critical mixture ratio with its risk.")
-    msub = p.add_subparsers(dest="mixture_command", required=True, metavar="SUBCOMMAND")
+    msub = command_group(sub, "mixture", "mixture_command",
+                         help="critical mixture ratio: fit loss vs domain share, decide",
+                         description="Laws of loss vs mixture ratio and CPT tokens (Gu et al. "
+                         "2024, Ye et al. 2024) and the critical mixture ratio with its risk.")
 
-    f = msub.add_parser("fit", help="fit the mixture law to a mixture CSV with NUTS",
-                        description="Fit the hierarchical mixture law to a CSV with columns run, "
-                        "model_size, ratio, tokens, val_set, val_role, loss (rows at tokens = 0: "
-                        "the pre-CPT baseline).")
-    f.add_argument("data", type=Path, metavar="DATA.csv")
-    f.add_argument("--out", required=True, type=Path, metavar="MIX.nc")
+    f = fit_command(msub, "DATA.csv", "MIX.nc",
+                    help="fit the mixture law to a mixture CSV with NUTS",
+                    description="Fit the hierarchical mixture law to a CSV with columns run, "
+                    "model_size, ratio, tokens, val_set, val_role, loss (rows at tokens = 0: the "
+                    "pre-CPT baseline).")
     f.add_argument("--ratio-form", choices=["power", "exp"],
                    help="L(R) form: power alpha R^s + beta (Gu et al., default) or exp "
                    "c + k exp(t R) (Data Mixing Laws)")
@@ -76,14 +68,11 @@ def add_commands(sub, sampler_args) -> dict:
     c.add_argument("--budgets", type=positive_float, nargs="+", metavar="T",
                    help="also give R_CMR(T) over these budgets, with the paper's a4 T^s4 + b3 "
                    "(fitted to the median, and per draw for intervals of a4, s4, b3)")
-    c.add_argument("--out", type=Path, metavar="OUT.json", help="write the JSON here")
-    c.add_argument("--plot", type=Path, metavar="PLOT.png",
-                   help="P(feasible) vs ratio with the CMR interval and loss vs ratio with bands")
-    c.add_argument("--draws-out", type=Path, metavar="CMR.nc",
-                   help="also write the draws (CMR per model size; general/domain loss and "
+    result_options(c, "write the JSON here", "PLOT.png",
+                   plot_help="P(feasible) vs ratio with the CMR interval and loss vs ratio with "
+                   "bands", draws="CMR.nc",
+                   draws_help="also write the draws (CMR per model size; general/domain loss and "
                    "feasibility per ratio) as ArviZ InferenceData, group predictions")
-    c.add_argument("--force", action="store_true",
-                   help="replace existing --out/--plot/--draws-out files")
     return {"mixture": _dispatch}
 
 
@@ -134,13 +123,7 @@ def cmd_cmr(a) -> int:
         out.update({k: results[0][k] for k in ("cmr", "cmr_at_risk", "p_feasible")})
     text = json_text(out)
     fig = None if a.plot is None else plot_cmr(fit, results, prob=a.prob, risk=a.risk)
-    try:        # every output or none
-        write_files({a.out: text_writer(text + "\n"),
-                     a.plot: None if fig is None else figure_writer(fig, a.plot),
-                     a.draws_out: None if idata is None else
-                     (lambda tmp: idata.to_netcdf(str(tmp)))}, a.force)
-    finally:
-        close_figure(fig)
+    write_result(a, text, fig, idata)
     if a.draws_out is not None:
         say(f"wrote {a.draws_out}")
     if a.out:

@@ -19,6 +19,26 @@ def command_group(sub, name: str, dest: str, metavar: str = "SUBCOMMAND", **text
     return group.add_subparsers(dest=dest, required=True, metavar=metavar)
 
 
+def fit_command(group, data: str, out: str, **text) -> argparse.ArgumentParser:
+    """Add the sub-command ``fit`` (``text``: its help and description) to a command group's
+    subparsers ``group``: the table to fit (metavar ``data``) and the fit file it writes
+    (``--out``, metavar ``out``); returns its parser, for the family's own options."""
+    f = group.add_parser("fit", **text)
+    f.add_argument("data", type=Path, metavar=data)
+    f.add_argument("--out", required=True, type=Path, metavar=out)
+    return f
+
+
+def result_options(p, out: str, plot: str, plot_help: str, draws: str, draws_help: str) -> None:
+    """The outputs :func:`~bayescpt.cli.outputs.write_result` writes: ``--out OUT.json`` (help
+    ``out``), ``--plot`` and ``--draws-out`` (metavars ``plot``, ``draws``), and ``--force``."""
+    p.add_argument("--out", type=Path, metavar="OUT.json", help=out)
+    p.add_argument("--plot", type=Path, metavar=plot, help=plot_help)
+    p.add_argument("--draws-out", type=Path, metavar=draws, help=draws_help)
+    p.add_argument("--force", action="store_true",
+                   help="replace existing --out/--plot/--draws-out files")
+
+
 def sampler_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sampler", default="auto",
                    help="nutpie (default when installed), pymc, numpyro or blackjax (JAX: GPU path)")

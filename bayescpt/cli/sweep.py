@@ -22,7 +22,7 @@ from bayescpt.cli.argtypes import (
     seed_int,
     str_list,
 )
-from bayescpt.cli.messages import EXIT_INPUT, say
+from bayescpt.cli.messages import EXIT_INPUT, progress, say
 from bayescpt.cli.options import add_law_options, load_config
 from bayescpt.cli.outputs import save_figure
 from bayescpt.core.config import ConfigError
@@ -49,11 +49,7 @@ def add_commands(sub, sampler_args=None) -> dict:
     p.add_argument("sweep", type=Path, metavar="SWEEP.toml")
     p.add_argument("--out", required=True, type=Path, metavar="DIR",
                    help="folder for the fit files, summary.csv and journal.csv")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=positive_int,
-                       help="local worker processes (default: one per core)")
-    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                       help="use a running Dask scheduler (e.g. a dask-jobqueue SLURMCluster's)")
+    _where(p, "use a running Dask scheduler (e.g. a dask-jobqueue SLURMCluster's)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when a fit fails R-hat <= 1.01, bulk ESS >= 400, 0 divergences")
     p.add_argument("--force", action="store_true",
@@ -64,12 +60,13 @@ def add_commands(sub, sampler_args=None) -> dict:
     return {"sweep": cmd_sweep, "cv": cmd_cv, "sbc": cmd_sbc}
 
 
-def _where(p) -> None:
+def _where(p, scheduler: str = "use a running Dask scheduler") -> None:
+    """Where the fits run: ``--workers`` (local processes) or ``--scheduler`` (help
+    ``scheduler``), one or the other."""
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=positive_int,
                        help="local worker processes (default: one per core)")
-    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                       help="use a running Dask scheduler")
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help=scheduler)
 
 
 def _sampling(p, what: str) -> None:
@@ -91,6 +88,24 @@ def _given(a) -> tuple[dict, dict]:
     if a.sampler != "auto":
         sampler["sampler"] = a.sampler
     return options, sampler
+
+
+def _check_out_folder(out) -> None:
+    """``--out`` names a folder, or nothing yet."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: not a folder")
+
+
+def _on_dask(a, run, *args, **kw):
+    """``run`` (:func:`run_cv`, :func:`run_sbc`) called with ``args``, ``kw`` and what the
+    options every fitting Dask command shares give it: the law options and sampler settings
+    given, the ``--config`` read (a bad one named by its file), the seed, the workers or
+    scheduler, ``--force`` and the progress lines (none with ``--quiet``)."""
+    options, sampler = _given(a)
+    with _config_named(a.config):
+        return run(*args, options=options, config=load_config(a.config) or {}, sampler=sampler,
+                   seed=a.seed, workers=a.workers, scheduler=a.scheduler, force=a.force,
+                   say=progress(a.quiet), **kw)
 
 
 @contextmanager
@@ -135,8 +150,7 @@ def add_sbc(sub) -> None:
 
 def cmd_sbc(a) -> int:
 
-    if a.out.exists() and not a.out.is_dir():
-        raise ValueError(f"--out {a.out}: not a folder")
+    _check_out_folder(a.out)
     if a.design is not None:
         design = read_curves(a.design, need_loss=False)
     elif a.law in ("annealing", "multipower"):
@@ -144,12 +158,7 @@ def cmd_sbc(a) -> int:
     else:
         raise ValueError(f"--design: the {a.law} law has no default design; give a curve "
                          "table whose runs, steps and learning rates to simulate on")
-    options, sampler = _given(a)
-    with _config_named(a.config):
-        res = run_sbc(design, a.out, a.law, sims=a.sims, options=options,
-                      config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
-                      ranks=a.ranks, bins=a.bins, workers=a.workers, scheduler=a.scheduler,
-                      force=a.force, say=(lambda msg: None) if a.quiet else say)
+    res = _on_dask(a, run_sbc, design, a.out, a.law, sims=a.sims, ranks=a.ranks, bins=a.bins)
     t = res.tests
     print(f"SBC of the {a.law} law: {len(res.ranks)} simulations fitted, ranks 0-{res.ranks_max}, "
           f"{a.bins} bins")
@@ -206,14 +215,8 @@ def cmd_cv(a) -> int:
 
     if not a.data.is_file():
         raise FileNotFoundError(f"{a.data}: no such file")
-    if a.out.exists() and not a.out.is_dir():
-        raise ValueError(f"--out {a.out}: not a folder")
-    options, sampler = _given(a)
-    with _config_named(a.config):
-        res = run_cv(a.data, a.out, a.law, by=a.by, train=a.train, options=options,
-                     config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
-                     prob=a.prob, workers=a.workers, scheduler=a.scheduler, force=a.force,
-                     say=(lambda msg: None) if a.quiet else say)
+    _check_out_folder(a.out)
+    res = _on_dask(a, run_cv, a.data, a.out, a.law, by=a.by, train=a.train, prob=a.prob)
     for note in res.notes:
         say(f"note: {note}")
     cols = ["fold", "group", "model_size", "points", "mean_rel_err", "worst_rel_err",
@@ -238,10 +241,9 @@ def cmd_cv(a) -> int:
 def cmd_sweep(a) -> int:
 
     specs = read_sweep(a.sweep)
-    if a.out.exists() and not a.out.is_dir():
-        raise ValueError(f"--out {a.out}: not a folder")
+    _check_out_folder(a.out)
     table = run_sweep(specs, a.out, workers=a.workers, scheduler=a.scheduler, force=a.force,
-                      say=(lambda msg: None) if a.quiet else say)
+                      say=progress(a.quiet))
     print(table[SHOWN].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     failed = table[table["status"] == "failed"]
     if len(failed):
