@@ -1,4 +1,4 @@
-"""``bayescpt mixture fit`` and ``bayescpt mixture cmr`` (registered through PLUGINS in cli.main)."""
+"""``bayescpt mixture fit`` and ``bayescpt mixture cmr`` (a PLUGINS group of cli.main)."""
 
 from __future__ import annotations
 

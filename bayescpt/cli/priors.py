@@ -20,12 +20,7 @@ from bayescpt.curves.data import describe
 from bayescpt.curves.hierarchy import make_config
 from bayescpt.curves.laws import get_law, law_names
 from bayescpt.curves.plots import plot_prior_check
-from bayescpt.curves.priors import (
-    DEFAULT_PRIOR_DRAWS,
-    prior_band,
-    prior_check,
-    prior_ranges,
-)
+from bayescpt.curves.priors import DEFAULT_PRIOR_DRAWS, prior_band, prior_check, prior_ranges
 
 
 def add_commands(sub, sampler_args) -> dict:
