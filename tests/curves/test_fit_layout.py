@@ -126,7 +126,7 @@ def test_file_written_before_loads_and_predicts_as_the_relabelled_one(path, tmp_
                     == b[col].astype(object).fillna("na").tolist()), (key, col)
     if path.stem.startswith("hparams"):
         kw = dict(n_params=1.07e9, init_loss=2.25, cpt_tokens=2e10, seed=3,
-                  grid_lrs=[1e-3, 2e-3], grid_batch_sizes=[1e6, 2e6], keep_draws=True)
+                  grid=([1e-3, 2e-3], [1e6, 2e6]), keep_draws=True)
         a, b = (_quiet(predict_optimum, f, **kw) for f in (old, new))
         for k in ("_draws",):
             for v in a[k]:
