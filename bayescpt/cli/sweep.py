@@ -35,9 +35,9 @@ from bayescpt.curves.plots import plot_cv
 from bayescpt.curves.scores import percent_text
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.parallel.cv import run_cv
-from bayescpt.parallel.engine import run_sweep
+from bayescpt.parallel.engine import Cluster, run_sweep
 from bayescpt.parallel.sbc import run_sbc
-from bayescpt.parallel.spec import read_sweep
+from bayescpt.parallel.spec import StudyFit, read_sweep
 
 SHOWN = ["name", "status", "max_rhat", "min_ess_bulk", "divergences", "seconds"]
 
@@ -157,9 +157,10 @@ def cmd_sbc(a) -> int:
                          "table whose runs, steps and learning rates to simulate on")
     options, sampler = _given(a)
     with _config_named(a.config):
-        res = run_sbc(design, a.out, a.law, sims=a.sims, options=options,
-                      config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
-                      ranks=a.ranks, bins=a.bins, workers=a.workers, scheduler=a.scheduler,
+        res = run_sbc(design, a.out, StudyFit(a.law, options, load_config(a.config) or {},
+                                              sampler, a.seed),
+                      sims=a.sims, ranks=a.ranks, bins=a.bins,
+                      cluster=Cluster(a.workers, a.scheduler),
                       force=a.force, say=(lambda msg: None) if a.quiet else say)
     t = res.tests
     print(f"SBC of the {a.law} law: {len(res.ranks)} simulations fitted, ranks 0-{res.ranks_max}, "
@@ -221,9 +222,10 @@ def cmd_cv(a) -> int:
         raise ValueError(f"--out {a.out}: not a folder")
     options, sampler = _given(a)
     with _config_named(a.config):
-        res = run_cv(a.data, a.out, a.law, by=a.by, train=a.train, options=options,
-                     config=load_config(a.config) or {}, sampler=sampler, seed=a.seed,
-                     prob=a.prob, workers=a.workers, scheduler=a.scheduler, force=a.force,
+        res = run_cv(a.data, a.out, StudyFit(a.law, options, load_config(a.config) or {},
+                                             sampler, a.seed),
+                     by=a.by, train=a.train, prob=a.prob,
+                     cluster=Cluster(a.workers, a.scheduler), force=a.force,
                      say=(lambda msg: None) if a.quiet else say)
     for note in res.notes:
         say(f"note: {note}")
