@@ -23,7 +23,7 @@ from bayescpt.cli.common import (
 )
 from bayescpt.core.config import merge_config
 from bayescpt.mixture.data import describe, read_mixture
-from bayescpt.mixture.decide import Criterion, cmr_idata, cmr_results
+from bayescpt.mixture.decide import CmrCriterion, cmr_idata, cmr_results
 from bayescpt.mixture.fit import MixtureFit
 from bayescpt.mixture.model import default_config
 from bayescpt.mixture.plots import plot_cmr
@@ -125,7 +125,8 @@ def cmd_cmr(a) -> int:
     if not 0 < a.prob < 1:
         raise ValueError(f"--prob {a.prob:g}; expected a probability in (0, 1)")
     fit = load_fit_checked(a.fit, MixtureFit)
-    results = cmr_results(fit, a.tokens, Criterion(a.tolerance, a.relative, a.general, a.domain),
+    results = cmr_results(fit, a.tokens,
+                          CmrCriterion(a.tolerance, a.relative, a.general, a.domain),
                           a.risk, a.prob, model_size=a.model_size, budgets=a.budgets,
                           keep_draws=a.draws_out is not None)
     idata = None if a.draws_out is None else cmr_idata(fit, results)

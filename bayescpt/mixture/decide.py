@@ -47,7 +47,7 @@ def pick_group(fit: MixtureFit, model_size, role: str, val_set: str | None = Non
 
 
 @dataclass(frozen=True)
-class Criterion:
+class CmrCriterion:
     """When a ratio is feasible (see the module docstring): the general loss within
     ``tolerance`` of its pre-CPT value (nats; a fraction of it with ``relative``), on the
     ``general`` validation set, and the ``domain`` set's loss improved (None: the fit's only set
@@ -134,7 +134,7 @@ def interval(x: np.ndarray, prob: float = 0.9) -> dict:
             "upper": float(hi)}
 
 
-def cmr_report(fit: MixtureFit, model_size, tokens: float, criterion: Criterion,
+def cmr_report(fit: MixtureFit, model_size, tokens: float, criterion: CmrCriterion,
                risk: float = 0.1, prob: float = 0.9, ratios=None,
                keep_draws: bool = False) -> dict:
     """The ``bayescpt mixture cmr`` numbers for one model size (JSON-able) under ``criterion``.
@@ -287,7 +287,7 @@ def fit_cmr_law_draws(budgets, paths: np.ndarray, prob: float = 0.9, max_draws: 
     return out
 
 
-def cmr_results(fit: MixtureFit, tokens: float, criterion: Criterion, risk: float = 0.1,
+def cmr_results(fit: MixtureFit, tokens: float, criterion: CmrCriterion, risk: float = 0.1,
                 prob: float = 0.9, model_size=None, budgets=None,
                 keep_draws: bool = False) -> list[dict]:
     """:func:`cmr_report` per model size (every size of the fit when ``model_size`` is None),

@@ -17,7 +17,7 @@ from bayescpt.core.fitfile import TABLE_ATTR, load_fit, read_tables
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.predict import predict_draws, predictive_idata
 from bayescpt.hparams.predict import predict_optimum
-from bayescpt.mixture.decide import Criterion, cmr_results
+from bayescpt.mixture.decide import CmrCriterion, cmr_results
 
 from tests.conftest import ROOT, SHARED
 from tests.helpers import quiet as _quiet
@@ -132,7 +132,7 @@ def test_file_written_before_loads_and_predicts_as_the_relabelled_one(path, tmp_
             for v in a[k]:
                 assert np.array_equal(a[k][v], b[k][v]), v
     elif path.stem.startswith("mixture"):
-        kw = dict(tokens=10000, criterion=Criterion(0.0), keep_draws=True)
+        kw = dict(tokens=10000, criterion=CmrCriterion(0.0), keep_draws=True)
         a, b = (_quiet(cmr_results, f, **kw) for f in (old, new))
         assert np.array_equal(a[0]["_draws"]["cmr"], b[0]["_draws"]["cmr"])
     else:
