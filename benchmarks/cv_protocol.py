@@ -32,6 +32,8 @@ from bayescpt.curves.scores import percent_text, score  # noqa: E402
 from bayescpt.curves.data import read_curves  # noqa: E402
 from bayescpt.datasets.bundled import TRAIN_SCHEDULES, bundled_multipowerlaw  # noqa: E402
 from bayescpt.parallel.cv import group_labels, run_cv  # noqa: E402
+from bayescpt.parallel.engine import Cluster  # noqa: E402
+from bayescpt.parallel.spec import StudyFit  # noqa: E402
 
 COLS = ["points", "mean_rel_err", "worst_rel_err", "coverage", "rel_width", "interval_score"]
 
@@ -49,8 +51,8 @@ def main(argv=None):
         data = Path(tmp) / "multipowerlaw.csv"
         df.to_csv(data, index=False)
         t0 = time.perf_counter()
-        res = run_cv(data, Path(tmp) / "cv", a.law, by="schedule", train=list(TRAIN_SCHEDULES),
-                     seed=a.seed, workers=a.workers, say=print)
+        res = run_cv(data, Path(tmp) / "cv", StudyFit(a.law, seed=a.seed), by="schedule",
+                     train=list(TRAIN_SCHEDULES), cluster=Cluster(a.workers), say=print)
         t_cv = time.perf_counter() - t0
         # the protocol's split of the table as the cv command reads it (read_curves sorts the
         # rows, which orders the curves and so the model's coordinates: same order, same draws)

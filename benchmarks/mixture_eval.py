@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from bayescpt.mixture import data as D
 from bayescpt.mixture.decide import (
+    CmrCriterion,
     cmr_paths,
     cmr_report,
     cmr_vs_tokens,
@@ -185,7 +186,7 @@ def part_ct(args):
                 budgets, cmr_paths(fit, 70e6, budgets, 0.0), PROB)
             if args.plots:
                 from bayescpt.mixture.plots import plot_cmr
-                rep = cmr_report(fit, 70e6, 10000, 0.0)
+                rep = cmr_report(fit, 70e6, 10000, CmrCriterion(0.0))
                 rep["cmr_vs_tokens"] = tab.to_dict("records")
                 plot_cmr(fit, [rep]).savefig(ROOT / "benchmarks" / "mixture_ct70m_cmr.png", dpi=110)
         out[label] = res
@@ -207,7 +208,7 @@ def part_sim(args):
         row = {"seed": seed, "diagnostics": diag, "cases": []}
         for eps, rel in cases:
             true = simulate.true_cmr(truth, 10000, 10000, 0.2, 0.8, eps, relative=rel)
-            rep = cmr_report(fit, 70e6, 10000, eps, rel)
+            rep = cmr_report(fit, 70e6, 10000, CmrCriterion(eps, rel))
             c = rep["cmr"]
             row["cases"].append({"tolerance": eps, "relative": rel, "true_cmr": round(true, 4),
                                  **{k: round(v, 4) for k, v in c.items()},
@@ -217,7 +218,7 @@ def part_sim(args):
                   f"[{c['lower']:.3f}, {c['upper']:.3f}]")
         if args.plots and seed == 0:
             from bayescpt.mixture.plots import plot_cmr
-            rep = cmr_report(fit, 70e6, 10000, 0.02)
+            rep = cmr_report(fit, 70e6, 10000, CmrCriterion(0.02))
             rep["cmr_vs_tokens"] = cmr_vs_tokens(fit, 70e6, range(2000, 10001, 1000),
                                                  0.02).to_dict("records")
             plot_cmr(fit, [rep]).savefig(ROOT / "benchmarks" / "mixture_sim_cmr.png", dpi=110)
@@ -235,7 +236,7 @@ def part_sim(args):
     for size, th in ((70e6, truth), (160e6, big)):
         for eps, rel in cases:
             true = simulate.true_cmr(th, 10000, 10000, 0.2, 0.8, eps, relative=rel)
-            c = cmr_report(fit, size, 10000, eps, rel)["cmr"]
+            c = cmr_report(fit, size, 10000, CmrCriterion(eps, rel))["cmr"]
             two["cases"].append({"model_size": size, "tolerance": eps, "relative": rel,
                                  "true_cmr": round(true, 4),
                                  **{k: round(v, 4) for k, v in c.items()},

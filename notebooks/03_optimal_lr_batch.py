@@ -141,7 +141,7 @@ plt.show()
 # %%
 lrs = np.geomspace(7.5e-4, 4.8e-3, 6)
 batches = np.geomspace(2.6e5, 4.2e6, 5)
-res = predict_optimum(fit, 1.0e9, tokens=1.0e11, grid_lrs=lrs, grid_batch_sizes=batches)
+res = predict_optimum(fit, 1.0e9, tokens=1.0e11, grid=(lrs, batches))
 gb = res["grid_best"]
 print(f"grid-best LR {gb['lr']['median']:.3g} [{gb['lr']['lower']:.3g}, {gb['lr']['upper']:.3g}],"
       f" batch {gb['batch_size']['median']:.3g} [{gb['batch_size']['lower']:.3g}, "

@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bayescpt.mixture.data import describe, read_mixture
-from bayescpt.mixture.decide import cmr_report, cmr_vs_tokens, feasibility
+from bayescpt.mixture.decide import CmrCriterion, cmr_report, cmr_vs_tokens, feasibility
 from bayescpt.mixture.fit import MixtureFit
 from bayescpt.mixture.plots import plot_cmr, plot_loss_vs_ratio
 
@@ -61,7 +61,7 @@ plt.show()
 
 # %%
 budgets = [2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000]
-rep = cmr_report(fit, 70e6, 10000, 0.0)
+rep = cmr_report(fit, 70e6, 10000, CmrCriterion(0.0))
 rep["cmr_vs_tokens"] = cmr_vs_tokens(fit, 70e6, budgets, 0.0).to_dict("records")
 c = rep["cmr"]
 print(f"CMR (Python share) median {c['median']:.3f}, 90 % [{c['lower']:.3f}, {c['upper']:.3f}]; "

@@ -130,7 +130,7 @@ def cmd_predict(a) -> int:
                          "and its batch sizes in tokens)")
     res = predict_optimum(fit, a.n_params, tokens=a.tokens, init_loss=a.init_loss,
                           cpt_tokens=a.cpt_tokens, init_loss_sd=a.init_loss_sd, prob=a.prob,
-                          seed=a.seed, grid_lrs=a.grid_lrs, grid_batch_sizes=a.grid_batches,
+                          seed=a.seed, grid=(a.grid_lrs, a.grid_batches),
                           keep_draws=a.plot is not None or a.draws_out is not None)
     fig = None if a.plot is None else plot_optimum(res)
     idata = None if a.draws_out is None else optimum_idata(fit, res)

@@ -15,7 +15,7 @@ from bayescpt.cli.argtypes import positive_float
 from bayescpt.cli.messages import say
 from bayescpt.cli.outputs import prepare_outputs, write_csv
 from bayescpt.curves.data import DEFAULT_VAL_SET, PHASES, VAL_ROLES
-from bayescpt.datasets.logs import FORMATS, import_logs, log_files
+from bayescpt.datasets.logs import FORMATS, RunLabels, import_logs, log_files
 from bayescpt.datasets.schedule_spec import parse_schedule_spec
 
 
@@ -56,8 +56,9 @@ def cmd_import(a: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         df = import_logs(a.src if len(a.src) > 1 else a.src[0], a.fmt, loss_tag=a.loss_tag,
-                         lr_tag=a.lr_tag, run=a.run, val_set=a.val_set, val_role=a.val_role,
-                         phase=a.phase, model_size=a.model_size, schedule=schedule, log=say)
+                         lr_tag=a.lr_tag, run=a.run, val_set=a.val_set,
+                         labels=RunLabels(a.val_role, a.phase, a.model_size), schedule=schedule,
+                         log=say)
     for w in caught:
         if issubclass(w.category, UserWarning):
             say(f"warning: {w.message}")

@@ -12,7 +12,7 @@ from bayescpt.cli.options import command_group, fit_command, load_config, result
 from bayescpt.cli.outputs import json_text, prepare_outputs, write_result
 from bayescpt.core.config import merge_config
 from bayescpt.mixture.data import describe, read_mixture
-from bayescpt.mixture.decide import cmr_idata, cmr_results
+from bayescpt.mixture.decide import CmrCriterion, cmr_idata, cmr_results
 from bayescpt.mixture.fit import MixtureFit
 from bayescpt.mixture.model import default_config
 from bayescpt.mixture.plots import plot_cmr
@@ -110,8 +110,9 @@ def cmd_cmr(a) -> int:
     if not 0 < a.prob < 1:
         raise ValueError(f"--prob {a.prob:g}; expected a probability in (0, 1)")
     fit = load_fit_checked(a.fit, MixtureFit)
-    results = cmr_results(fit, a.tokens, a.tolerance, a.relative, a.risk, a.prob, a.general,
-                          a.domain, model_size=a.model_size, budgets=a.budgets,
+    results = cmr_results(fit, a.tokens,
+                          CmrCriterion(a.tolerance, a.relative, a.general, a.domain),
+                          a.risk, a.prob, model_size=a.model_size, budgets=a.budgets,
                           keep_draws=a.draws_out is not None)
     idata = None if a.draws_out is None else cmr_idata(fit, results)
     for r in results:

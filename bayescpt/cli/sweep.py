@@ -33,9 +33,9 @@ from bayescpt.curves.plots import plot_cv
 from bayescpt.curves.scores import percent_text
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.parallel.cv import run_cv
-from bayescpt.parallel.engine import run_sweep
+from bayescpt.parallel.engine import Cluster, run_sweep
 from bayescpt.parallel.sbc import run_sbc
-from bayescpt.parallel.spec import read_sweep
+from bayescpt.parallel.spec import StudyFit, read_sweep
 
 SHOWN = ["name", "status", "max_rhat", "min_ess_bulk", "divergences", "seconds"]
 
@@ -103,8 +103,8 @@ def _on_dask(a, run, *args, **kw):
     scheduler, ``--force`` and the progress lines (none with ``--quiet``)."""
     options, sampler = _given(a)
     with _config_named(a.config):
-        return run(*args, options=options, config=load_config(a.config) or {}, sampler=sampler,
-                   seed=a.seed, workers=a.workers, scheduler=a.scheduler, force=a.force,
+        study = StudyFit(a.law, options, load_config(a.config) or {}, sampler, a.seed)
+        return run(*args, study, cluster=Cluster(a.workers, a.scheduler), force=a.force,
                    say=progress(a.quiet), **kw)
 
 
@@ -158,7 +158,7 @@ def cmd_sbc(a) -> int:
     else:
         raise ValueError(f"--design: the {a.law} law has no default design; give a curve "
                          "table whose runs, steps and learning rates to simulate on")
-    res = _on_dask(a, run_sbc, design, a.out, a.law, sims=a.sims, ranks=a.ranks, bins=a.bins)
+    res = _on_dask(a, run_sbc, design, a.out, sims=a.sims, ranks=a.ranks, bins=a.bins)
     t = res.tests
     print(f"SBC of the {a.law} law: {len(res.ranks)} simulations fitted, ranks 0-{res.ranks_max}, "
           f"{a.bins} bins")
@@ -216,7 +216,7 @@ def cmd_cv(a) -> int:
     if not a.data.is_file():
         raise FileNotFoundError(f"{a.data}: no such file")
     _check_out_folder(a.out)
-    res = _on_dask(a, run_cv, a.data, a.out, a.law, by=a.by, train=a.train, prob=a.prob)
+    res = _on_dask(a, run_cv, a.data, a.out, by=a.by, train=a.train, prob=a.prob)
     for note in res.notes:
         say(f"note: {note}")
     cols = ["fold", "group", "model_size", "points", "mean_rel_err", "worst_rel_err",

@@ -46,6 +46,7 @@ from bayescpt.curves.watch import Watch
 from bayescpt.datasets.logs import (
     FORMATS,
     PastScheduleError,
+    RunLabels,
     find_runs,
     import_logs,
     log_files,
@@ -231,7 +232,7 @@ def _read_log(a, run, tags, sets, size, plan):
 
     def read(schedule):
         return pd.concat([import_logs(src, a.fmt, loss_tag=tag, run=run, val_set=vs,
-                                      model_size=size, schedule=schedule)
+                                      labels=RunLabels(model_size=size), schedule=schedule)
                           for tag, vs in zip(tags, sets)], ignore_index=True)
     try:
         return read(plan), None

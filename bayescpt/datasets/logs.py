@@ -45,6 +45,7 @@ import glob
 import os
 import re
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -205,7 +206,7 @@ def _finite(s: pd.Series, tag: str, source: str) -> pd.Series:
     if bad.any():
         steps = ", ".join(map(str, s.index[bad][:5])) + (" ..." if bad.sum() > 5 else "")
         warnings.warn(f"{source}: {int(bad.sum())} non-finite value(s) of {tag!r} dropped "
-                      f"(step(s) {steps})", LogWarning, stacklevel=3)
+                      f"(step(s) {steps})", LogWarning, stacklevel=4)
     return s[~bad]
 
 
@@ -246,23 +247,34 @@ def _schedule_rows(schedule: Schedule, steps: np.ndarray, source: str) -> pd.Ser
     return pd.Series(lr[knots], index=knots)
 
 
+@dataclass(frozen=True)
+class RunLabels:
+    """Columns :func:`import_logs` sets on every row, over what the logs say (None: the log's
+    own value where it has one): the validation role (``general``/``domain``), the phase
+    (``pt``/``cpt``) and the model size (non-embedding parameters)."""
+
+    val_role: str | None = None
+    phase: str | None = None
+    model_size: float | None = None
+
+
 def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None = None,
                 run: str | None = None, val_set: str = DEFAULT_VAL_SET,
-                val_role: str | None = None, phase: str | None = None,
-                model_size: float | None = None, schedule: Schedule | None = None,
+                labels: RunLabels = RunLabels(), schedule: Schedule | None = None,
                 log=None) -> pd.DataFrame:
     """Read training logs into the tidy loss-curve table, validated as ``fit`` reads it.
 
     ``src``: a run directory or file, a glob, or a list of them (one run per directory; with
     ``run``, all of them are one run, resumed in order, later files winning). Columns: ``run,
-    step, lr, loss, val_set`` and ``val_role, phase, model_size`` when given (or, for ``csv``,
-    in the file). Rows where only the LR is logged have an empty loss. ``log(msg)`` receives one
-    line per run naming the tags used. Problems raise :class:`DataError` naming the file.
+    step, lr, loss, val_set`` and ``val_role, phase, model_size`` when given in ``labels`` (or,
+    for ``csv``, in the file). Rows where only the LR is logged have an empty loss. ``log(msg)``
+    receives one line per run naming the tags used. Problems raise :class:`DataError` naming the
+    file.
     """
     runs = find_runs(src, fmt)
     if run is not None:
         runs = [(run, [f for _, files in runs for f in files])]
-    frames, meta = [], {}
+    tables, sources = [], []
     for name, files in runs:
         source = ", ".join(map(str, files))
         parts = [READERS[fmt](f) for f in files]
@@ -270,63 +282,95 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
         name = meta.get("run", name) if run is None else name
         tags = scalars(pd.concat(parts, ignore_index=True), source)
         not_numbers = {t: m for part in parts for t, m in part.attrs.get("not_numbers", {}).items()}
-        if fmt == "csv" and loss_tag is None:        # every validation set of the file
-            pairs = [(t, t[5:]) for t in sorted(tags) if t.startswith("loss@")]
-            if not pairs:
-                raise DataError(f"{source}: no loss values")
-        else:
-            t = _pick(tags, loss_tag, LOSS_TAGS[fmt], "loss", source)
-            pairs = [(t, t[5:] if fmt == "csv" and t.startswith("loss@") else val_set)]
-        _numbers_only([t for t, _ in pairs], not_numbers)
-        losses = {vs: _finite(tags[t], t, source) for t, vs in pairs}
-        if any(v.empty for v in losses.values()):
-            raise DataError(f"{source}: tag(s) {', '.join(t for t, _ in pairs)}: no finite values")
+        pairs, losses = _losses(tags, not_numbers, fmt, loss_tag, val_set, source)
         steps = np.unique(np.concatenate([v.index.to_numpy() for v in losses.values()]))
         if schedule is not None:
             lr, said = _schedule_rows(schedule, steps, source), f"lr from the schedule {schedule.name}"
         else:
-            ltr = _pick(tags, lr_tag, LR_TAGS[fmt], "lr", source)
-            if ltr is None:
-                raise DataError(f"{source}: no learning-rate tag ({', '.join(LR_TAGS[fmt])}); "
-                                f"give --lr-tag or --schedule; tags: {', '.join(sorted(tags))}")
-            _numbers_only([ltr], not_numbers)
-            lr_log = _finite(tags[ltr], ltr, source)
-            if lr_log.empty:
-                raise DataError(f"{source}: tag {ltr!r} has no finite values")
-            if lr_log.index.max() < steps.max():
-                warnings.warn(f"{source}: run {name!r}: the learning-rate log {ltr!r} ends at step "
-                              f"{int(lr_log.index.max())}, the losses at step {int(steps.max())}; "
-                              f"the LR after step {int(lr_log.index.max())} is taken as constant "
-                              f"({float(lr_log.iloc[-1]):g}); give --schedule if it changed",
-                              LogWarning, stacklevel=2)
-            lr, said = _lr_rows(lr_log, steps), f"lr from {ltr!r}"
+            lr, ltr = _logged_lr(tags, not_numbers, (fmt, lr_tag), steps, name, source)
+            said = f"lr from {ltr!r}"
         if log is not None:
             n = sum(len(v) for v in losses.values())
             log(f"{name}: {n} losses from {', '.join(repr(t) for t, _ in pairs)}, {said} "
                 f"({source})")
-        first = len(frames)
-        for i, (vs, loss) in enumerate(losses.items()):    # LR-only rows once, in the first set
-            keep = lr.index.isin(loss.index) | (i == 0)
-            df = pd.DataFrame({"run": name, "step": lr.index[keep].astype(np.int64),
-                               "lr": lr.to_numpy()[keep], "val_set": vs})
-            df["loss"] = loss.reindex(df["step"]).to_numpy()
-            if val_role is None and meta.get("val_role"):
-                df["val_role"] = df["val_set"].map(meta["val_role"]).fillna("")
-            if phase is None and meta.get("phase"):
-                df["phase"] = _fill_phase(df["step"], meta["phase"])
-            if model_size is None and meta.get("model_size"):
-                df["model_size"] = meta["model_size"]
-            frames.append(df)
-        # checked run by run, so that a bad value is reported with the file it came from
-        validate_curves(pd.concat(frames[first:], ignore_index=True), source=source)
-    out = pd.concat(frames, ignore_index=True)
-    for col, v in (("val_role", val_role), ("phase", phase), ("model_size", model_size)):
-        if v is not None:
-            out[col] = v
+        tables.append(_run_table(name, losses, lr, meta, labels))
+        sources.append(source)
+    out = pd.concat(tables, ignore_index=True)
+    for col in ("val_role", "phase", "model_size"):
+        if getattr(labels, col) is not None:
+            out[col] = getattr(labels, col)
     cols = ["run", "step", "lr", "loss", "val_set"] + [c for c in ("val_role", "phase",
                                                                     "model_size") if c in out]
     given = [src] if isinstance(src, (str, Path)) else list(src)
-    return validate_curves(out[cols], source=", ".join(map(str, given)))
+    try:
+        return validate_curves(out[cols], source=", ".join(map(str, given)))
+    except DataError:
+        # a bad value is reported with the file it came from: the first run that fails alone
+        for table, source in zip(tables, sources):
+            validate_curves(table, source=source)
+        raise
+
+
+def _losses(tags: dict, not_numbers: dict, fmt: str, loss_tag: str | None, val_set: str,
+            source: str) -> tuple[list, dict]:
+    """The loss tags of one run and their finite values: ([(tag, val_set)], {val_set: values
+    by step}); for ``csv`` without ``loss_tag`` every ``loss@VAL_SET`` tag."""
+    if fmt == "csv" and loss_tag is None:        # every validation set of the file
+        pairs = [(t, t[5:]) for t in sorted(tags) if t.startswith("loss@")]
+        if not pairs:
+            raise DataError(f"{source}: no loss values")
+    else:
+        t = _pick(tags, loss_tag, LOSS_TAGS[fmt], "loss", source)
+        pairs = [(t, t[5:] if fmt == "csv" and t.startswith("loss@") else val_set)]
+    _numbers_only([t for t, _ in pairs], not_numbers)
+    losses = {vs: _finite(tags[t], t, source) for t, vs in pairs}
+    if any(v.empty for v in losses.values()):
+        raise DataError(f"{source}: tag(s) {', '.join(t for t, _ in pairs)}: no finite values")
+    return pairs, losses
+
+
+def _logged_lr(tags: dict, not_numbers: dict, fmt_tag: tuple, steps: np.ndarray, name: str,
+               source: str) -> tuple[pd.Series, str]:
+    """The learning rate of one run from its LR tag (``fmt_tag``: the format and the tag asked
+    for, None: the format's default), at its logged steps and the loss ``steps``; returns (lr
+    by step, the tag). Warns when the LR log ends before the losses."""
+    fmt, lr_tag = fmt_tag
+    ltr = _pick(tags, lr_tag, LR_TAGS[fmt], "lr", source)
+    if ltr is None:
+        raise DataError(f"{source}: no learning-rate tag ({', '.join(LR_TAGS[fmt])}); "
+                        f"give --lr-tag or --schedule; tags: {', '.join(sorted(tags))}")
+    _numbers_only([ltr], not_numbers)
+    lr_log = _finite(tags[ltr], ltr, source)
+    if lr_log.empty:
+        raise DataError(f"{source}: tag {ltr!r} has no finite values")
+    if lr_log.index.max() < steps.max():
+        warnings.warn(f"{source}: run {name!r}: the learning-rate log {ltr!r} ends at step "
+                      f"{int(lr_log.index.max())}, the losses at step {int(steps.max())}; "
+                      f"the LR after step {int(lr_log.index.max())} is taken as constant "
+                      f"({float(lr_log.iloc[-1]):g}); give --schedule if it changed",
+                      LogWarning, stacklevel=3)
+    return _lr_rows(lr_log, steps), ltr
+
+
+def _run_table(name: str, losses: dict, lr: pd.Series, meta: dict,
+               labels: RunLabels) -> pd.DataFrame:
+    """One run's rows: per validation set its loss steps with their LR (the rows where only
+    the LR is logged once, in the first set), and the log's own ``val_role``, ``phase`` and
+    ``model_size`` where ``labels`` leaves them open."""
+    frames = []
+    for i, (vs, loss) in enumerate(losses.items()):    # LR-only rows once, in the first set
+        keep = lr.index.isin(loss.index) | (i == 0)
+        df = pd.DataFrame({"run": name, "step": lr.index[keep].astype(np.int64),
+                           "lr": lr.to_numpy()[keep], "val_set": vs})
+        df["loss"] = loss.reindex(df["step"]).to_numpy()
+        if labels.val_role is None and meta.get("val_role"):
+            df["val_role"] = df["val_set"].map(meta["val_role"]).fillna("")
+        if labels.phase is None and meta.get("phase"):
+            df["phase"] = _fill_phase(df["step"], meta["phase"])
+        if labels.model_size is None and meta.get("model_size"):
+            df["model_size"] = meta["model_size"]
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
 
 
 def _numbers_only(used: list, not_numbers: dict) -> None:

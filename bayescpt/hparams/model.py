@@ -225,118 +225,152 @@ class Refs:
 def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
     """The PyMC model of a validated grid ``df``; returns (model, cell table, refs)."""
     import pymc as pm
-    import pytensor.tensor as pt
 
     cfg = make_config(config)
-    pr = cfg["priors"]
     ct = cells(df)
     refs = refs or Refs.of(ct)
     key = ["group", "model_size", "tokens"]
     idx = df.merge(ct[key].reset_index(), on=key, how="left")["index"].to_numpy()
     n = np.log(ct["model_size"].to_numpy()) - refs.ln_n
     d = np.log(ct["tokens"].to_numpy()) - refs.ln_d
-    c = n + d
     x = np.log(df["lr"].to_numpy())
     y = np.log(df["batch_size"].to_numpy())
     coords = {"cell": [f"N={r.model_size:.4g},D={r.tokens:.4g}" +
                        ("" if r.group == "default" else f",{r.group}")
                        for r in ct.itertuples()], "run": np.arange(len(df))}
     with pm.Model(coords=coords) as model:
-        slope = pr["slope"]
-        law = cfg["optimum_law"]
-        # L(C) through its values at the smallest and largest cell compute (well identified) and
-        # the exponent g; L0 and A follow. Sampling L0, A, g directly left ESS ~50 per 600 draws.
-        c_lo, c_hi = float(c.min()), float(c.max())
-        g = pm.LogNormal("g", *pr["g"])
-        lo_cell = int(np.argmin(c))
-        L_lo = pm.Normal("L_lo", pr["L_lo"][0] if pr["L_lo"][0] is not None else
-                         float(ct["best_loss"].iloc[lo_cell]), pr["L_lo"][1])
-        L_hi = pm.Deterministic("L_hi", L_lo - pt.exp(pm.Normal("ln_drop", *pr["ln_drop"])))
-        A = pm.Deterministic("A", (L_lo - L_hi) / (pt.exp(-g * c_lo) - pt.exp(-g * c_hi)))
-        L0 = pm.Deterministic("L0", L_lo - A * pt.exp(-g * c_lo))
-        tau_L = pm.Gamma("tau_L", 2.0, 2.0 / pr["tau_L"])
-        m = pm.Normal("m", best_loss(pt, L0, A, g, c), tau_L, dims="cell",
-                      initval=ct["best_loss"].to_numpy())
-
-        # Every law parameter starts at a least-squares fit to the cells' best runs and is
-        # sampled as start + 0.1 z (its prior unchanged): nutpie jitters each chain's start by
-        # U(-1, 1) in the sampled coordinates, which here is +-0.1 instead of +-1 in an exponent.
-        # With +-1, a chain could start (and stay) in a poor mode: R-hat 1.53 on Step Law.
-        ln_l = np.log(ct["best_loss"].to_numpy()) - refs.ln_l if law == "loss" else None
-        X = np.column_stack({"compute": [np.ones_like(n), n + d],
-                             "loss": [np.ones_like(n), ln_l]}.get(law, [np.ones_like(n), n, d]))
-        ols_lr = np.linalg.lstsq(X, np.log(ct["best_lr"].to_numpy()), rcond=None)[0]
-        ols_bs = np.linalg.lstsq(X, np.log(ct["best_batch_size"].to_numpy()), rcond=None)[0]
-        # Intercepts: prior centred on the grid's best runs (wide scale).
-        a_lr = _start_near("a_lr", [_loc(pr["a_lr"], ct["best_lr"]), pr["a_lr"][1]], ols_lr[0])
-        a_bs = _start_near("a_bs", [_loc(pr["a_bs"], ct["best_batch_size"]), pr["a_bs"][1]],
-                           ols_bs[0])
-        if law == "loss":
-            # ln lr*_k = a_lr + bL_lr (ln m_k - ln L_ref): a power law in the cell's best loss
-            # (Zhou et al.'s B_opt(L), LR_opt(L)); m_k is the latent depth above, not the grid's
-            # noisy best run. ln m, not ln(m - L0): see the module docstring.
-            bL_lr = _start_near("bL_lr", pr["slope_loss"], ols_lr[1])
-            bL_bs = _start_near("bL_bs", pr["slope_loss"], ols_bs[1])
-            mean_lr = a_lr + bL_lr * (pt.log(m) - refs.ln_l)
-            mean_bs = a_bs + bL_bs * (pt.log(m) - refs.ln_l)
-        else:
-            if law == "compute":
-                b_lr = _start_near("b_lr", slope, ols_lr[1])
-                b_bs = _start_near("b_bs", slope, ols_bs[1])
-                bN_lr = pm.Deterministic("bN_lr", b_lr)
-                bD_lr = pm.Deterministic("bD_lr", b_lr)
-                bN_bs = pm.Deterministic("bN_bs", b_bs)
-                bD_bs = pm.Deterministic("bD_bs", b_bs)
-            else:
-                bN_lr = _start_near("bN_lr", slope, ols_lr[1])
-                bD_lr = _start_near("bD_lr", slope, ols_lr[2])
-                bN_bs = _start_near("bN_bs", slope, ols_bs[1])
-                bD_bs = _start_near("bD_bs", slope, ols_bs[2])
-            mean_lr = optimum_mean(a_lr, bN_lr, bD_lr, n, d)
-            mean_bs = optimum_mean(a_bs, bN_bs, bD_bs, n, d)
-        tau_lr = pm.Gamma("tau_lr", 2.0, 2.0 / pr["tau_opt"])
-        tau_bs = pm.Gamma("tau_bs", 2.0, 2.0 / pr["tau_opt"])
-        # Chains start at each cell's best run (nutpie adds a U(-1, 1) jitter), and a soft
-        # bracket says what a grid search assumes: the optimum lies inside the grid, give or take
-        # ``bracket`` (ln units), and within a factor e^bracket_best of the grid's best run.
-        # Without them a chain could settle in the LINEX bowl's poor mode far above a cell's
-        # best run (every run on the linear branch): R-hat 1.5-1.8 on Step Law; with the grid
-        # bracket alone, one LOCO fold (2 chains) still had a chain at the bracket's edge.
-        x_opt = pm.Normal("x_opt", mean_lr, tau_lr, dims="cell",
-                          initval=np.log(ct["best_lr"].to_numpy()))
-        if cfg["centered_bs"]:
-            y_opt = pm.Normal("y_opt", mean_bs, tau_bs,
-                              dims="cell", initval=np.log(ct["best_batch_size"].to_numpy()))
-        else:  # the batch bowl is quadratic (one mode): no start near the data needed
-            y_opt = pm.Deterministic("y_opt", mean_bs + tau_bs *
-                                     pm.Normal("z_bs", 0.0, 1.0, dims="cell"), dims="cell")
-        br, bb = float(cfg["bracket"]), float(cfg["bracket_best"])
-        for name, var, col, best in (("x_bracket", x_opt, x, ct["best_lr"]),
-                                     ("y_bracket", y_opt, y, ct["best_batch_size"])):
-            best = np.log(best.to_numpy())
-            lo = np.maximum(np.array([col[idx == k].min() for k in range(len(ct))]) - br,
-                            best - bb)
-            hi = np.minimum(np.array([col[idx == k].max() for k in range(len(ct))]) + br,
-                            best + bb)
-            out = pt.maximum(var - hi, 0.0) + pt.maximum(lo - var, 0.0)
-            pm.Potential(name, -0.5 * pt.sum((out / 0.1) ** 2))
-
-        qx = pm.Deterministic("qx", pt.exp(pm.Normal("ln_qx", *pr["ln_q"])))
-        qy = pm.Deterministic("qy", pt.exp(pm.Normal("ln_qy", *pr["ln_q"])))
-        sd_h = pm.HalfNormal("sd_ln_h", pr["shape_sd"])
-        h = pt.exp(sd_h * pm.Normal("z_ln_h", 0.0, 1.0, dims="cell"))
-        shear = pm.Normal("shear", 0.0, pr["shear"])
-        if cfg["cell_shear"]:  # how far the best LR moves with the batch differs between cells
-            sd_shear = pm.HalfNormal("sd_shear", pr["shear_sd"])
-            shear_k = (shear + sd_shear * pm.Normal("z_shear", 0.0, 1.0, dims="cell"))[idx]
-        else:
-            shear_k = shear
-        skew = pm.LogNormal("skew", *pr["skew"])
-        sigma = pm.HalfNormal("sigma", pr["sigma"])
-        sigma_slope = pm.HalfNormal("sigma_slope", pr["sigma_slope"])
-        mu = bowl(pt, x, y, m[idx], x_opt[idx], y_opt[idx], h[idx] * qx, h[idx] * qy, shear_k,
-                  skew)
-        pm.StudentT("loss", nu=cfg["nu"], mu=mu,
-                    sigma=noise_sd(pt, sigma, sigma_slope, mu - m[idx], cfg["noise"]),
-                    observed=df["loss"].to_numpy(), dims="run")
+        m = _depth_law(cfg["priors"], ct, n + d)
+        mean_lr, mean_bs = _optimum_law(cfg, ct, refs, n, d, m)
+        x_opt, y_opt = _cell_optima(cfg, ct, mean_lr, mean_bs, (x, y), idx)
+        _runs(cfg, df, idx, (x, y), (m, x_opt, y_opt))
     return model, ct, refs
+
+
+def _depth_law(pr: dict, ct: pd.DataFrame, c: np.ndarray):
+    """The cells' best losses m_k ~ Normal(L(C_k), tau_L) under L(C) = L0 + A (C / C_ref)^-g
+    (``c``: centred ln C per cell); returns m (the model's ``m``, dims cell)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    # L(C) through its values at the smallest and largest cell compute (well identified) and
+    # the exponent g; L0 and A follow. Sampling L0, A, g directly left ESS ~50 per 600 draws.
+    c_lo, c_hi = float(c.min()), float(c.max())
+    g = pm.LogNormal("g", *pr["g"])
+    lo_cell = int(np.argmin(c))
+    L_lo = pm.Normal("L_lo", pr["L_lo"][0] if pr["L_lo"][0] is not None else
+                     float(ct["best_loss"].iloc[lo_cell]), pr["L_lo"][1])
+    L_hi = pm.Deterministic("L_hi", L_lo - pt.exp(pm.Normal("ln_drop", *pr["ln_drop"])))
+    A = pm.Deterministic("A", (L_lo - L_hi) / (pt.exp(-g * c_lo) - pt.exp(-g * c_hi)))
+    L0 = pm.Deterministic("L0", L_lo - A * pt.exp(-g * c_lo))
+    tau_L = pm.Gamma("tau_L", 2.0, 2.0 / pr["tau_L"])
+    return pm.Normal("m", best_loss(pt, L0, A, g, c), tau_L, dims="cell",
+                     initval=ct["best_loss"].to_numpy())
+
+
+def _optimum_law(cfg: dict, ct: pd.DataFrame, refs: Refs, n: np.ndarray, d: np.ndarray, m):
+    """The law's ln lr* and ln B* per cell (no scatter) under ``cfg["optimum_law"]``, at the
+    cells' centred ln N ``n``, ln D ``d`` (loss law: at their depths ``m``); returns the two
+    location tensors (mean_lr, mean_bs)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    pr, law = cfg["priors"], cfg["optimum_law"]
+    slope = pr["slope"]
+    # Every law parameter starts at a least-squares fit to the cells' best runs and is
+    # sampled as start + 0.1 z (its prior unchanged): nutpie jitters each chain's start by
+    # U(-1, 1) in the sampled coordinates, which here is +-0.1 instead of +-1 in an exponent.
+    # With +-1, a chain could start (and stay) in a poor mode: R-hat 1.53 on Step Law.
+    ln_l = np.log(ct["best_loss"].to_numpy()) - refs.ln_l if law == "loss" else None
+    X = np.column_stack({"compute": [np.ones_like(n), n + d],
+                         "loss": [np.ones_like(n), ln_l]}.get(law, [np.ones_like(n), n, d]))
+    ols_lr = np.linalg.lstsq(X, np.log(ct["best_lr"].to_numpy()), rcond=None)[0]
+    ols_bs = np.linalg.lstsq(X, np.log(ct["best_batch_size"].to_numpy()), rcond=None)[0]
+    # Intercepts: prior centred on the grid's best runs (wide scale).
+    a_lr = _start_near("a_lr", [_loc(pr["a_lr"], ct["best_lr"]), pr["a_lr"][1]], ols_lr[0])
+    a_bs = _start_near("a_bs", [_loc(pr["a_bs"], ct["best_batch_size"]), pr["a_bs"][1]],
+                       ols_bs[0])
+    if law == "loss":
+        # ln lr*_k = a_lr + bL_lr (ln m_k - ln L_ref): a power law in the cell's best loss
+        # (Zhou et al.'s B_opt(L), LR_opt(L)); m_k is the latent depth above, not the grid's
+        # noisy best run. ln m, not ln(m - L0): see the module docstring.
+        bL_lr = _start_near("bL_lr", pr["slope_loss"], ols_lr[1])
+        bL_bs = _start_near("bL_bs", pr["slope_loss"], ols_bs[1])
+        return (a_lr + bL_lr * (pt.log(m) - refs.ln_l), a_bs + bL_bs * (pt.log(m) - refs.ln_l))
+    if law == "compute":
+        b_lr = _start_near("b_lr", slope, ols_lr[1])
+        b_bs = _start_near("b_bs", slope, ols_bs[1])
+        bN_lr = pm.Deterministic("bN_lr", b_lr)
+        bD_lr = pm.Deterministic("bD_lr", b_lr)
+        bN_bs = pm.Deterministic("bN_bs", b_bs)
+        bD_bs = pm.Deterministic("bD_bs", b_bs)
+    else:
+        bN_lr = _start_near("bN_lr", slope, ols_lr[1])
+        bD_lr = _start_near("bD_lr", slope, ols_lr[2])
+        bN_bs = _start_near("bN_bs", slope, ols_bs[1])
+        bD_bs = _start_near("bD_bs", slope, ols_bs[2])
+    return optimum_mean(a_lr, bN_lr, bD_lr, n, d), optimum_mean(a_bs, bN_bs, bD_bs, n, d)
+
+
+def _cell_optima(cfg: dict, ct: pd.DataFrame, mean_lr, mean_bs, xy: tuple, idx: np.ndarray):
+    """Each cell's optimum (x*_k, y*_k) around the law's location with scatter tau_lr, tau_bs,
+    held softly inside the cell's grid bracket (``xy``: every run's ln lr and ln batch; ``idx``:
+    its cell); returns (x_opt, y_opt)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    pr = cfg["priors"]
+    tau_lr = pm.Gamma("tau_lr", 2.0, 2.0 / pr["tau_opt"])
+    tau_bs = pm.Gamma("tau_bs", 2.0, 2.0 / pr["tau_opt"])
+    # Chains start at each cell's best run (nutpie adds a U(-1, 1) jitter), and a soft
+    # bracket says what a grid search assumes: the optimum lies inside the grid, give or take
+    # ``bracket`` (ln units), and within a factor e^bracket_best of the grid's best run.
+    # Without them a chain could settle in the LINEX bowl's poor mode far above a cell's
+    # best run (every run on the linear branch): R-hat 1.5-1.8 on Step Law; with the grid
+    # bracket alone, one LOCO fold (2 chains) still had a chain at the bracket's edge.
+    x_opt = pm.Normal("x_opt", mean_lr, tau_lr, dims="cell",
+                      initval=np.log(ct["best_lr"].to_numpy()))
+    if cfg["centered_bs"]:
+        y_opt = pm.Normal("y_opt", mean_bs, tau_bs,
+                          dims="cell", initval=np.log(ct["best_batch_size"].to_numpy()))
+    else:  # the batch bowl is quadratic (one mode): no start near the data needed
+        y_opt = pm.Deterministic("y_opt", mean_bs + tau_bs *
+                                 pm.Normal("z_bs", 0.0, 1.0, dims="cell"), dims="cell")
+    br, bb = float(cfg["bracket"]), float(cfg["bracket_best"])
+    for name, var, col, best in (("x_bracket", x_opt, xy[0], ct["best_lr"]),
+                                 ("y_bracket", y_opt, xy[1], ct["best_batch_size"])):
+        best = np.log(best.to_numpy())
+        lo = np.maximum(np.array([col[idx == k].min() for k in range(len(ct))]) - br,
+                        best - bb)
+        hi = np.minimum(np.array([col[idx == k].max() for k in range(len(ct))]) + br,
+                        best + bb)
+        out = pt.maximum(var - hi, 0.0) + pt.maximum(lo - var, 0.0)
+        pm.Potential(name, -0.5 * pt.sum((out / 0.1) ** 2))
+    return x_opt, y_opt
+
+
+def _runs(cfg: dict, df: pd.DataFrame, idx: np.ndarray, xy: tuple, cell: tuple) -> None:
+    """The bowl's shape (curvatures, per-cell scale h_k, shear, skew) and the runs' Student-t
+    likelihood around it (``cell``: the cells' m, x_opt, y_opt; ``idx``: each run's cell)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    pr = cfg["priors"]
+    m, x_opt, y_opt = cell
+    qx = pm.Deterministic("qx", pt.exp(pm.Normal("ln_qx", *pr["ln_q"])))
+    qy = pm.Deterministic("qy", pt.exp(pm.Normal("ln_qy", *pr["ln_q"])))
+    sd_h = pm.HalfNormal("sd_ln_h", pr["shape_sd"])
+    h = pt.exp(sd_h * pm.Normal("z_ln_h", 0.0, 1.0, dims="cell"))
+    shear = pm.Normal("shear", 0.0, pr["shear"])
+    if cfg["cell_shear"]:  # how far the best LR moves with the batch differs between cells
+        sd_shear = pm.HalfNormal("sd_shear", pr["shear_sd"])
+        shear_k = (shear + sd_shear * pm.Normal("z_shear", 0.0, 1.0, dims="cell"))[idx]
+    else:
+        shear_k = shear
+    skew = pm.LogNormal("skew", *pr["skew"])
+    sigma = pm.HalfNormal("sigma", pr["sigma"])
+    sigma_slope = pm.HalfNormal("sigma_slope", pr["sigma_slope"])
+    mu = bowl(pt, xy[0], xy[1], m[idx], x_opt[idx], y_opt[idx], h[idx] * qx, h[idx] * qy,
+              shear_k, skew)
+    pm.StudentT("loss", nu=cfg["nu"], mu=mu,
+                sigma=noise_sd(pt, sigma, sigma_slope, mu - m[idx], cfg["noise"]),
+                observed=df["loss"].to_numpy(), dims="run")

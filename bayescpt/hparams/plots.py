@@ -22,10 +22,8 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, *, cell: int | None = None, prob
     the Figure; nothing is written."""
 
     plt = pyplot()
-    from matplotlib.colors import Normalize
 
     ct = fit.cells.reset_index(drop=True)
-    lo_q, hi_q = (1 - prob) / 2, (1 + prob) / 2
     law = fit.config["optimum_law"]
     exps = ["bL_lr", "bL_bs"] if law == "loss" else ["bN_lr", "bD_lr", "bN_bs", "bD_bs"]
     names = ["x_opt", "y_opt", "m", "a_lr", "a_bs", "tau_lr", "tau_bs", "L0", "A", "g", "qx",
@@ -39,7 +37,25 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, *, cell: int | None = None, prob
     if fig is None:
         fig = plt.figure(figsize=(12, 9.5))
     axes = fig.subplots(2, 2)
-    ax = axes[0, 0]
+    _surface_panel(axes[0, 0], fit, df, p, cell, prob)
+    # one colour per model size
+    sizes = np.sort(ct["model_size"].unique())
+    colours = plt.cm.plasma(np.linspace(0, 0.85, len(sizes)))
+    _optimum_panels((axes[0, 1], axes[1, 0]), fit, p, colours, prob)
+    _best_loss_panel(axes[1, 1], fit, p, colours, prob)
+    fig.tight_layout()
+    return fig
+
+
+def _surface_panel(ax, fit: HparamsFit, df: pd.DataFrame, p: dict, cell: int, prob: float):
+    """Cell ``cell``'s runs coloured by loss, the fitted bowl's excess-loss contours at the
+    posterior medians, the posterior optimum with its ``prob`` intervals and the grid's best run.
+    """
+    from matplotlib.colors import Normalize
+
+    fig = ax.figure
+    ct = fit.cells.reset_index(drop=True)
+    lo_q, hi_q = (1 - prob) / 2, (1 + prob) / 2
     idx = _cell_index(fit, df)
     sel = df[idx == cell]
     m_k = float(np.median(p["m"][:, cell]))
@@ -71,14 +87,20 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, *, cell: int | None = None, prob
            title=f"N={b['model_size']:.3g}, D={b['tokens']:.3g}: runs, fitted excess loss")
     ax.legend(fontsize=8, loc="lower left")
 
-    # optima per cell vs D, one colour per model size, with the fitted law per size
+
+def _optimum_panels(axes, fit: HparamsFit, p: dict, colours, prob: float):
+    """The optimal LR (first axes) and batch size (second) per cell vs D, one colour per model
+    size, with the fitted law per size and its ``prob`` band (no cell scatter; loss law: at
+    L(6 N D))."""
+    ct = fit.cells.reset_index(drop=True)
+    lo_q, hi_q = (1 - prob) / 2, (1 + prob) / 2
+    law = fit.config["optimum_law"]
     sizes = np.sort(ct["model_size"].unique())
-    colours = plt.cm.plasma(np.linspace(0, 0.85, len(sizes)))
     dgrid = np.geomspace(ct["tokens"].min() / 1.5, ct["tokens"].max() * 1.5, 60)
     r = fit.refs
     for ax, var, which, best, label in (
-            (axes[0, 1], "x_opt", 0, "best_lr", "optimal learning rate"),
-            (axes[1, 0], "y_opt", 1, "best_batch_size", "optimal batch size (tokens)")):
+            (axes[0], "x_opt", 0, "best_lr", "optimal learning rate"),
+            (axes[1], "y_opt", 1, "best_batch_size", "optimal batch size (tokens)")):
         for size, col in zip(sizes, colours):
             k = np.flatnonzero(ct["model_size"].to_numpy() == size)
             v = np.exp(p[var][:, k])
@@ -99,9 +121,16 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, *, cell: int | None = None, prob
                + (" at L(6ND)" if law == "loss" else ""))
         ax.legend(fontsize=8)
 
-    ax = axes[1, 1]
+
+def _best_loss_panel(ax, fit: HparamsFit, p: dict, colours, prob: float):
+    """Each cell's best loss m_k vs compute C = 6 N D with the fitted L(C) = L0 + A C^-g and its
+    ``prob`` band, the grid's best runs marked."""
+    ct = fit.cells.reset_index(drop=True)
+    lo_q, hi_q = (1 - prob) / 2, (1 + prob) / 2
+    sizes = np.sort(ct["model_size"].unique())
+    comp = 6.0 * ct["model_size"].to_numpy() * ct["tokens"].to_numpy()
     cgrid = np.geomspace(comp.min() / 2, comp.max() * 2, 80)
-    cc = np.log(cgrid) - r.ln_c
+    cc = np.log(cgrid) - fit.refs.ln_c
     L = p["L0"][:, None] + p["A"][:, None] * np.exp(-p["g"][:, None] * cc[None, :])
     ax.plot(cgrid, np.median(L, axis=0), color="k", lw=1, label="L(C) = L0 + A C^-g")
     ax.fill_between(cgrid, np.quantile(L, lo_q, axis=0), np.quantile(L, hi_q, axis=0),
@@ -117,8 +146,6 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, *, cell: int | None = None, prob
     ax.set(xscale="log", xlabel="compute C = 6 N D (FLOPs)", ylabel="best loss (nats)",
            title=f"best loss per cell (o), grid best (x); L0 median {np.median(p['L0']):.2f}")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 def plot_optimum(res: dict, *, title: str = "", ax=None):

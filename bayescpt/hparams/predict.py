@@ -192,36 +192,25 @@ def grid_best_summary(lr_best, bs_best, lrs, batch_sizes, prob: float = 0.9,
 def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = None,
                     init_loss: float | None = None, cpt_tokens: float | None = None,
                     init_loss_sd: float | None = None, prob: float = 0.9, seed: int = 0,
-                    grid_lrs=None, grid_batch_sizes=None, keep_draws: bool = False) -> dict:
+                    grid: tuple | None = None, keep_draws: bool = False) -> dict:
     """Optimal LR and batch size (tokens) with ``prob`` intervals, as a JSON-ready dict.
 
     Without ``init_loss``: a fresh run of ``n_params`` on ``tokens``. With it: continual
     pre-training for ``cpt_tokens`` from a checkpoint of that validation loss; ``tokens`` (the
     checkpoint's own pre-training tokens, optional) is then only reported for comparison.
-    With ``grid_lrs`` and ``grid_batch_sizes`` (a full grid: every pair is a run), also where a
+    With ``grid`` = (learning rates, batch sizes) (a full grid: every pair is a run), also where a
     grid search over them finds its best run (``grid_best``, see :func:`grid_best_draws`).
     ``keep_draws``: also return the draws under ``"_draws"`` (flat arrays over the posterior
     draws, not JSON: ``lr``, ``batch_size``, and ``C_pre``, ``C_total`` for a checkpoint,
     ``grid_best_lr``, ``grid_best_batch_size`` with a grid; for
     :func:`bayescpt.hparams.plot.plot_optimum` and :func:`optimum_idata`).
     """
-    if not (n_params > 0 and math.isfinite(n_params)):
-        raise ValueError(f"n_params {n_params!r}; expected a positive parameter count")
-    if not 0 < prob < 1:
-        raise ValueError(f"prob {prob!r}; expected a probability between 0 and 1")
-    for name, v in (("tokens", tokens), ("cpt_tokens", cpt_tokens)):
-        if v is not None and not (v > 0 and math.isfinite(v)):
-            raise ValueError(f"{name} {v!r}; expected a positive number of tokens")
-    if (grid_lrs is None) != (grid_batch_sizes is None):
-        raise ValueError("a grid needs both its learning rates and its batch sizes")
-    if grid_lrs is not None:
-        for name, vals in (("grid learning rate", grid_lrs), ("grid batch size", grid_batch_sizes)):
-            vals = np.asarray(vals, dtype=float)
-            if vals.size == 0 or not np.all((vals > 0) & np.isfinite(vals)):
-                raise ValueError(f"{name}s {list(np.ravel(vals))}; expected positive numbers")
+    grid_lrs, grid_batch_sizes = (None, None) if grid is None else grid
+    _check_request(n_params, prob, tokens, cpt_tokens, grid_lrs, grid_batch_sizes)
     p = _law_draws(fit)
     out = {"n_params": float(n_params), "prob": prob, "optimum_law": fit.config["optimum_law"],
            "draws": int(len(p["a_lr"])), "warnings": []}
+    c_pre = None
     if init_loss is None:
         if tokens is None:
             raise ValueError("give the run's tokens (--tokens), or a checkpoint's --init-loss "
@@ -244,36 +233,8 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
         if tokens is not None:
             out["tokens"] = float(tokens)
             out["nominal_C_pre"] = 6.0 * n_params * tokens
-        unidentified = float(np.mean(~np.isfinite(c_pre)))
-        out["C_pre"]["unidentified_share"] = unidentified
-        L0 = p["L0"]
-        if unidentified > (1 - prob) / 2:
-            out["warnings"].append(
-                f"C_pre unidentified: in {unidentified:.0%} of draws the loss {init_loss:g} is at "
-                f"or below the law's asymptote L0 (posterior median {np.median(L0):.3f}, "
-                f"{prob:.0%} interval {np.quantile(L0, (1 - prob) / 2):.3f}-"
-                f"{np.quantile(L0, (1 + prob) / 2):.3f}) within its noise; the compute"
-                + (" is open and those draws take the optimum at the asymptote L0 (a bound)"
-                   if fit.config["optimum_law"] == "loss" else
-                   ", and the optimum's upper or lower end, are open")
-                + ". Fit the law on a grid reaching lower losses, or treat the prediction as a "
-                "bound")
-        elif out["C_pre"]["upper"] / out["C_pre"]["lower"] > WIDE_FACTOR:
-            out["warnings"].append(
-                f"C_pre poorly identified: its {prob:.0%} interval spans a factor "
-                f"{out['C_pre']['upper'] / out['C_pre']['lower']:.0f} (the loss is close to the "
-                "law's asymptote L0 or far outside the fitted losses); the optimum's interval is "
-                "correspondingly wide")
-    finite_c = compute[np.isfinite(compute)] if np.ndim(compute) else np.array([compute])
-    c_lo, c_hi = (6.0 * fit.cells["model_size"] * fit.cells["tokens"]).agg(["min", "max"])
-    if finite_c.size and (np.median(finite_c) > 10 * c_hi or np.median(finite_c) < c_lo / 10):
-        out["warnings"].append(
-            f"extrapolating: compute {np.median(finite_c):.3g} FLOPs is more than 10x outside the "
-            f"fitted cells ({c_lo:.3g}-{c_hi:.3g})")
-    n_lo, n_hi = fit.cells["model_size"].min(), fit.cells["model_size"].max()
-    if n_params > 4 * n_hi or n_params < n_lo / 4:
-        out["warnings"].append(f"extrapolating: model size {n_params:.3g} is more than 4x outside "
-                               f"the fitted sizes ({n_lo:.3g}-{n_hi:.3g})")
+        out["warnings"] += _c_pre_warnings(fit, out, c_pre, p["L0"], init_loss)
+    out["warnings"] += _extrapolation_warnings(fit, n_params, compute)
     lr, bs = optimum_draws(fit, n_params, compute, seed=seed, draws=p)
     out["lr_opt"] = _summary(lr, prob)
     out["batch_size_opt"] = _summary(bs, prob)
@@ -292,6 +253,69 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
                                     "batch_sizes": sorted(set(map(float, grid_batch_sizes)))}
         out["warnings"] += warn
     return out
+
+
+def _check_request(n_params, prob, tokens, cpt_tokens, grid_lrs, grid_batch_sizes) -> None:
+    """Refuse a request :func:`predict_optimum` cannot answer: sizes, token counts and grid
+    values not positive and finite, ``prob`` outside (0, 1), half a grid."""
+    if not (n_params > 0 and math.isfinite(n_params)):
+        raise ValueError(f"n_params {n_params!r}; expected a positive parameter count")
+    if not 0 < prob < 1:
+        raise ValueError(f"prob {prob!r}; expected a probability between 0 and 1")
+    for name, v in (("tokens", tokens), ("cpt_tokens", cpt_tokens)):
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise ValueError(f"{name} {v!r}; expected a positive number of tokens")
+    if (grid_lrs is None) != (grid_batch_sizes is None):
+        raise ValueError("a grid needs both its learning rates and its batch sizes")
+    if grid_lrs is not None:
+        for name, vals in (("grid learning rate", grid_lrs), ("grid batch size", grid_batch_sizes)):
+            vals = np.asarray(vals, dtype=float)
+            if vals.size == 0 or not np.all((vals > 0) & np.isfinite(vals)):
+                raise ValueError(f"{name}s {list(np.ravel(vals))}; expected positive numbers")
+
+
+def _c_pre_warnings(fit: HparamsFit, out: dict, c_pre: np.ndarray, L0: np.ndarray,
+                    init_loss: float) -> list[str]:
+    """How well the checkpoint's equivalent compute C_pre is identified: records its
+    ``unidentified_share`` (draws with L_true <= L0) in ``out["C_pre"]`` and returns a warning
+    when that share exceeds the interval's tail mass, or when its interval spans more than
+    :data:`WIDE_FACTOR`."""
+    prob = out["prob"]
+    unidentified = float(np.mean(~np.isfinite(c_pre)))
+    out["C_pre"]["unidentified_share"] = unidentified
+    if unidentified > (1 - prob) / 2:
+        return [f"C_pre unidentified: in {unidentified:.0%} of draws the loss {init_loss:g} is at "
+                f"or below the law's asymptote L0 (posterior median {np.median(L0):.3f}, "
+                f"{prob:.0%} interval {np.quantile(L0, (1 - prob) / 2):.3f}-"
+                f"{np.quantile(L0, (1 + prob) / 2):.3f}) within its noise; the compute"
+                + (" is open and those draws take the optimum at the asymptote L0 (a bound)"
+                   if fit.config["optimum_law"] == "loss" else
+                   ", and the optimum's upper or lower end, are open")
+                + ". Fit the law on a grid reaching lower losses, or treat the prediction as a "
+                "bound"]
+    if out["C_pre"]["upper"] / out["C_pre"]["lower"] > WIDE_FACTOR:
+        return [f"C_pre poorly identified: its {prob:.0%} interval spans a factor "
+                f"{out['C_pre']['upper'] / out['C_pre']['lower']:.0f} (the loss is close to the "
+                "law's asymptote L0 or far outside the fitted losses); the optimum's interval is "
+                "correspondingly wide"]
+    return []
+
+
+def _extrapolation_warnings(fit: HparamsFit, n_params: float, compute) -> list[str]:
+    """A warning each when the (median finite) compute is over 10x, or the model size over 4x,
+    outside the fitted cells'."""
+    warnings = []
+    finite_c = compute[np.isfinite(compute)] if np.ndim(compute) else np.array([compute])
+    c_lo, c_hi = (6.0 * fit.cells["model_size"] * fit.cells["tokens"]).agg(["min", "max"])
+    if finite_c.size and (np.median(finite_c) > 10 * c_hi or np.median(finite_c) < c_lo / 10):
+        warnings.append(
+            f"extrapolating: compute {np.median(finite_c):.3g} FLOPs is more than 10x outside the "
+            f"fitted cells ({c_lo:.3g}-{c_hi:.3g})")
+    n_lo, n_hi = fit.cells["model_size"].min(), fit.cells["model_size"].max()
+    if n_params > 4 * n_hi or n_params < n_lo / 4:
+        warnings.append(f"extrapolating: model size {n_params:.3g} is more than 4x outside "
+                        f"the fitted sizes ({n_lo:.3g}-{n_hi:.3g})")
+    return warnings
 
 
 def optimum_idata(fit: HparamsFit, res: dict):

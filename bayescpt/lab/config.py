@@ -181,40 +181,8 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
             _int(raw, key, source, minimum)
     if not isinstance(raw.get("name", ""), str):
         raise ValueError(f"{source}: 'name' = {raw['name']!r}; expected a string")
-    train = dict(TRAIN_DEFAULTS)
-    extra = set(_table(raw.get("train"), "train", source)) - set(TRAIN_DEFAULTS)
-    if extra:
-        raise ValueError(f"{source}: [train] unknown key(s) {sorted(extra)}; "
-                         f"known: {sorted(TRAIN_DEFAULTS)}")
-    train.update(raw.get("train", {}))
-    for k in ("seq_len", "batch_size", "eval_every", "eval_sequences"):
-        _int(train, k, f"{source}: [train]")
-    for k in ("weight_decay", "beta1", "beta2", "eps", "grad_clip"):
-        _number(train, k, f"{source}: [train]")
-    early = train["eval_cpt_early"]
-    if not isinstance(early, list) or any(not isinstance(j, int) or j < 1 for j in early):
-        raise ValueError(f"{source}: [train] 'eval_cpt_early' = {early!r}; expected a list of "
-                         "CPT steps (>= 1) with an extra evaluation, e.g. [1, 2, 4, 8, 16]")
-
-    sizes = _table(raw.get("sizes"), "sizes", source, of_tables=True)
-    if not sizes:
-        raise ValueError(f"{source}: no [sizes.NAME] table (d_model, n_layers, n_heads)")
-    for n, s in sizes.items():
-        for k in ("d_model", "n_layers", "n_heads"):
-            _int(s, k, f"{source}: [sizes.{n}]")
-        if s["d_model"] % s["n_heads"]:
-            raise ValueError(f"{source}: [sizes.{n}] d_model={s['d_model']} is not a multiple "
-                             f"of n_heads={s['n_heads']}")
-
-    corpora = _table(raw.get("corpora"), "corpora", source, of_tables=True)
-    roles = [c.get("role") for c in corpora.values()]
-    for n, c in corpora.items():
-        if c.get("role") not in ROLES:
-            raise ValueError(f"{source}: [corpora.{n}] role {c.get('role')!r}; expected one of "
-                             f"{ROLES}")
-    if roles.count("general") != 1 or roles.count("domain") != 1:
-        raise ValueError(f"{source}: expected exactly one corpus with role 'general' (PT data) "
-                         f"and one with role 'domain' (CPT data); found roles {roles}")
+    train = _train(raw, source)
+    sizes, corpora = _sizes(raw, source), _corpora(raw, source)
 
     pt = _table(raw.get("pt"), "pt", source)
     extra = set(pt) - {"steps", "schedule", "schedules", "grid", "heldout_schedules"}
@@ -254,6 +222,56 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
     for run in pt_runs:
         cfg.pt_run_schedule(run)
     return cfg
+
+
+def _train(raw: dict, source: str) -> dict:
+    """The ``[train]`` table over :data:`TRAIN_DEFAULTS`, checked (known keys, whole numbers,
+    numbers, ``eval_cpt_early`` a list of CPT steps >= 1)."""
+    train = dict(TRAIN_DEFAULTS)
+    extra = set(_table(raw.get("train"), "train", source)) - set(TRAIN_DEFAULTS)
+    if extra:
+        raise ValueError(f"{source}: [train] unknown key(s) {sorted(extra)}; "
+                         f"known: {sorted(TRAIN_DEFAULTS)}")
+    train.update(raw.get("train", {}))
+    for k in ("seq_len", "batch_size", "eval_every", "eval_sequences"):
+        _int(train, k, f"{source}: [train]")
+    for k in ("weight_decay", "beta1", "beta2", "eps", "grad_clip"):
+        _number(train, k, f"{source}: [train]")
+    early = train["eval_cpt_early"]
+    if not isinstance(early, list) or any(not isinstance(j, int) or j < 1 for j in early):
+        raise ValueError(f"{source}: [train] 'eval_cpt_early' = {early!r}; expected a list of "
+                         "CPT steps (>= 1) with an extra evaluation, e.g. [1, 2, 4, 8, 16]")
+    return train
+
+
+def _sizes(raw: dict, source: str) -> dict:
+    """The ``[sizes.NAME]`` tables (at least one; whole d_model, n_layers, n_heads, d_model a
+    multiple of n_heads)."""
+    sizes = _table(raw.get("sizes"), "sizes", source, of_tables=True)
+    if not sizes:
+        raise ValueError(f"{source}: no [sizes.NAME] table (d_model, n_layers, n_heads)")
+    for n, s in sizes.items():
+        for k in ("d_model", "n_layers", "n_heads"):
+            _int(s, k, f"{source}: [sizes.{n}]")
+        if s["d_model"] % s["n_heads"]:
+            raise ValueError(f"{source}: [sizes.{n}] d_model={s['d_model']} is not a multiple "
+                             f"of n_heads={s['n_heads']}")
+    return sizes
+
+
+def _corpora(raw: dict, source: str) -> dict:
+    """The ``[corpora.NAME]`` tables: each with a role in :data:`ROLES`, exactly one general
+    (PT data) and one domain (CPT data)."""
+    corpora = _table(raw.get("corpora"), "corpora", source, of_tables=True)
+    roles = [c.get("role") for c in corpora.values()]
+    for n, c in corpora.items():
+        if c.get("role") not in ROLES:
+            raise ValueError(f"{source}: [corpora.{n}] role {c.get('role')!r}; expected one of "
+                             f"{ROLES}")
+    if roles.count("general") != 1 or roles.count("domain") != 1:
+        raise ValueError(f"{source}: expected exactly one corpus with role 'general' (PT data) "
+                         f"and one with role 'domain' (CPT data); found roles {roles}")
+    return corpora
 
 
 def _pt_grid(pt: dict, scheds: dict, sizes: dict, source: str) -> list:

@@ -46,6 +46,19 @@ def pick_group(fit: MixtureFit, model_size, role: str, val_set: str | None = Non
     return int(hit.index[0])
 
 
+@dataclass(frozen=True)
+class CmrCriterion:
+    """When a ratio is feasible (see the module docstring): the general loss within
+    ``tolerance`` of its pre-CPT value (nats; a fraction of it with ``relative``), on the
+    ``general`` validation set, and the ``domain`` set's loss improved (None: the fit's only set
+    of that role at the model size)."""
+
+    tolerance: float
+    relative: bool = False
+    general: str | None = None
+    domain: str | None = None
+
+
 @dataclass
 class Feasibility:
     """Per-draw feasibility ``ok`` (S, n_ratios) on ``ratios`` at ``tokens`` for one size."""
@@ -121,16 +134,17 @@ def interval(x: np.ndarray, prob: float = 0.9) -> dict:
             "upper": float(hi)}
 
 
-def cmr_report(fit: MixtureFit, model_size, tokens: float, tolerance: float,
-               relative: bool = False, risk: float = 0.1, prob: float = 0.9,
-               general: str | None = None, domain: str | None = None, ratios=None,
+def cmr_report(fit: MixtureFit, model_size, tokens: float, criterion: CmrCriterion,
+               risk: float = 0.1, prob: float = 0.9, ratios=None,
                keep_draws: bool = False) -> dict:
-    """The ``bayescpt mixture cmr`` numbers for one model size (JSON-able). ``keep_draws``: also
-    the draws under ``"_draws"`` (arrays, not JSON: ``cmr`` (S,), ``general_loss`` and
-    ``domain_loss`` (S, n_ratios), ``feasible``, ``ratio``; see :func:`cmr_idata`)."""
-    f = feasibility(fit, model_size, tokens, tolerance, relative, ratios, general, domain)
+    """The ``bayescpt mixture cmr`` numbers for one model size (JSON-able) under ``criterion``.
+    ``keep_draws``: also the draws under ``"_draws"`` (arrays, not JSON: ``cmr`` (S,),
+    ``general_loss`` and ``domain_loss`` (S, n_ratios), ``feasible``, ``ratio``; see
+    :func:`cmr_idata`)."""
+    k = criterion
+    f = feasibility(fit, model_size, tokens, k.tolerance, k.relative, ratios, k.general, k.domain)
     cmr = f.cmr_draws()
-    gi = pick_group(fit, model_size, "general", general)
+    gi = pick_group(fit, model_size, "general", k.general)
     t_ref = float(fit.groups.loc[gi, "t_ref"])
     notes = []
     c = interval(cmr, prob)
@@ -273,9 +287,8 @@ def fit_cmr_law_draws(budgets, paths: np.ndarray, prob: float = 0.9, max_draws: 
     return out
 
 
-def cmr_results(fit: MixtureFit, tokens: float, tolerance: float, relative: bool = False,
-                risk: float = 0.1, prob: float = 0.9, general: str | None = None,
-                domain: str | None = None, model_size=None, budgets=None,
+def cmr_results(fit: MixtureFit, tokens: float, criterion: CmrCriterion, risk: float = 0.1,
+                prob: float = 0.9, model_size=None, budgets=None,
                 keep_draws: bool = False) -> list[dict]:
     """:func:`cmr_report` per model size (every size of the fit when ``model_size`` is None),
     ascending. With ``budgets`` (CPT budgets T, the data's token unit) each report also holds
@@ -284,10 +297,11 @@ def cmr_results(fit: MixtureFit, tokens: float, tolerance: float, relative: bool
     :func:`fit_cmr_law_draws`), with a note when that law cannot be fitted or is not
     identified. ``keep_draws``: each report also holds its draws (:func:`cmr_report`)."""
     sizes = sorted(fit.groups["model_size"].unique()) if model_size is None else [model_size]
+    tolerance, relative = criterion.tolerance, criterion.relative
+    general, domain = criterion.general, criterion.domain
     results = []
     for size in sizes:
-        r = cmr_report(fit, size, tokens, tolerance, relative, risk, prob, general, domain,
-                       keep_draws=keep_draws)
+        r = cmr_report(fit, size, tokens, criterion, risk, prob, keep_draws=keep_draws)
         if budgets:
             table = cmr_vs_tokens(fit, size, budgets, tolerance, relative, risk, prob, general,
                                   domain)

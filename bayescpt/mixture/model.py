@@ -205,7 +205,6 @@ def build_model(prep: Prepared, cfg: dict):
     import pytensor.tensor as pt
 
     pr, nz = cfg["priors"], cfg["noise"]
-    G = len(prep.groups)
     roles = [r for r in ROLES if r in set(prep.groups["val_role"])]
     role_idx = np.array([roles.index(r) for r in prep.groups["val_role"]])
     coords = {"group": [f"{v}|{s / 1e6:g}M" for v, s in zip(prep.groups["val_set"],
@@ -234,57 +233,79 @@ def build_model(prep: Prepared, cfg: dict):
                         "q" in cen)
             # groups fitted at the final budget only have t = 1, where q has no effect
             th["q"] = pt.where(terms[g] > 0, q[g], 0.0)
-        A_list, p_list = [], []
-        if terms.max() >= 1:
-            # Each token term is sampled as B = A (t0^-p - 1): its size at the group's earliest
-            # fitted budget t0, which the data pin directly. Sampling A itself ties A and p in a
-            # funnel where a term is small (p is then free): ct Pile loss, R-hat 1.08, ESS 37.
-            t0 = np.minimum(prep.groups["t_min"].to_numpy(), 0.5)
-            on1 = (terms >= 1).astype(float)
-            B1 = pm.Normal("B1", 0.0, pr["B_scale"], dims="group")
-            logp1 = _pooled(pm, "logp1", role_idx, pr["logp_loc"], pr["logp_scale"],
-                            pr["logp_group_sd"], "logp1" in cen)
-            p1 = pt.exp(logp1)
-            A1 = pm.Deterministic("A1", on1 * B1 / pt.expm1(-p1 * np.log(t0)), dims="group")
-            A_list.append(A1[g])
-            p_list.append(p1[g])
-            if terms.max() >= 2:
-                on2 = (terms >= 2).astype(float)
-                B2 = pm.Normal("B2", 0.0, pr["B_scale"], dims="group")
-                gap = pm.LogNormal("p_gap", mu=pr["logp_gap_loc"], sigma=pr["logp_gap_scale"],
-                                   dims="group")
-                p2 = p1 + gap
-                A2 = pm.Deterministic("A2", on2 * B2 / pt.expm1(-p2 * np.log(t0)), dims="group")
-                A_list.append(A2[g])
-                p_list.append(p2[g])
-        th["A"], th["p"] = A_list, p_list
+        A_list, p_list = _token_terms(pm, pt, prep, pr, terms, role_idx, cen)
+        th["A"], th["p"] = [A[g] for A in A_list], [p[g] for p in p_list]
         mu = law_mean(pt, R, t, th, cfg["ratio_form"], prep.r_lo, prep.r_hi)
         log_mu = pt.log(mu)
         if cfg.get("run_effect", True) and prep.run_effect:
-            curve = prep.points["curve"].to_numpy()
-            curve_role = np.zeros(curve.max() + 1, int)
-            curve_role[curve] = role_idx[g]
-            model.add_coord("curve", np.arange(curve.max() + 1))
-            rs = cfg["run_sd"]
-            tau = pm.Deterministic("run_sd", pt.exp(rs["loc"] + rs["scale"] * pm.Normal(
-                "run_sd_z", 0.0, 1.0, dims="role")), dims="role")
-            if "run" in cen:
-                dev = pm.Normal("run_dev", 0.0, tau[curve_role], dims="curve")
-            else:
-                dev = tau[curve_role] * pm.Normal("run_dev_z", 0.0, 1.0, dims="curve")
-            # groups fitted at the final budget only have one point per run: no run deviation
-            log_mu = log_mu + (terms[g] > 0) * dev[curve]
-        ls_mu = pm.Deterministic("log_sigma_mu", nz["sigma_loc"] + nz["sigma_scale"] * pm.Normal(
-            "log_sigma_mu_z", 0.0, 1.0))
-        per_group = nz.get("per_group", "auto")
-        if per_group == "auto":
-            per_group = G >= 3 and int(prep.groups["n"].min()) >= 10
-        if per_group:
-            ls_sd = pm.LogNormal("log_sigma_sd", np.log(nz["sigma_group_sd"]), 0.5)
-            ls_z = pm.Normal("log_sigma_z", 0.0, 1.0, dims="group")
-            sigma = pm.Deterministic("sigma", pt.exp(ls_mu + ls_sd * ls_z), dims="group")
-        else:
-            sigma = pm.Deterministic("sigma", pt.exp(ls_mu) * pt.ones(G), dims="group")
+            log_mu = log_mu + _run_deviation(pm, pt, model, prep, cfg["run_sd"], role_idx[g],
+                                             terms[g] > 0, "run" in cen)
+        sigma = _noise_scale(pm, pt, prep, nz)
         pm.StudentT("y", nu=nz["nu"], mu=log_mu, sigma=sigma[g],
                     observed=np.log(prep.points["loss"].to_numpy()), dims="obs")
     return model
+
+
+def _token_terms(pm, pt, prep: Prepared, pr: dict, terms: np.ndarray, role_idx: np.ndarray,
+                 cen: set) -> tuple[list, list]:
+    """The token terms' amplitudes A_k and exponents p_k per group (lists of per-group tensors;
+    empty when no group has a token term). A group with ``terms`` < k has A_k = 0."""
+    A_list, p_list = [], []
+    if terms.max() >= 1:
+        # Each token term is sampled as B = A (t0^-p - 1): its size at the group's earliest
+        # fitted budget t0, which the data pin directly. Sampling A itself ties A and p in a
+        # funnel where a term is small (p is then free): ct Pile loss, R-hat 1.08, ESS 37.
+        t0 = np.minimum(prep.groups["t_min"].to_numpy(), 0.5)
+        on1 = (terms >= 1).astype(float)
+        B1 = pm.Normal("B1", 0.0, pr["B_scale"], dims="group")
+        logp1 = _pooled(pm, "logp1", role_idx, pr["logp_loc"], pr["logp_scale"],
+                        pr["logp_group_sd"], "logp1" in cen)
+        p1 = pt.exp(logp1)
+        A1 = pm.Deterministic("A1", on1 * B1 / pt.expm1(-p1 * np.log(t0)), dims="group")
+        A_list.append(A1)
+        p_list.append(p1)
+        if terms.max() >= 2:
+            on2 = (terms >= 2).astype(float)
+            B2 = pm.Normal("B2", 0.0, pr["B_scale"], dims="group")
+            gap = pm.LogNormal("p_gap", mu=pr["logp_gap_loc"], sigma=pr["logp_gap_scale"],
+                               dims="group")
+            p2 = p1 + gap
+            A2 = pm.Deterministic("A2", on2 * B2 / pt.expm1(-p2 * np.log(t0)), dims="group")
+            A_list.append(A2)
+            p_list.append(p2)
+    return A_list, p_list
+
+
+def _run_deviation(pm, pt, model, prep: Prepared, rs: dict, point_role: np.ndarray,
+                   has_terms: np.ndarray, centered: bool):
+    """Each point's run deviation on the log loss: one per curve (run x group), sd ``run_sd`` per
+    role (``rs``: loc, scale of its log), zero for groups fitted at the final budget only
+    (``has_terms`` False: one point per run)."""
+    curve = prep.points["curve"].to_numpy()
+    curve_role = np.zeros(curve.max() + 1, int)
+    curve_role[curve] = point_role
+    model.add_coord("curve", np.arange(curve.max() + 1))
+    tau = pm.Deterministic("run_sd", pt.exp(rs["loc"] + rs["scale"] * pm.Normal(
+        "run_sd_z", 0.0, 1.0, dims="role")), dims="role")
+    if centered:
+        dev = pm.Normal("run_dev", 0.0, tau[curve_role], dims="curve")
+    else:
+        dev = tau[curve_role] * pm.Normal("run_dev_z", 0.0, 1.0, dims="curve")
+    # groups fitted at the final budget only have one point per run: no run deviation
+    return has_terms * dev[curve]
+
+
+def _noise_scale(pm, pt, prep: Prepared, nz: dict):
+    """The Student-t scale of the log loss per group: exp(log_sigma_mu), with a per-group
+    spread when ``per_group`` (``auto``: three or more groups of ten or more points each)."""
+    G = len(prep.groups)
+    ls_mu = pm.Deterministic("log_sigma_mu", nz["sigma_loc"] + nz["sigma_scale"] * pm.Normal(
+        "log_sigma_mu_z", 0.0, 1.0))
+    per_group = nz.get("per_group", "auto")
+    if per_group == "auto":
+        per_group = G >= 3 and int(prep.groups["n"].min()) >= 10
+    if per_group:
+        ls_sd = pm.LogNormal("log_sigma_sd", np.log(nz["sigma_group_sd"]), 0.5)
+        ls_z = pm.Normal("log_sigma_z", 0.0, 1.0, dims="group")
+        return pm.Deterministic("sigma", pt.exp(ls_mu + ls_sd * ls_z), dims="group")
+    return pm.Deterministic("sigma", pt.exp(ls_mu) * pt.ones(G), dims="group")

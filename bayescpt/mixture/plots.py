@@ -37,76 +37,94 @@ def plot_cmr(fit: MixtureFit, results: list[dict], *, prob: float = 0.9, risk: f
     axes = fig.subplots(len(results), ncols, squeeze=False)
     q = [(1 - prob) / 2, (1 + prob) / 2]
     for row, r in zip(axes, results):
-        size, T = r["model_size"], r["tokens"]
-        R = np.asarray(r["p_feasible"]["ratio"])
-        c = r["cmr"]
         for ax, role in zip(row[:2], ("general", "domain")):
-            gi = pick_group(fit, size, role, r["general_val_set"] if role == "general" else None)
-            if gi is None:
-                ax.axis("off")
-                continue
-            mu = fit.mean_draws(gi, R, T)
-            lo, hi = np.nanquantile(mu, q, axis=0)
-            ax.fill_between(R, lo, hi, color="C0", alpha=0.3, label=f"{prob:.0%} band of the law")
-            ax.plot(R, np.nanmedian(mu, 0), color="C0", lw=1.2, label="posterior median")
-            obs = _observed(fit, gi, T)
-            if obs is not None and len(obs):
-                ax.plot(obs["ratio"], obs["loss"], "o", ms=4, color="k", label="observed")
-            base = r["baseline"].get(role)
-            if base is not None:
-                ax.axhline(base, color="C2", lw=1, ls="--", label="pre-CPT loss")
-            if role == "general":
-                ax.axhline(r["general_limit"], color="C3", lw=1, ls=":", label="tolerance limit")
-                ax.axvspan(c["lower"], c["upper"], color="C3", alpha=0.12,
-                           label=f"CMR {prob:.0%} interval")
-            ax.axvspan(fit.r_lo, fit.r_hi, color="0.5", alpha=0.08, label="fitted ratios")
-            finite = np.isfinite(lo) & np.isfinite(hi)
-            inside = finite & (R >= fit.r_lo - 0.1) & (R <= min(1.0, fit.r_hi + 0.1))
-            if inside.any():
-                ys = np.concatenate([lo[inside], hi[inside]] + ([[base]] if base else []))
-                pad = 0.1 * (ys.max() - ys.min() + 1e-9)
-                ax.set_ylim(ys.min() - pad, ys.max() + pad)
-            ax.set_xlim(R[0], R[-1])
-            vs = fit.groups.loc[gi, "val_set"]
-            ax.set_title(f"{size / 1e6:g}M: {role} loss ({vs}) at T={T:g}", fontsize=9)
-            ax.set_xlabel("domain ratio R")
-            ax.set_ylabel("loss (nats)")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=6.5)
-        ax = row[2]
-        ax.plot(R, r["p_feasible"]["p"], color="C0", lw=1.5, label="P(feasible)")
-        ax.axvspan(c["lower"], c["upper"], color="C3", alpha=0.15,
-                   label=f"CMR {prob:.0%} interval")
-        ax.axvline(c["median"], color="C3", lw=1.2, label=f"CMR median {c['median']:.3f}")
-        ax.axhline(1 - risk, color="0.4", lw=0.8, ls=":")
-        ax.axvline(r["cmr_at_risk"], color="k", lw=1, ls="--",
-                   label=f"CMR at risk {risk:g}: {r['cmr_at_risk']:.3f}")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xlim(R[0], R[-1])
-        ax.set_xlabel("domain ratio R")
-        ax.set_ylabel("P(feasible)")
-        ax.set_title(f"{size / 1e6:g}M: feasibility at T={T:g}", fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6.5)
+            _loss_panel(ax, fit, r, role, q, prob)
+        _feasibility_panel(row[2], r, prob, risk)
         if budget:
-            ax = row[3]
-            if "cmr_vs_tokens" in r:
-                tab = r["cmr_vs_tokens"]
-                Ts = np.array([x["tokens"] for x in tab])
-                ax.fill_between(Ts, [x["lower"] for x in tab], [x["upper"] for x in tab],
-                                color="C1", alpha=0.3, label=f"{prob:.0%} interval")
-                ax.plot(Ts, [x["median"] for x in tab], "o-", color="C1", ms=3, label="median")
-                ax.plot(Ts, [x["cmr_at_risk"] for x in tab], "--", color="k", lw=1,
-                        label=f"at risk {risk:g}")
-                ax.set_xlabel("CPT budget T")
-                ax.set_ylabel("CMR")
-                ax.set_title(f"{size / 1e6:g}M: R_CMR(T)", fontsize=9)
-                ax.grid(alpha=0.3)
-                ax.legend(fontsize=6.5)
-            else:
-                ax.axis("off")
+            _budget_panel(row[3], r, prob, risk)
     fig.tight_layout()
     return fig
+
+
+def _loss_panel(ax, fit: MixtureFit, r: dict, role: str, q: list, prob: float) -> None:
+    """One size's ``role`` loss vs ratio at the result's budget: the law's ``q`` band and median,
+    the observed rows, the pre-CPT baseline, and for the general loss the tolerance limit and the
+    CMR's interval (axis off when the fit has no group of that role)."""
+    size, T = r["model_size"], r["tokens"]
+    R = np.asarray(r["p_feasible"]["ratio"])
+    c = r["cmr"]
+    gi = pick_group(fit, size, role, r["general_val_set"] if role == "general" else None)
+    if gi is None:
+        ax.axis("off")
+        return
+    mu = fit.mean_draws(gi, R, T)
+    lo, hi = np.nanquantile(mu, q, axis=0)
+    ax.fill_between(R, lo, hi, color="C0", alpha=0.3, label=f"{prob:.0%} band of the law")
+    ax.plot(R, np.nanmedian(mu, 0), color="C0", lw=1.2, label="posterior median")
+    obs = _observed(fit, gi, T)
+    if obs is not None and len(obs):
+        ax.plot(obs["ratio"], obs["loss"], "o", ms=4, color="k", label="observed")
+    base = r["baseline"].get(role)
+    if base is not None:
+        ax.axhline(base, color="C2", lw=1, ls="--", label="pre-CPT loss")
+    if role == "general":
+        ax.axhline(r["general_limit"], color="C3", lw=1, ls=":", label="tolerance limit")
+        ax.axvspan(c["lower"], c["upper"], color="C3", alpha=0.12,
+                   label=f"CMR {prob:.0%} interval")
+    ax.axvspan(fit.r_lo, fit.r_hi, color="0.5", alpha=0.08, label="fitted ratios")
+    finite = np.isfinite(lo) & np.isfinite(hi)
+    inside = finite & (R >= fit.r_lo - 0.1) & (R <= min(1.0, fit.r_hi + 0.1))
+    if inside.any():
+        ys = np.concatenate([lo[inside], hi[inside]] + ([[base]] if base else []))
+        pad = 0.1 * (ys.max() - ys.min() + 1e-9)
+        ax.set_ylim(ys.min() - pad, ys.max() + pad)
+    ax.set_xlim(R[0], R[-1])
+    vs = fit.groups.loc[gi, "val_set"]
+    ax.set_title(f"{size / 1e6:g}M: {role} loss ({vs}) at T={T:g}", fontsize=9)
+    ax.set_xlabel("domain ratio R")
+    ax.set_ylabel("loss (nats)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6.5)
+
+
+def _feasibility_panel(ax, r: dict, prob: float, risk: float) -> None:
+    """P(feasible) vs ratio with the CMR's interval, median and the CMR at ``risk``."""
+    size, T = r["model_size"], r["tokens"]
+    R = np.asarray(r["p_feasible"]["ratio"])
+    c = r["cmr"]
+    ax.plot(R, r["p_feasible"]["p"], color="C0", lw=1.5, label="P(feasible)")
+    ax.axvspan(c["lower"], c["upper"], color="C3", alpha=0.15,
+               label=f"CMR {prob:.0%} interval")
+    ax.axvline(c["median"], color="C3", lw=1.2, label=f"CMR median {c['median']:.3f}")
+    ax.axhline(1 - risk, color="0.4", lw=0.8, ls=":")
+    ax.axvline(r["cmr_at_risk"], color="k", lw=1, ls="--",
+               label=f"CMR at risk {risk:g}: {r['cmr_at_risk']:.3f}")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlim(R[0], R[-1])
+    ax.set_xlabel("domain ratio R")
+    ax.set_ylabel("P(feasible)")
+    ax.set_title(f"{size / 1e6:g}M: feasibility at T={T:g}", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6.5)
+
+
+def _budget_panel(ax, r: dict, prob: float, risk: float) -> None:
+    """R_CMR(T) over the result's ``cmr_vs_tokens`` budgets (axis off when it has none)."""
+    if "cmr_vs_tokens" not in r:
+        ax.axis("off")
+        return
+    tab = r["cmr_vs_tokens"]
+    Ts = np.array([x["tokens"] for x in tab])
+    ax.fill_between(Ts, [x["lower"] for x in tab], [x["upper"] for x in tab],
+                    color="C1", alpha=0.3, label=f"{prob:.0%} interval")
+    ax.plot(Ts, [x["median"] for x in tab], "o-", color="C1", ms=3, label="median")
+    ax.plot(Ts, [x["cmr_at_risk"] for x in tab], "--", color="k", lw=1,
+            label=f"at risk {risk:g}")
+    ax.set_xlabel("CPT budget T")
+    ax.set_ylabel("CMR")
+    ax.set_title(f"{r['model_size'] / 1e6:g}M: R_CMR(T)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6.5)
 
 
 def plot_loss_vs_ratio(fit: MixtureFit, model_size, val_set: str, tokens: float, *,

@@ -31,13 +31,13 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.core.outputs import write_outputs
-from bayescpt.core.tables import DataError, data_hash
+from bayescpt.core.tables import DataError
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.predict import predict_frame
 from bayescpt.curves.scores import score
-from bayescpt.parallel.engine import run_sweep
-from bayescpt.parallel.spec import FitSpec, check_fit_config, fit_law_options
+from bayescpt.parallel.engine import Cluster, run_sweep
+from bayescpt.parallel.spec import StudyFit, check_fit_config, fit_law_options
 
 GROUPINGS = ("schedule", "run", "model_size")
 
@@ -100,33 +100,30 @@ class CVResult:
     notes: list[str]
 
 
-def run_cv(data, out_dir, law: str, by: str = "schedule", train: list[str] | None = None,
-           options: dict | None = None, config: dict | None = None, sampler: dict | None = None,
-           seed: int = 0, prob: float = 0.9, workers: int | None = None,
-           scheduler: str | None = None, client=None, force: bool = False,
+def run_cv(data, out_dir, study: StudyFit, by: str = "schedule", train: list[str] | None = None,
+           prob: float = 0.9, cluster: Cluster = Cluster(), force: bool = False,
            say=lambda msg: None) -> CVResult:
-    """Cross-validate ``law`` on the curve table in file ``data`` (see the module doc)."""
+    """Cross-validate ``study.law`` (its options, config, sampler settings; its seed for every
+    fold's fit and prediction) on the curve table in file ``data`` (see the module doc)."""
     data, out_dir = Path(data), Path(out_dir)
     df = read_curves(data)
     labels = group_labels(df, by)
     folds = make_folds(labels, by, train)
     # the options and config as every fold's fit takes them: a bad one is refused here, before
     # anything is written or Dask starts
-    check_fit_config("curves", law, fit_law_options("curves", law, dict(options or {}), df),
-                     dict(config or {}))
+    law = study.law
+    check_fit_config("curves", law, fit_law_options("curves", law, dict(study.options or {}), df),
+                     dict(study.config or {}))
     (out_dir / "folds").mkdir(parents=True, exist_ok=True)
     specs, tests = [], {}
     for fold in folds:
         held = labels.isin(fold.held_out)
-        path = out_dir / "folds" / f"{fold.name}.csv"
-        _write_if_changed(path, df[~held])
-        specs.append(FitSpec(f"cv__{fold.name}", "curves", str(path.resolve()),
-                             data_hash(read_curves(path)), law, dict(options or {}),
-                             dict(config or {}), dict(sampler or {}), int(seed)))
+        specs.append(study.spec(f"cv__{fold.name}", out_dir / "folds" / f"{fold.name}.csv",
+                                df[~held]))
         tests[fold.name] = df[held]
     say(f"cv: {len(folds)} fold(s) by {by}; {law} law")
-    fits = run_sweep(specs, out_dir / "fits", workers=workers, scheduler=scheduler,
-                     client=client, force=force, say=say)
+    fits = run_sweep(specs, out_dir / "fits", workers=cluster.workers,
+                     scheduler=cluster.scheduler, client=cluster.client, force=force, say=say)
     failed = fits[~fits["status"].isin(("ok", "diagnostics", "done"))]
     if len(failed):
         r = failed.iloc[0]
@@ -136,7 +133,7 @@ def run_cv(data, out_dir, law: str, by: str = "schedule", train: list[str] | Non
         fit = Fit.load(row["output"])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            pred = predict_frame(fit, tests[fold.name], prob=prob, seed=seed)
+            pred = predict_frame(fit, tests[fold.name], prob=prob, seed=study.seed)
         notes.extend(f"fold {fold.name}: {w.message}" for w in caught
                      if "Extrapolation" in type(w.message).__name__)
         pred.insert(0, "fold", fold.name)
@@ -154,10 +151,3 @@ def run_cv(data, out_dir, law: str, by: str = "schedule", train: list[str] | Non
                        tmp, index=False, compression="gzip")})
     return result
 
-
-def _write_if_changed(path: Path, table: pd.DataFrame) -> None:
-    """Write ``table`` to ``path`` (atomically) unless it already holds exactly that text."""
-    text = table.to_csv(index=False)
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return
-    write_outputs({path: lambda tmp: Path(tmp).write_text(text, encoding="utf-8")})

@@ -29,6 +29,7 @@ import signal
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -214,6 +215,17 @@ def _journal(out_dir: Path, row: dict) -> None:
         fh.flush()
         os.fsync(fh.fileno())
 
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Where a study's sweep fits run (:func:`run_sweep`'s ``workers``, ``scheduler`` and
+    ``client``): a local Dask cluster of ``workers`` processes, the scheduler at address
+    ``scheduler``, or a running ``client``."""
+
+    workers: int | None = None
+    scheduler: str | None = None
+    client: object = None
 
 def run_sweep(specs: list[FitSpec], out_dir, workers: int | None = None,
               scheduler: str | None = None, client=None, force: bool = False,

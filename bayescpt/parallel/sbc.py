@@ -38,13 +38,13 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.core.outputs import write_outputs
-from bayescpt.core.tables import DataError, data_hash
-from bayescpt.curves.data import read_curves, validate_curves
+from bayescpt.core.tables import DataError
+from bayescpt.curves.data import validate_curves
 from bayescpt.curves.fit import Fit
 from bayescpt.curves.hierarchy import build_model, make_config, prepare
 from bayescpt.curves.laws import get_law
-from bayescpt.parallel.engine import run_sweep
-from bayescpt.parallel.spec import FitSpec
+from bayescpt.parallel.engine import Cluster, run_sweep
+from bayescpt.parallel.spec import StudyFit
 
 POPULATION_SUFFIXES = ("_mu", "_slope", "_sd", "_tau")
 
@@ -168,12 +168,13 @@ def uniformity(ranks: pd.DataFrame, labels: list[str], ranks_max: int, bins: int
     return pd.DataFrame(rows)
 
 
-def run_sbc(design: pd.DataFrame, out_dir, law: str = "annealing", sims: int = 100,
-            options: dict | None = None, config: dict | None = None,
-            sampler: dict | None = None, seed: int = 0, ranks: int = 99, bins: int = 10,
-            workers: int | None = None, scheduler: str | None = None, client=None,
-            force: bool = False, say=lambda msg: None) -> SBCResult:
-    """SBC of ``law``'s default model on ``design`` (see the module doc)."""
+def run_sbc(design: pd.DataFrame, out_dir, study: StudyFit = StudyFit(), sims: int = 100,
+            ranks: int = 99, bins: int = 10, cluster: Cluster = Cluster(), force: bool = False,
+            say=lambda msg: None) -> SBCResult:
+    """SBC of ``study.law``'s default model (its options and config; sampler settings and seed
+    ``study.seed`` for the simulations, ``seed + i`` for fit i) on ``design`` (see the module
+    doc)."""
+    law, options, config, seed = study.law, study.options, study.config, study.seed
     if sims < 2:
         raise ValueError(f"sims={sims}; SBC needs at least 2 simulations (100 or more to test)")
     if ranks < bins:
@@ -187,15 +188,10 @@ def run_sbc(design: pd.DataFrame, out_dir, law: str = "annealing", sims: int = 1
     tables, truth, quantities = simulate_prior(design, law, options, config, sims, seed)
     specs = []
     for i, table in enumerate(tables):
-        path = out_dir / "sims" / f"sim_{i:04d}.csv"
-        text = table.to_csv(index=False)
-        if not (path.is_file() and path.read_text(encoding="utf-8") == text):
-            write_outputs({path: lambda tmp, t=text: Path(tmp).write_text(t, encoding="utf-8")})
-        specs.append(FitSpec(f"sbc__sim{i:04d}", "curves", str(path.resolve()),
-                             data_hash(read_curves(path)), law, dict(options or {}),
-                             dict(config or {}), dict(sampler or {}), int(seed + i)))
-    fits = run_sweep(specs, out_dir / "fits", workers=workers, scheduler=scheduler,
-                     client=client, force=force, say=say)
+        specs.append(study.spec(f"sbc__sim{i:04d}", out_dir / "sims" / f"sim_{i:04d}.csv", table,
+                                offset=i))
+    fits = run_sweep(specs, out_dir / "fits", workers=cluster.workers,
+                     scheduler=cluster.scheduler, client=cluster.client, force=force, say=say)
     rows = []
     labels = [q[2] for q in quantities]
     for i, (_, row) in enumerate(fits.iterrows()):

@@ -37,7 +37,9 @@ from pathlib import Path
 from bayescpt.core.config import ConfigError
 from bayescpt.core.families import family_class, family_names
 from bayescpt.core.sampler_settings import MAX_SEED, sampler_setting_problem
-from bayescpt.core.tables import shown
+from bayescpt.core.outputs import write_outputs
+from bayescpt.core.tables import data_hash, shown
+from bayescpt.curves.data import read_curves
 from bayescpt.curves.laws import law_names
 
 #: the fit families a sweep entry may name (the family table, :mod:`bayescpt.core.families`)
@@ -86,6 +88,30 @@ class FitSpec:
     def from_json(cls, text: str) -> "FitSpec":
         return cls(**json.loads(text))
 
+
+
+@dataclass(frozen=True)
+class StudyFit:
+    """What every fit of a study (a cross-validation's folds, an SBC's simulations) runs: the
+    curves ``law`` with its ``options`` and ``config``, the ``sampler`` overrides (a FitSpec's
+    ``sampler`` table: sampler, chains, draws, tune, target_accept, init) and the ``seed``."""
+
+    law: str = "annealing"
+    options: dict | None = None
+    config: dict | None = None
+    sampler: dict | None = None
+    seed: int = 0
+
+    def spec(self, name: str, path: Path, table, offset: int = 0) -> FitSpec:
+        """The sweep fit ``name`` of curve table ``table``, written to ``path`` (atomically;
+        left alone when the file already holds exactly that text), with seed ``seed + offset``.
+        """
+        text = table.to_csv(index=False)
+        if not (path.is_file() and path.read_text(encoding="utf-8") == text):
+            write_outputs({path: lambda tmp: Path(tmp).write_text(text, encoding="utf-8")})
+        return FitSpec(name, "curves", str(path.resolve()), data_hash(read_curves(path)),
+                       self.law, dict(self.options or {}), dict(self.config or {}),
+                       dict(self.sampler or {}), int(self.seed + offset))
 
 def _where(path: Path, i: int, key: str | None = None) -> str:
     return f"{path}, fit entry {i + 1}" + (f", key {key!r}" if key else "")
@@ -191,16 +217,7 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
             isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds):
         raise SweepError(f"{_where(path, i, 'seeds')}: {seeds!r}; expected non-negative integers "
                          f"(whole numbers from 0 to {MAX_SEED})")
-    config = entry.get("config", {})
-    if isinstance(config, str):
-        cfile = (path.parent / config).resolve()
-        try:
-            config = json.loads(cfile.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise SweepError(f"{_where(path, i, 'config')}: {cfile}: not a readable JSON file "
-                             f"({err})") from None
-    if not isinstance(config, dict):
-        raise SweepError(f"{_where(path, i, 'config')}: expected a table or a JSON file name")
+    config = _entry_config(path, i, entry)
     if str(data) not in hashes:
         table = read_table(family, data)
         hashes[str(data)] = (family_class(family).table_hash(table), table)
@@ -241,6 +258,22 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
             out.append(FitSpec(name, family, str(data), data_key, law, e["options"],
                                e["config"], e["sampler"], int(seed)))
     return out
+
+
+def _entry_config(path: Path, i: int, entry: dict) -> dict:
+    """Entry ``i``'s ``config``: its table, or the JSON file it names (relative to the sweep file
+    ``path``); empty when not given."""
+    config = entry.get("config", {})
+    if isinstance(config, str):
+        cfile = (path.parent / config).resolve()
+        try:
+            config = json.loads(cfile.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise SweepError(f"{_where(path, i, 'config')}: {cfile}: not a readable JSON file "
+                             f"({err})") from None
+    if not isinstance(config, dict):
+        raise SweepError(f"{_where(path, i, 'config')}: expected a table or a JSON file name")
+    return config
 
 
 def _check_sampler(settings: dict, where: str, prefix: str, grid=(), known: bool = True):

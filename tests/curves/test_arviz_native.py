@@ -3,7 +3,6 @@ InferenceData file (``predict --draws-out``), prior checks (``prior-check``, ``f
 --prior-predictive``). Predictions use the reference fit in models/ (no sampling); the prior
 checks a tiny simulated table."""
 
-import warnings
 
 import arviz as az
 import numpy as np

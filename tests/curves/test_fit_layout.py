@@ -5,7 +5,6 @@ predict exactly as after they are rewritten in the new layout."""
 
 from __future__ import annotations
 
-import warnings
 
 import arviz as az
 import matplotlib
@@ -17,7 +16,7 @@ from bayescpt.core.fitfile import TABLE_ATTR, load_fit, read_tables
 from bayescpt.curves.data import read_curves
 from bayescpt.curves.predict import predict_draws, predictive_idata
 from bayescpt.hparams.predict import predict_optimum
-from bayescpt.mixture.decide import cmr_results
+from bayescpt.mixture.decide import CmrCriterion, cmr_results
 
 from tests.conftest import ROOT, SHARED
 from tests.helpers import quiet as _quiet
@@ -126,13 +125,13 @@ def test_file_written_before_loads_and_predicts_as_the_relabelled_one(path, tmp_
                     == b[col].astype(object).fillna("na").tolist()), (key, col)
     if path.stem.startswith("hparams"):
         kw = dict(n_params=1.07e9, init_loss=2.25, cpt_tokens=2e10, seed=3,
-                  grid_lrs=[1e-3, 2e-3], grid_batch_sizes=[1e6, 2e6], keep_draws=True)
+                  grid=([1e-3, 2e-3], [1e6, 2e6]), keep_draws=True)
         a, b = (_quiet(predict_optimum, f, **kw) for f in (old, new))
         for k in ("_draws",):
             for v in a[k]:
                 assert np.array_equal(a[k][v], b[k][v]), v
     elif path.stem.startswith("mixture"):
-        kw = dict(tokens=10000, tolerance=0.0, keep_draws=True)
+        kw = dict(tokens=10000, criterion=CmrCriterion(0.0), keep_draws=True)
         a, b = (_quiet(cmr_results, f, **kw) for f in (old, new))
         assert np.array_equal(a[0]["_draws"]["cmr"], b[0]["_draws"]["cmr"])
     else:

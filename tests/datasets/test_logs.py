@@ -13,6 +13,7 @@ from bayescpt.core.tables import DataError
 from bayescpt.curves.data import read_curves
 from bayescpt.datasets.logs import (
     LogWarning,
+    RunLabels,
     import_logs,
     read_hf_trainer,
     read_lightning_csv,
@@ -90,7 +91,8 @@ def test_wrong_tag_names_file_and_lists_tags(tmp_path):
 def test_glob_of_runs_named_by_directory(tmp_path):
     for name, shift in (("wsd-a", 0.0), ("wsd-b", 0.1), ("other", 0.2)):
         write_tb(tmp_path / name, range(0, 61, 10), shift=shift)
-    df = import_logs(str(tmp_path / "wsd-*"), "tensorboard", model_size=25e6)
+    df = import_logs(str(tmp_path / "wsd-*"), "tensorboard",
+                     labels=RunLabels(model_size=25e6))
     assert sorted(df["run"].unique()) == ["wsd-a", "wsd-b"]
     b = df[(df["run"] == "wsd-b") & (df["step"] == 40)]
     assert b["loss"].iloc[0] == pytest.approx(loss_at(40) + 0.1, abs=1e-6)
@@ -129,7 +131,7 @@ def test_hf_trainer_state_latest_checkpoint(tmp_path):
         (out / f"checkpoint-{n}" / "trainer_state.json").write_text(trainer_state(n))
     raw = read_hf_trainer(out / "checkpoint-200" / "trainer_state.json")
     assert {"eval_loss", "loss", "learning_rate", "train_loss"} <= set(raw["tag"])
-    df = import_logs(out, "hf-trainer", val_role="general", phase="pt")
+    df = import_logs(out, "hf-trainer", labels=RunLabels(val_role="general", phase="pt"))
     assert set(df["run"]) == {"my-run"}
     ev = df.dropna(subset=["loss"]).set_index("step")["loss"]
     assert list(ev.index) == [50, 100, 150, 200]                    # eval_loss, not train loss

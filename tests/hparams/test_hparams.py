@@ -278,7 +278,7 @@ def test_cli_predict_grid_best_block_and_bad_grid(sim, capsys):
 
     t = sim[5]
     low = predict_optimum(HparamsFit.load(out), 4e8, init_loss=t["L0"] - 0.3, cpt_tokens=2e10,
-                          grid_lrs=LRS, grid_batch_sizes=BSS)
+                          grid=(LRS, BSS))
     assert low["grid_best"]["undefined_share"] > 0.5 and low["grid_best"]["lr"]["upper"] is None
     assert any("grid best undefined" in w for w in low["warnings"])
     for bad, msg in ((["--grid-lrs", "1e-3,fast"], "'fast'"), (["--grid-lrs", lrs], "go together")):

@@ -74,12 +74,12 @@ def sim_fit(tmp_path_factory):
 @pytest.mark.parametrize("eps", [0.0, 0.02])
 def test_recovers_known_cmr(sim_fit, eps):
     """The true CMR of the simulating law lies in the 90 % interval, which is informative."""
-    from bayescpt.mixture.decide import cmr_report
+    from bayescpt.mixture.decide import CmrCriterion, cmr_report
     from bayescpt.mixture.fit import MixtureFit
 
     fit = MixtureFit.load(sim_fit[2])
     truth = simulate.true_cmr(simulate.DEFAULT_TRUTH, 10000, 10000, 0.2, 0.8, eps)
-    rep = cmr_report(fit, 70e6, 10000, eps)
+    rep = cmr_report(fit, 70e6, 10000, CmrCriterion(eps))
     c = rep["cmr"]
     assert c["lower"] <= truth <= c["upper"], (truth, c)
     assert c["upper"] - c["lower"] < 0.2

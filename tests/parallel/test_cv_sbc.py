@@ -13,7 +13,9 @@ from bayescpt.curves.fit import Fit
 from bayescpt.curves.predict import predict_frame
 from bayescpt.curves.scores import score
 from bayescpt.parallel.cv import group_labels, make_folds, run_cv
+from bayescpt.parallel.engine import Cluster
 from bayescpt.parallel.sbc import rank_of, run_sbc, uniformity
+from bayescpt.parallel.spec import StudyFit
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 SAMPLER = {"chains": 2, "draws": 200, "tune": 200}
@@ -59,8 +61,8 @@ def test_groups_and_folds(curves_csv):
 def test_cv_equals_the_fold_fitted_and_predicted_by_hand_and_resumes(tmp_path, curves_csv,
                                                                       client):
     out = tmp_path / "cv"
-    res = run_cv(curves_csv, out, "annealing", by="schedule", sampler=SAMPLER, seed=2,
-                 client=client)
+    res = run_cv(curves_csv, out, StudyFit("annealing", sampler=SAMPLER, seed=2), by="schedule",
+                 cluster=Cluster(client=client))
     df = read_curves(curves_csv)
     labels = group_labels(df, "schedule")
     groups = list(dict.fromkeys(labels))
@@ -79,8 +81,8 @@ def test_cv_equals_the_fold_fitted_and_predicted_by_hand_and_resumes(tmp_path, c
     assert res.table["mean_rel_err"].max() < 0.01
     assert res.by_size["coverage"].min() > 0.5
     # a rerun fits nothing (every fold's output holds its inputs)
-    again = run_cv(curves_csv, out, "annealing", by="schedule", sampler=SAMPLER, seed=2,
-                   client=client)
+    again = run_cv(curves_csv, out, StudyFit("annealing", sampler=SAMPLER, seed=2), by="schedule",
+                   cluster=Cluster(client=client))
     assert list(again.fits["status"]) == ["done"] * 3
     pd.testing.assert_frame_equal(again.table, res.table)
 
@@ -116,8 +118,8 @@ def test_sbc_ranks_the_simulated_truth_among_the_posterior_draws(tmp_path, curve
     design = read_curves(curves_csv)
     design = design[design["run"].str.startswith("25M/")]
     out = tmp_path / "sbc"
-    res = run_sbc(design, out, "annealing", sims=4, sampler=SAMPLER, seed=5, ranks=49, bins=5,
-                  client=client)
+    res = run_sbc(design, out, StudyFit("annealing", sampler=SAMPLER, seed=5), sims=4, ranks=49,
+                  bins=5, cluster=Cluster(client=client))
     assert len(res.ranks) == 4 and res.ranks_max == 49
     labels = list(res.tests["quantity"])
     assert {"L0_mu", "A_tau", "log_sigma_mu"} <= set(labels)
