@@ -27,11 +27,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.curves.data import read_curves
+from bayescpt.curves.data.validate import read_curves
 from bayescpt.datasets.bundled import PLAN
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.fit import Fit
 from bayescpt.cpt.plan import decide, designs, evaluate, plan_grid, pt_schedule_from_table
-from bayescpt.curves.predict import parameter_draws
+from bayescpt.curves.model.hierarchy import parameter_draws
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

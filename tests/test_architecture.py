@@ -80,7 +80,7 @@ def test_import_contract_holds():
      "Layers: cli > datasets | lab | parallel > cpt > curves | hparams | mixture > core",
      "bayescpt.core.tables -> bayescpt.cli.main"),
     ("curves/scores.py", "import torch", "torch is imported only by bayescpt.lab",
-     "bayescpt.curves.scores -> torch"),
+     "bayescpt.curves.evaluate.scores -> torch"),
     ("core/sampling.py", "import numpyro",
      "The JAX stack stays out of core and the domains (two lazy JAX paths)",
      "bayescpt.core.sampling -> numpyro"),

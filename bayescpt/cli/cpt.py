@@ -26,8 +26,8 @@ from bayescpt.cli.common import (
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.mixture.fit import MixtureFit
 

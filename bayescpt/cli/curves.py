@@ -33,7 +33,7 @@ from bayescpt.cli.progress import stage
 from bayescpt.core.fitfile import load_fit
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.outlook import outlook
-from bayescpt.curves.compare import (
+from bayescpt.curves.evaluate.compare import (
     differences,
     labels_for,
     loo_table,
@@ -41,28 +41,30 @@ from bayescpt.curves.compare import (
     parameter_table,
     shared_parameters,
 )
-from bayescpt.curves.data import describe, read_curves
-from bayescpt.curves.extrapolation import ExtrapolationWarning, RangeUnknownWarning
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.hierarchy import default_config, make_config
-from bayescpt.curves.laws import (
+from bayescpt.curves.data.table import describe
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.forecast.extrapolation import ExtrapolationWarning, RangeUnknownWarning
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.config import default_config, make_config
+from bayescpt.curves.model.laws import (
     cli_options,
     get_law,
     law_names,
     option_groups,
     resolve_law_options,
 )
-from bayescpt.curves.plots import plot_forest, plot_predictions
-from bayescpt.curves.predict import check_sizes, predict_draws, predict_frame, predictive_idata
-from bayescpt.curves.prefix import (
-    PrefixWarning,
-    forecast_with_prefix,
-    learn_discrepancy,
-    merge_observed,
-    read_observed,
+from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
+from bayescpt.curves.forecast.predict import (
+    check_sizes,
+    predict_draws,
+    predict_frame,
+    predictive_idata,
 )
-from bayescpt.curves.priors import DEFAULT_PRIOR_DRAWS
-from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
+from bayescpt.curves.data.observed import merge_observed, read_observed
+from bayescpt.curves.forecast.discrepancy import learn_discrepancy
+from bayescpt.curves.forecast.prefix import PrefixWarning, forecast_with_prefix
+from bayescpt.curves.model.priors import DEFAULT_PRIOR_DRAWS
+from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
 from bayescpt.parallel.engine import sweep_outputs
 
 

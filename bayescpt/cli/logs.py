@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 
 from bayescpt.cli.common import positive_float, prepare_outputs, say, write_csv
-from bayescpt.curves.data import DEFAULT_VAL_SET, PHASES, VAL_ROLES
+from bayescpt.curves.data.table import DEFAULT_VAL_SET, PHASES, VAL_ROLES
 from bayescpt.datasets.logs import FORMATS, import_logs, log_files
 from bayescpt.datasets.schedule_spec import parse_schedule_spec
 

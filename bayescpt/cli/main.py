@@ -34,7 +34,7 @@ from bayescpt.cli.common import (
     sampler_args,
 )
 from bayescpt.core.tables import DataError, DataWarning
-from bayescpt.curves.fit import FitError
+from bayescpt.core.fitfile import FitError
 
 # Command groups living next to their models: each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.

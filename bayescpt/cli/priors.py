@@ -1,6 +1,6 @@
 """``bayescpt prior-check``: a law's prior predictive on a table's curves, without fitting
 (registered through PLUGINS in cli.main). The draws and their summaries come from
-:mod:`bayescpt.curves.priors`; this module parses, prints and writes."""
+:mod:`bayescpt.curves.model.priors`; this module parses, prints and writes."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from bayescpt.cli.common import (
     write_files,
 )
 from bayescpt.cli.curves import _law_options, _read_for_fit, add_law_options
-from bayescpt.curves.data import describe
-from bayescpt.curves.hierarchy import make_config
-from bayescpt.curves.laws import get_law, law_names
-from bayescpt.curves.plots import plot_prior_check
-from bayescpt.curves.priors import DEFAULT_PRIOR_DRAWS, prior_band, prior_check, prior_ranges
+from bayescpt.curves.data.table import describe
+from bayescpt.curves.model.config import make_config
+from bayescpt.curves.model.laws import get_law, law_names
+from bayescpt.curves.evaluate.plots import plot_prior_check
+from bayescpt.curves.model.priors import DEFAULT_PRIOR_DRAWS, prior_band, prior_check, prior_ranges
 
 
 def add_commands(sub, sampler_args) -> dict:

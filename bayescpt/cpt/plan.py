@@ -40,8 +40,8 @@ from bayescpt.cpt.plan_memory import (  # noqa: F401 - importable from here as b
     memory_estimate,
 )
 from bayescpt.cpt.rows import loss_potential
-from bayescpt.curves.data import schedules_of
-from bayescpt.curves.predict import parameter_draws
+from bayescpt.curves.data.table import schedules_of
+from bayescpt.curves.model.hierarchy import parameter_draws
 from bayescpt.hparams.predict import predict_optimum
 from bayescpt.mixture.decide import feasibility
 

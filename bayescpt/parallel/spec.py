@@ -38,7 +38,7 @@ from bayescpt.core.config import ConfigError
 from bayescpt.core.families import family_class, family_names
 from bayescpt.core.sampler_settings import MAX_SEED, sampler_setting_problem
 from bayescpt.core.tables import shown
-from bayescpt.curves.laws import law_names
+from bayescpt.curves.model.laws import law_names
 
 #: the fit families a sweep entry may name (the family table, :mod:`bayescpt.core.families`)
 FAMILIES = family_names()

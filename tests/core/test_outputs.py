@@ -19,7 +19,7 @@ from bayescpt.cli.main import main
 from bayescpt.core import outputs
 from bayescpt.core.fitfile import load_idata
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.data import read_curves
+from bayescpt.curves.data.validate import read_curves
 from tests.conftest import ROOT
 
 DATA = ROOT / "bayescpt" / "resources" / "data" / "multipowerlaw.csv"

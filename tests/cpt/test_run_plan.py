@@ -13,8 +13,8 @@ from bayescpt.cpt import plan as plan_module
 from bayescpt.cpt import run as run_module
 from bayescpt.cpt.plan import decide, evaluate, plan_grid, pt_schedule_from_table
 from bayescpt.cpt.run import infeasibility, run_plan
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.predict import predict_optimum
 from bayescpt.mixture.fit import MixtureFit

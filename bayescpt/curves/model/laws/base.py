@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bayescpt.core.schedules import Schedule
-from bayescpt.curves.laws.registry import LawOption
+from bayescpt.curves.model.laws.registry import LawOption
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Law:
                info: dict | None = None) -> dict:
         """Features of ``schedule`` at ``steps`` (int array, 1 <= step <= T), as numpy arrays.
 
-        ``info`` describes the curve (see :func:`bayescpt.curves.data.curve_info`): its
+        ``info`` describes the curve (see :func:`bayescpt.curves.data.table.curve_info`): its
         ``model_size`` (non-embedding parameters or None), ``val_set``, ``val_role``, ``pt_end``
         (last PT step, 0 for no PT rows) and ``replay_ratio``; laws use what they need.
         A pure function of its arguments: settings the design needs from the fitted data are

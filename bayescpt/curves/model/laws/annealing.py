@@ -7,7 +7,7 @@ With ``size_extension=True`` it is the paper's Eq. 7 (N = non-embedding paramete
     L(s, N) = L0 + A * S1^(-alpha) + B * N^(-beta) - C * S2 * N^gamma
 
 Without it, model size enters the hierarchy instead: each parameter's group value is a regression
-on log N plus a group deviation (see :mod:`bayescpt.curves.hierarchy`), which needs no extra parameters
+on log N plus a group deviation (see :mod:`bayescpt.curves.model.hierarchy`), which needs no extra parameters
 and is the default.
 
 With ``progress=True`` (not in the paper; off by default) the annealing term is scaled by the
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayescpt.curves.laws.base import (
+from bayescpt.curves.model.laws.base import (
     S1_REF,
     Law,
     Param,
@@ -38,7 +38,7 @@ from bayescpt.curves.laws.base import (
     s1_power,
     size_in_millions,
 )
-from bayescpt.curves.laws.registry import LawOption, register_law
+from bayescpt.curves.model.laws.registry import LawOption, register_law
 
 
 @register_law

@@ -20,8 +20,8 @@ import pandas as pd
 import xarray as xr
 
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import curve_info, schedules_of
-from bayescpt.curves.extrapolation import (
+from bayescpt.curves.data.table import curve_info, schedules_of
+from bayescpt.curves.forecast.extrapolation import (
     ImpossiblePrediction,
     RangeUnknownWarning,
     check_extrapolation,
@@ -29,8 +29,8 @@ from bayescpt.curves.extrapolation import (
     range_of_fit,
     unknown_note,
 )
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.hierarchy import parameter_draws
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.hierarchy import parameter_draws
 
 CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
@@ -62,7 +62,7 @@ def predict_frame(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0) 
     not describe them (the forward area is near zero there, and the power law blows up).
 
     Every run that leaves the fit's training range (peak LR, length, forward area S1, model size;
-    :mod:`bayescpt.curves.extrapolation`) gives an ``ExtrapolationWarning`` through
+    :mod:`bayescpt.curves.forecast.extrapolation`) gives an ``ExtrapolationWarning`` through
     :func:`warnings.warn`; the list of them is also in the result's ``attrs["extrapolation"]``.
     A predicted loss that is not finite and positive (outside the warmup rows left empty) raises
     ``ImpossiblePrediction`` (a DataError) naming the run and step: it is never returned.

@@ -19,8 +19,8 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from bayescpt.curves.laws.base import Param
-from bayescpt.curves.laws.registry import LawOption
+from bayescpt.curves.model.laws.base import Param
+from bayescpt.curves.model.laws.registry import LawOption
 
 BASE_SETTINGS = {"lam": 0.999, "warmup": "exact", "shift_ref": 1.0}
 

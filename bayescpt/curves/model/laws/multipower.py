@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayescpt.curves.laws.base import (
+from bayescpt.curves.model.laws.base import (
     S1_REF,
     Law,
     Param,
@@ -44,7 +44,7 @@ from bayescpt.curves.laws.base import (
     progress_param,
     s1_power,
 )
-from bayescpt.curves.laws.registry import register_law
+from bayescpt.curves.model.laws.registry import register_law
 
 
 def _amplitude(theta, sk_ref):

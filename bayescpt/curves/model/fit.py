@@ -33,23 +33,18 @@ from bayescpt.core.sampling import (
     sample_compiled,
 )
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.data import NOISE_SCALE, read_curves, schedules_of
-from bayescpt.curves.extrapolation import training_range
-from bayescpt.curves.hierarchy import (
-    Prepared,
-    build_model,
-    is_multi_size,
-    make_config,
-    node_priors,
-    prepare,
-)
-from bayescpt.curves.laws import LAWS, get_law
-from bayescpt.curves.laws.base import Law
-from bayescpt.curves.laws.registry import law_class, resolve_law_options
-from bayescpt.curves.other_sets import add_to_posterior, fit_other
-from bayescpt.curves.priors import prior_predictive_idata
-from bayescpt.curves.schedule_level import ScheduleLevel, schedule_level
-from bayescpt.curves.thinning import thin_long_curves
+from bayescpt.curves.data.table import NOISE_SCALE, schedules_of
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.forecast.extrapolation import training_range
+from bayescpt.curves.model.config import make_config, node_priors
+from bayescpt.curves.model.hierarchy import Prepared, build_model, is_multi_size, prepare
+from bayescpt.curves.model.laws import LAWS, get_law
+from bayescpt.curves.model.laws.base import Law
+from bayescpt.curves.model.laws.registry import law_class, resolve_law_options
+from bayescpt.curves.model.other_sets import add_to_posterior, fit_other
+from bayescpt.curves.model.priors import prior_predictive_idata
+from bayescpt.curves.model.schedule_level import ScheduleLevel, schedule_level
+from bayescpt.curves.data.thinning import thin_long_curves
 
 __all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
 
@@ -61,7 +56,7 @@ class CurvesRecipe(Recipe):
     schedule level; the ``obs`` labels.
 
     ``prior_predictive`` > 0: also draw that many prior and prior predictive draws of the same
-    model (groups ``prior``, ``prior_predictive``; :mod:`bayescpt.curves.priors`).
+    model (groups ``prior``, ``prior_predictive``; :mod:`bayescpt.curves.model.priors`).
     """
 
     other = None
@@ -188,7 +183,7 @@ class Fit(SampledFit):
     @property
     def schedule_level(self) -> ScheduleLevel | None:
         """What the fit learned about how far a new schedule departs from its model size's curve
-        (:mod:`bayescpt.curves.schedule_level`); None for a law without a schedule level or a
+        (:mod:`bayescpt.curves.model.schedule_level`); None for a law without a schedule level or a
         fit stored before it was measured."""
         text = self.meta.get("schedule_level")
         return ScheduleLevel.from_json(text) if text else None

@@ -1,12 +1,12 @@
 """Prior checks: what a law's priors say about a table's curves before any fitting.
 
-:func:`prior_check` builds the same hierarchical model :func:`bayescpt.curves.fit.Fit.run`
-would build for the table (:func:`bayescpt.curves.hierarchy.build_model`) and draws from its
+:func:`prior_check` builds the same hierarchical model :func:`bayescpt.curves.model.fit.Fit.run`
+would build for the table (:func:`bayescpt.curves.model.hierarchy.build_model`) and draws from its
 prior and prior predictive (``pm.sample_prior_predictive``): an ArviZ InferenceData with the
 groups ``prior`` (every parameter of the hierarchy), ``prior_predictive`` (``y``, the log loss
 at every observed point) and ``observed_data``. :func:`prior_ranges` gives each law parameter's
 central prior interval (over draws and groups), :func:`prior_band` the prior predictive band of
-the loss at every point, which :func:`bayescpt.curves.plots.plot_prior_check` draws under the
+the loss at every point, which :func:`bayescpt.curves.evaluate.plots.plot_prior_check` draws under the
 data. :func:`prior_predictive_idata` is what ``Fit.run(prior_predictive=N)`` adds to a fit.
 """
 
@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayescpt.curves.hierarchy import Prepared, build_model, make_config, prepare
-from bayescpt.curves.laws import get_law
-from bayescpt.curves.laws.base import Law
+from bayescpt.curves.model.config import make_config
+from bayescpt.curves.model.hierarchy import Prepared, build_model, prepare
+from bayescpt.curves.model.laws import get_law
+from bayescpt.curves.model.laws.base import Law
 
 DEFAULT_PRIOR_DRAWS = 500
 

@@ -65,12 +65,12 @@ from __future__ import annotations
 import numpy as np
 
 from bayescpt.core.schedules import Schedule, areas
-from bayescpt.curves.data import curve_info, schedules_of
-from bayescpt.curves.laws.base import Law, check_steps, size_in_millions
-from bayescpt.curves.laws.cpt_modes import BASE_SETTINGS, CPT_OPTIONS, CPTMode
-from bayescpt.curves.laws.cpt_options import cpt_law_options
-from bayescpt.curves.laws.registry import register_law
-from bayescpt.curves.other_sets import other_sets, split_other
+from bayescpt.curves.data.table import curve_info, schedules_of
+from bayescpt.curves.model.laws.base import Law, check_steps, size_in_millions
+from bayescpt.curves.model.laws.cpt_modes import BASE_SETTINGS, CPT_OPTIONS, CPTMode
+from bayescpt.curves.model.laws.cpt_options import cpt_law_options
+from bayescpt.curves.model.laws.registry import register_law
+from bayescpt.curves.model.other_sets import other_sets, split_other
 
 ROLE_SIGN = {"general": 1.0, "domain": -1.0}
 
@@ -110,7 +110,7 @@ class CPTLaw(Law):
         return split_other(df)
 
     def side_sets(self, meta):
-        """The fit's ``other`` sets (:func:`~bayescpt.curves.other_sets.other_sets`)."""
+        """The fit's ``other`` sets (:func:`~bayescpt.curves.model.other_sets.other_sets`)."""
         return other_sets(meta)
 
     def derived(self, xp, theta, settings):

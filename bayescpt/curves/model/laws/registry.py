@@ -1,6 +1,6 @@
 """The law registry: every loss-curve law registers its class and declares its options as data.
 
-A law is a subclass of :class:`~bayescpt.curves.laws.base.Law` decorated with
+A law is a subclass of :class:`~bayescpt.curves.model.laws.base.Law` decorated with
 :func:`register_law`; its ``options`` tuple of :class:`LawOption` says which keyword arguments
 its constructor takes, their defaults, help text and command-line flag. From that the command line
 builds its ``--law`` choices and flags, and :func:`resolve_law_options` validates options given for

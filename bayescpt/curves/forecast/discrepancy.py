@@ -30,7 +30,7 @@ scale_N on that size's curves alone with everything else fixed. :class:`Conditio
 process at a prefix's steps: its Gaussian log likelihood of residuals and its conditional mean
 and variance at later steps (one Cholesky factor of K + noise^2 I for every particle; with
 Student-t white noise, :meth:`Conditioner.student_t`, K + noise^2 diag(1 / u)). How prefix
-forecasts use it: :mod:`bayescpt.curves.prefix`.
+forecasts use it: :mod:`bayescpt.curves.forecast.prefix`.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ import pandas as pd
 from scipy import linalg, optimize, stats
 
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import schedules_of
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.hierarchy import prepare
+from bayescpt.curves.data.table import schedules_of
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.hierarchy import prepare
 
 #: the smallest correlated scale the maximum-likelihood search sees, as a share of the
 #: residuals' sd (a smaller one is no discrepancy; :func:`learn_from_residuals`)
@@ -146,7 +146,7 @@ def lr_drop(schedule, steps: np.ndarray, window: float) -> np.ndarray:
 class Conditioner:
     """The discrepancy's Gaussian process conditioned on a prefix at ln steps ``x`` (n,), the
     run's LR drops ``c`` there (or None), white noise of sd ``noise`` (None: the model's own):
-    one Cholesky factor shared by every particle (:mod:`bayescpt.curves.prefix`, module doc).
+    one Cholesky factor shared by every particle (:mod:`bayescpt.curves.forecast.prefix`, module doc).
     ``scales`` (n,) multiply each point's noise variance (1: all alike); :meth:`student_t`
     sets them for heavy-tailed white noise."""
 

@@ -3,7 +3,7 @@
 The fit's population (group parameters, the spread tau of schedule deviations, the noise sigma)
 is the prior of a new run; the losses the run has logged so far are evidence about its own
 deviation w. Particles k = 1..P are posterior draws x ``n_dev`` fresh deviations w ~ N(0, tau)
-each (the draws :func:`~bayescpt.curves.predict.parameter_draws` makes for an unseen schedule;
+each (the draws :func:`~bayescpt.curves.model.hierarchy.parameter_draws` makes for an unseen schedule;
 P = 2 S n_dev with S stored draws, antithetic), each with its law curve mu_k(s) (nats).
 
 **Model of a run's residual** (the fit's own discrepancy model, when it has one). A real run's
@@ -19,7 +19,7 @@ with (``scale_N`` of the run's model size N, ``length``, ``noise``, ``early``, `
 :class:`Discrepancy` learned by maximum likelihood from the fit's own training residuals
 (:func:`learn_discrepancy`; each training curve's posterior-mean residual under its fitted
 parameters; c(s) the LR's drop over the last ``lr_window`` in ln step as a share of its peak,
-from the run's planned schedule: :mod:`bayescpt.curves.discrepancy`, module doc) and stored with
+from the run's planned schedule: :mod:`bayescpt.curves.forecast.discrepancy`, module doc) and stored with
 the fit (``fit.meta["discrepancy"]``, JSON; a fit stored before ``lr_scale`` and the per-size
 scales existed gets neither term). With Sigma_j = K + noise_j^2 I (n x n; the same for every
 particle at the run noise level j, below)::
@@ -89,9 +89,9 @@ import pandas as pd
 from scipy import stats
 
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import curve_info, schedules_of
+from bayescpt.curves.data.table import curve_info, schedules_of
 # learn_discrepancy and training_residuals are re-exported: they were this module's API first
-from bayescpt.curves.discrepancy import (  # noqa: F401
+from bayescpt.curves.forecast.discrepancy import (  # noqa: F401
     Conditioner,
     Discrepancy,
     learn_discrepancy,
@@ -99,10 +99,11 @@ from bayescpt.curves.discrepancy import (  # noqa: F401
     resolve_discrepancy,
     training_residuals,
 )
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.observed import merge_observed, read_observed  # noqa: F401 - as before
-from bayescpt.curves.other_sets import other_sets
-from bayescpt.curves.predict import OUTPUT_COLUMNS, curve_draws, parameter_draws
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.data.observed import merge_observed, read_observed  # noqa: F401 - as before
+from bayescpt.curves.model.other_sets import other_sets
+from bayescpt.curves.forecast.predict import OUTPUT_COLUMNS, curve_draws
+from bayescpt.curves.model.hierarchy import parameter_draws
 
 
 class PrefixWarning(UserWarning):
@@ -192,7 +193,7 @@ class Particles:
     """One curve's weighted particles given its prefix: parameter draws ``theta`` (only those
     that carry weight), normalised weights ``w``, the effective sample size ``ess`` of the ``n``
     particles weighed, the prefix rows used ``obs`` and the curve's ``info``
-    (:func:`~bayescpt.curves.data.curve_info`); with a discrepancy model, one conditioner on the
+    (:func:`~bayescpt.curves.data.table.curve_info`); with a discrepancy model, one conditioner on the
     prefix per run noise level ``conds`` (:meth:`Discrepancy.noise_levels`), each kept
     particle's noise ``level`` (an index into ``conds``) and its prefix residuals ``resid``
     (P, n). A particle is then a (posterior draw x deviation, noise level) pair."""
@@ -303,8 +304,8 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
     """Predictions for every row (step >= 1) of ``df``, each curve conditioned on its own
     logged losses (the rows of ``df`` with a loss: the prefix of a run in progress).
 
-    ``df`` is a validated table (:func:`~bayescpt.curves.data.validate_curves`) listing each
-    run's whole schedule. Returns :func:`~bayescpt.curves.predict.predict_frame`'s columns plus
+    ``df`` is a validated table (:func:`~bayescpt.curves.data.validate.validate_curves`) listing each
+    run's whole schedule. Returns :func:`~bayescpt.curves.forecast.predict.predict_frame`'s columns plus
     ``ess`` (the curve's effective sample size out of ``n_points`` particles) and ``observed``
     (the row's loss is part of the prefix). A curve without losses gets the plain forecast.
     ``n_dev`` fresh deviations per posterior draw (each antithetic pair counted twice), ``temper``

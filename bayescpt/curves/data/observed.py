@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.core.tables import DataError, read_text_csv, shown, where
-from bayescpt.curves.data import DEFAULT_VAL_SET, schedules_of, validate_curves
+from bayescpt.curves.data.table import DEFAULT_VAL_SET, schedules_of
+from bayescpt.curves.data.validate import validate_curves
 
 
 def read_observed(path) -> pd.DataFrame:

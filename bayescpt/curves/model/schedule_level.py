@@ -1,7 +1,7 @@
 """What a fit learned about the schedule level: how far a new schedule's curve departs from its
 group's, in % of the loss, and how much of that the training runs decided rather than the prior.
 
-The hierarchy (:mod:`bayescpt.curves.hierarchy`) gives each schedule s a deviation
+The hierarchy (:mod:`bayescpt.curves.model.hierarchy`) gives each schedule s a deviation
 u_ps = u_pg + tau_p z_ps, z ~ N(0, 1), on every parameter p that has a schedule level; a new run
 draws a fresh z. Its width on an unseen schedule is set by tau_p, whose prior is
 LogNormal(ln run_sd, run_sd_spread) by default. With the few schedules of a typical ladder (3 per
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from bayescpt.curves.hierarchy import parameter_draws
+from bayescpt.curves.model.hierarchy import parameter_draws
 
 #: spread ratio (posterior / prior sd of ln tau) at or above which tau is "mostly the prior's"
 MOSTLY_PRIOR = 0.8
@@ -110,8 +110,8 @@ def _ln_curve(law, theta: dict, X: dict) -> np.ndarray:
 
 
 def schedule_level(fit, prep, seed: int = 0) -> ScheduleLevel | None:
-    """:class:`ScheduleLevel` of ``fit`` (a :class:`~bayescpt.curves.fit.Fit`) on its training
-    curves ``prep`` (:class:`~bayescpt.curves.hierarchy.Prepared`, the design at every point);
+    """:class:`ScheduleLevel` of ``fit`` (a :class:`~bayescpt.curves.model.fit.Fit`) on its training
+    curves ``prep`` (:class:`~bayescpt.curves.model.hierarchy.Prepared`, the design at every point);
     None when the law has no schedule level (no ``*_tau`` in the posterior)."""
     post = fit.idata.posterior
     tau_names = [p.name for p in fit.law.params if f"{p.name}_tau" in post]

@@ -15,7 +15,7 @@ run's 171); ``confirm`` = 2 in a row on one side happens by chance about 2.5e-5 
 evaluation, while a run that has left its course stays outside: the alert comes one evaluation
 later.
 
-Both forecasts are :func:`bayescpt.curves.prefix.forecast_with_prefix` (importance weights over
+Both forecasts are :func:`bayescpt.curves.forecast.prefix.forecast_with_prefix` (importance weights over
 the fit's posterior draws x fresh deviations of the run's own schedule level, with the fit's
 discrepancy model of a run's smooth departure from the law where the fit stores one,
 ``discrepancy``; with no evaluation seen, the plain forecast of an unseen schedule). A loss outside the 99 % band says the run is not
@@ -31,9 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayescpt.curves.data import schedules_of, validate_curves
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.prefix import forecast_with_prefix, merge_observed
+from bayescpt.curves.data.table import schedules_of
+from bayescpt.curves.data.validate import validate_curves
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.data.observed import merge_observed
+from bayescpt.curves.forecast.prefix import forecast_with_prefix
 
 KEY = ["run", "val_set", "step"]
 

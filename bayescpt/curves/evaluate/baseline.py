@@ -11,7 +11,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import huber
 
-from bayescpt.curves.laws.base import Law
+from bayescpt.curves.model.laws.base import Law
 
 
 def _unpack(law: Law, z):

@@ -12,9 +12,9 @@ import pandas as pd
 
 from bayescpt.core import schedules as S
 from bayescpt.core.schedules import Schedule
-from bayescpt.curves.data import validate_curves
-from bayescpt.curves.hierarchy import group_label
-from bayescpt.curves.laws.base import Law
+from bayescpt.curves.data.validate import validate_curves
+from bayescpt.curves.model.hierarchy import group_label
+from bayescpt.curves.model.laws.base import Law
 
 
 def simulate_hierarchy(law: Law, population: dict, group_sd: dict, sizes, schedules: list,

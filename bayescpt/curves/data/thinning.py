@@ -3,7 +3,7 @@
 A curve logged every step gives up to ~1e5 loss points, while the laws have a handful of
 parameters per curve, and sampling time grows with every point. A curve with more than
 :data:`AUTO_THIN_ABOVE` loss points is therefore reduced to about :data:`AUTO_MAX_POINTS` kept
-points, placed by :func:`bayescpt.curves.data.decimate` (evenly in steps, denser where the
+points, placed by :func:`decimate` (evenly in steps, denser where the
 learning rate anneals); shorter curves are left as they are. The rows stay (a dropped row's loss
 becomes empty), so every schedule is unchanged.
 
@@ -27,7 +27,7 @@ around it:
   to [0, 0.995]), so Var(y_k) = sigma^2 w' R w with R_ij = rho^(|t_i - t_j| / gap) (gap: the
   curve's median step between logged losses). The kept row's column ``_noise_scale`` holds
   sqrt(w' R w): the fit's likelihood uses sigma x ``_noise_scale`` for that point
-  (:func:`bayescpt.curves.hierarchy.build_model`), so sigma keeps its meaning (the noise sd of one
+  (:func:`bayescpt.curves.model.hierarchy.build_model`), so sigma keeps its meaning (the noise sd of one
   logged loss) and predictions of new logged losses are unchanged in kind.
 
 The kept row's ``loss`` becomes exp(y_k). A curve whose logged steps are too sparse for a window
@@ -39,10 +39,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bayescpt.curves.data import NOISE_SCALE, decimate
+from bayescpt.curves.data.table import NOISE_SCALE, schedules_of
 
-__all__ = ["AUTO_THIN_ABOVE", "AUTO_MAX_POINTS", "NOISE_SCALE", "thin_long_curves",
-           "average_windows"]
+__all__ = ["AUTO_THIN_ABOVE", "AUTO_MAX_POINTS", "thin_for_fit", "thin_long_curves",
+           "average_windows", "decimate", "thin_cpt"]
 
 #: curves with more loss points than this are thinned by default
 AUTO_THIN_ABOVE = 2000
@@ -57,6 +57,19 @@ _CHUNK = 40
 #: a window is narrowed until its mean's bias from the curve's bend is at most this many of
 #: the mean's own standard errors
 _MAX_BIAS = 0.2
+
+
+def thin_for_fit(df: pd.DataFrame, max_points: int | None = None,
+                 all_points: bool = False) -> tuple[pd.DataFrame, str | None]:
+    """The table a fit samples, thinned by the one default policy (``bayescpt fit`` and a
+    sweep's fits): every curve with more than ``max_points`` loss points thinned to about that
+    many, or, without ``max_points``, those with more than :data:`AUTO_THIN_ABOVE` to about
+    :data:`AUTO_MAX_POINTS` (:func:`thin_long_curves`); ``all_points`` (without ``max_points``)
+    keeps every point. Returns (table, the line saying what was thinned or None)."""
+    if all_points and not max_points:
+        return df, None
+    return thin_long_curves(df, above=max_points or AUTO_THIN_ABOVE,
+                            points=max_points or AUTO_MAX_POINTS)
 
 
 def thin_long_curves(df: pd.DataFrame, above: int = AUTO_THIN_ABOVE,
@@ -228,3 +241,55 @@ def average_windows(st: np.ndarray, y: np.ndarray, keep: np.ndarray):
         lo, hi = bounds(h)
         m, m2, scale = means(lo, hi)
     return m, scale, hi - lo, rho
+
+
+def decimate(df: pd.DataFrame, points: int = 60, warmup: str = "exact", lam: float = 0.999):
+    """Thin the loss rows of long curves while keeping their information.
+
+    Per (run, val_set) curve, keep about ``points`` loss rows spread evenly in the coordinate
+    ``u = step / range + |S2 change| / range``: evenly in steps where the learning rate is steady,
+    denser where it anneals (S2 moves), so decay phases stay dense. The first and last loss rows
+    are always kept. Dropped rows keep their learning rate (their loss becomes NaN), so the
+    schedule is unchanged. Thinning also weakens the strong autocorrelation of dense loss logs
+    (lag-1 ~0.9 on the multi-power-law curves), which an iid likelihood would over-count.
+    """
+    sched = schedules_of(df)
+    out = df.copy()
+    for (r, _vs), g in df.groupby(["run", "val_set"], sort=False):
+        has = g.index[g["loss"].notna()]
+        if len(has) <= points:
+            continue
+        _, s2 = sched[r].areas(lam=lam, warmup=warmup)
+        st = df.loc[has, "step"].to_numpy()
+        u = (st - st[0]) / max(st[-1] - st[0], 1)
+        moved = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(s2[st])))])
+        u = u + moved / max(moved[-1], 1e-12) if moved[-1] > 0 else u
+        targets = np.linspace(u[0], u[-1], points)
+        keep = set(np.searchsorted(u, targets, side="left").clip(0, len(st) - 1).tolist())
+        keep |= {0, len(st) - 1}
+        drop = [has[i] for i in range(len(st)) if i not in keep]
+        out.loc[drop, "loss"] = np.nan
+    return out
+
+
+def thin_cpt(df: pd.DataFrame, every: int = 50, early=(1, 2, 4, 8, 12, 18)) -> pd.DataFrame:
+    """Thin the loss rows of PT -> CPT runs evaluated on a fixed grid of steps.
+
+    Losses are kept every ``every`` steps in PT and in CPT (counted from the run's transfer, its
+    last PT step), at the CPT steps ``early`` after the transfer (the fast distribution shift)
+    and at each run's last step; the others become NaN (the rows stay, so the schedule is
+    unchanged). On the lab's curves (an evaluation every 25 steps with +-0.03 nats of noise on
+    prose) halving the points halved the sampling time. ``every`` 0 returns ``df`` unchanged.
+    """
+    if not every:
+        return df
+    out = df.copy()
+    phase = df["phase"] if "phase" in df.columns else pd.Series("cpt", index=df.index)
+    ends = df.loc[phase == "pt"].groupby("run")["step"].max()
+    st = df["step"].to_numpy()
+    rel = st - df["run"].map(ends).fillna(0).to_numpy()
+    last = df.groupby("run")["step"].transform("max").to_numpy()
+    keep = np.where(phase.to_numpy() == "pt", st % every == 0,
+                    np.isin(rel, list(early)) | (rel % every == 0) | (st == last))
+    out.loc[~keep, "loss"] = np.nan
+    return out

@@ -2,12 +2,12 @@
 its class in :mod:`.registry` (importing this package registers the built-in laws)."""
 
 # imported in registration order, which is the order of the command line's --law choices
-from bayescpt.curves.laws.annealing import AnnealingLaw
-from bayescpt.curves.laws.multipower import MultiPowerLaw
-from bayescpt.curves.laws.cpt import CPTLaw
-from bayescpt.curves.laws.base import Law, Param
-from bayescpt.curves.laws.cpt_modes import CPTMode
-from bayescpt.curves.laws.registry import (
+from bayescpt.curves.model.laws.annealing import AnnealingLaw
+from bayescpt.curves.model.laws.multipower import MultiPowerLaw
+from bayescpt.curves.model.laws.cpt import CPTLaw
+from bayescpt.curves.model.laws.base import Law, Param
+from bayescpt.curves.model.laws.cpt_modes import CPTMode
+from bayescpt.curves.model.laws.registry import (
     LAWS,
     LawOption,
     cli_options,

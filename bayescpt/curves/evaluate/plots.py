@@ -31,7 +31,7 @@ def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
     """One panel per run (per run and validation set when there are several): observed loss,
     posterior-mean curve, curve band and predictive band.
 
-    ``pred`` is the output of :func:`bayescpt.curves.predict.predict_frame`; ``observed`` (optional) the
+    ``pred`` is the output of :func:`bayescpt.curves.forecast.predict.predict_frame`; ``observed`` (optional) the
     training rows to draw in another colour; ``fig`` a Figure to draw into (default: a new one,
     4.2 x 3.2 in per panel). Returns the Figure; nothing is written (the caller saves it).
     """
@@ -80,7 +80,7 @@ def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
 
 def plot_forest(table: pd.DataFrame, *, prob: float = 0.9, fig=None):
     """Forest plot: one panel per parameter (log axis for positive ones), one row per group, one
-    interval per fit. ``table`` is :func:`bayescpt.curves.compare.parameter_table`; ``fig`` a Figure to
+    interval per fit. ``table`` is :func:`bayescpt.curves.evaluate.compare.parameter_table`; ``fig`` a Figure to
     draw into (default: a new one). Returns the Figure; nothing is written."""
     plt = pyplot()
 
@@ -165,7 +165,7 @@ def plot_prior_check(band: pd.DataFrame, *, prob: float = 0.9, title: str = "", 
     """The data's curves over their prior predictive bands, one panel per run (per run and
     validation set when there are several), log loss axis: the ``prob`` and 50 % bands and the
     median of the prior predictive loss, the observed losses as dots. ``band`` is
-    :func:`bayescpt.curves.priors.prior_band`; at most ``max_panels`` curves are drawn (the
+    :func:`bayescpt.curves.model.priors.prior_band`; at most ``max_panels`` curves are drawn (the
     first ones). ``fig`` a Figure to draw into (default: a new one). Returns the Figure."""
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter

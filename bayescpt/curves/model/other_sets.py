@@ -26,7 +26,7 @@ import pandas as pd
 import xarray as xr
 
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import schedules_of
+from bayescpt.curves.data.table import schedules_of
 
 COEFS = ("a", "b", "c")
 

@@ -1,5 +1,5 @@
 """The cpt law's options chosen from a CPT table (:func:`cpt_law_options`), used by
-:meth:`bayescpt.curves.laws.cpt.CPTLaw.resolve_options` when an option is not given."""
+:meth:`bayescpt.curves.model.laws.cpt.CPTLaw.resolve_options` when an option is not given."""
 
 from __future__ import annotations
 
