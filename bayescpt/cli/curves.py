@@ -64,7 +64,7 @@ from bayescpt.curves.data.observed import merge_observed, read_observed
 from bayescpt.curves.forecast.discrepancy import learn_discrepancy
 from bayescpt.curves.forecast.prefix import PrefixWarning, forecast_with_prefix
 from bayescpt.curves.model.priors import DEFAULT_PRIOR_DRAWS
-from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
+from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_for_fit
 from bayescpt.parallel.engine import sweep_outputs
 
 
@@ -165,8 +165,8 @@ def cmd_fit(a) -> int:
     prepare_outputs(a.force, {"DATA.csv": a.data, "--config": a.config}, out=a.out)
     df = _read_for_fit(a)
     law_options = _law_options(a, df)
-    config = load_config(a.config)
-    make_config(get_law(a.law, **law_options), config)   # a bad config: one line, before work
+    # made once, here: a bad config is one line, before work
+    config = make_config(get_law(a.law, **law_options), load_config(a.config))
     if not a.quiet:
         say(f"data: {a.data} {describe(df)}")
         opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
@@ -189,16 +189,13 @@ def cmd_fit(a) -> int:
 
 def _read_for_fit(a):
     """The table to fit: read (progress lines when that is slow), then thinned as asked, or by
-    default where curves are very long (:func:`thin_long_curves`, with one line saying so)."""
+    default where curves are very long (:func:`thin_for_fit`, with one line saying so)."""
     quiet = {"out": lambda msg: None} if a.quiet else {}
     mb = a.data.stat().st_size / 1e6 if a.data.is_file() else 0.0
     with stage(f"reading {a.data} ({mb:.0f} MB)", **quiet):
         df = read_curves(a.data)
-    if a.all_points and not a.max_points:
-        return df
-    n = a.max_points or AUTO_MAX_POINTS
     with stage("thinning long curves", **quiet):
-        df, note = thin_long_curves(df, above=a.max_points or AUTO_THIN_ABOVE, points=n)
+        df, note = thin_for_fit(df, a.max_points, a.all_points)
     if note is not None:
         say(note + ("" if a.max_points else
                     " (--all-points keeps every point; --max-points N sets the number)"))

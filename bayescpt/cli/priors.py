@@ -55,8 +55,8 @@ def cmd_prior_check(a) -> int:
     prepare_outputs(a.force, {"DATA.csv": a.data, "--config": a.config}, plot=a.plot, out=a.out)
     df = _read_for_fit(a)     # the table a fit would see (long curves thinned alike)
     law_options = _law_options(a, df)
-    config = load_config(a.config)
-    make_config(get_law(a.law, **law_options), config)   # a bad config: one line, before work
+    # made once, here: a bad config is one line, before work
+    config = make_config(get_law(a.law, **law_options), load_config(a.config))
     say(f"data: {a.data} {describe(df)}")
     say(f"drawing {a.draws} prior draws of the {a.law} law (compiling first)")
     check = prior_check(df, a.law, law_options, config, draws=a.draws, seed=a.seed)

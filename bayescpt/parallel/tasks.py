@@ -40,8 +40,9 @@ ROW_KEYS = ("name", "family", "law", "data", "seed", "key", "data_hash", "status
 
 
 def fit_spec(spec: FitSpec, cores: int | None = None):
-    """Fit ``spec`` as its family's ``fit`` command would (curves: long curves thinned by
-    default, law options resolved from the data). Returns (fit, compiled) where ``compiled`` is
+    """Fit ``spec`` as its family's ``fit`` command would (its ``sweep_fit``; curves: thinned
+    by :func:`~bayescpt.curves.data.thinning.thin_for_fit`, law options resolved from the data).
+    Returns (fit, compiled) where ``compiled`` is
     True when this call compiled the model, False when it reused one, None when not cached."""
     sampler = dict(spec.sampler)
     name = check_sampler(sampler.pop("sampler", "auto"))

@@ -33,6 +33,17 @@ KNOB_RANGES = {"priors.*.scale": "> 0", "priors.*.group_sd": ">= 0",
                "noise.sigma_group_sd": ">= 0"}
 
 
+class Config(dict):
+    """A config :func:`make_config` made for a law (``defaults``: that law's
+    :func:`default_config`): merged and checked once, so a fit or prior check given it (the CLI
+    makes it first, to refuse a bad config in one line before any work) takes it as it is
+    instead of making it again."""
+
+    def __init__(self, cfg: dict, defaults: dict):
+        super().__init__(cfg)
+        self.defaults = defaults
+
+
 def default_config(law: Law) -> dict:
     """Priors and model structure for ``law``: plain data, saved with every fit. A law (mode)
     that needs longer sampling than the package default says so in ``default_sampler``."""
@@ -51,11 +62,17 @@ def default_config(law: Law) -> dict:
     }
 
 
-def make_config(law: Law, override: dict | None = None) -> dict:
+def make_config(law: Law, override: dict | None = None) -> Config:
     """:func:`default_config` of ``law`` updated by ``override`` (nested dicts merged key by key),
     checked by :func:`bayescpt.core.config.check_config`: known keys and types (``settings`` may
     hold further law settings), ``noise.family`` 'studentt' or 'normal', and every prior object
-    (``priors.P.mu_prior`` ... ``noise.sigma_sd_prior``, :mod:`bayescpt.core.priorspec`)."""
+    (``priors.P.mu_prior`` ... ``noise.sigma_sd_prior``, :mod:`bayescpt.core.priorspec`).
+
+    Returns a :class:`Config`; a :class:`Config` made for the same law is returned as it is (a
+    shallow copy: a fit sets its own ``sampler`` key), not merged or checked again."""
+    defaults = default_config(law)
+    if isinstance(override, Config) and override.defaults == defaults:
+        return Config(override, defaults)
     where = f"{law.name} law config"
     cfg = check_config(override, default_config(law), where,
                        choices={"noise.family": ("studentt", "normal")}, open_keys=("settings",),
@@ -84,7 +101,7 @@ def make_config(law: Law, override: dict | None = None) -> dict:
     for key, positive in (("sigma_mu_prior", False), ("sigma_sd_prior", True)):
         if cfg["noise"].get(key) is not None:
             check_prior(cfg["noise"][key], where, f"noise.{key}", positive=positive)
-    return cfg
+    return Config(cfg, defaults)
 
 
 def node_priors(law: Law, config: dict, n_groups: int, multi_size: bool) -> dict:

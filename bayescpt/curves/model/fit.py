@@ -44,7 +44,7 @@ from bayescpt.curves.model.laws.registry import law_class, resolve_law_options
 from bayescpt.curves.model.other_sets import add_to_posterior, fit_other
 from bayescpt.curves.model.priors import prior_predictive_idata
 from bayescpt.curves.model.schedule_level import ScheduleLevel, schedule_level
-from bayescpt.curves.data.thinning import thin_long_curves
+from bayescpt.curves.data.thinning import thin_for_fit
 
 __all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
 
@@ -145,7 +145,7 @@ class Fit(SampledFit):
     @classmethod
     def sweep_options(cls, law, options: dict, table) -> dict:
         """The given options checked, the rest resolved from the table as thinned by default."""
-        df, _ = thin_long_curves(table)
+        df, _ = thin_for_fit(table)
         return resolve_law_options(law, df, options)
 
     @classmethod
@@ -158,7 +158,7 @@ class Fit(SampledFit):
         """As ``bayescpt fit`` fits it (long curves thinned by default, law options resolved
         from the data); with nutpie from the mode, and no 'other' sets, through a
         :class:`CompiledFit` this process keeps for tables of the same shape."""
-        df, _ = thin_long_curves(read_curves(path))
+        df, _ = thin_for_fit(read_curves(path))
         law_options = resolve_law_options(law, df, options)
         _, other = get_law(law, **law_options).split_data(df)
         if settings.sampler != "nutpie" or other is not None or (settings.init or "map") != "map":
