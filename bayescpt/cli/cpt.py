@@ -27,6 +27,7 @@ from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
 from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.forecast.extrapolation import range_warnings
 from bayescpt.curves.model.fit import Fit
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.mixture.fit import MixtureFit
@@ -119,7 +120,7 @@ def cmd_plan(a) -> int:
         mixture_tokens=a.mixture_tokens, mixture_model_size=a.mixture_model_size,
         mixture_label=getattr(a.mixture, "name", "the mixture fit"))
     table = res.table
-    for w in ([res.range_note] if res.range_note else []) + res.extrapolation:
+    for w in range_warnings(res.range_note or None, res.extrapolation):
         say(f"warning: {w}")     # as predict words them
     fig = None if a.plot is None else plot_plans(table, tolerance=a.tolerance, risk=a.risk,
                                                  prob=a.prob)

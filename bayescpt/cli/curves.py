@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import warnings
 from pathlib import Path
 
 from bayescpt.cli.common import (
@@ -43,7 +42,6 @@ from bayescpt.curves.evaluate.compare import (
 )
 from bayescpt.curves.data.table import describe
 from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.forecast.extrapolation import ExtrapolationWarning, RangeUnknownWarning
 from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.config import default_config, make_config
 from bayescpt.curves.model.laws import (
@@ -54,15 +52,10 @@ from bayescpt.curves.model.laws import (
     resolve_law_options,
 )
 from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
-from bayescpt.curves.forecast.predict import (
-    check_sizes,
-    predict_draws,
-    predict_frame,
-    predictive_idata,
-)
-from bayescpt.curves.data.observed import merge_observed, read_observed
+from bayescpt.curves.forecast.forecast import forecast
+from bayescpt.curves.forecast.predict import check_sizes, predictive_idata
+from bayescpt.curves.data.observed import read_observed
 from bayescpt.curves.forecast.discrepancy import learn_discrepancy
-from bayescpt.curves.forecast.prefix import PrefixWarning, forecast_with_prefix
 from bayescpt.curves.model.priors import DEFAULT_PRIOR_DRAWS
 from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_for_fit
 from bayescpt.parallel.engine import sweep_outputs
@@ -221,23 +214,20 @@ def cmd_predict(a) -> int:
                          "needs a cpt fit")
     sched = read_curves(a.schedule, need_loss=False)
     check_sizes(fit, sched, str(a.schedule))
-    if a.observed is not None:
-        if a.outlook is not None:
-            raise ValueError("--outlook and --observed: the outlook of a plan does not take a "
-                             "run's prefix yet; give one of them")
-        sched = merge_observed(sched, read_observed(a.observed))
-        pred = _predict_telling(fit, sched, a.prob, a.seed, prefix=True)
+    if a.observed is not None and a.outlook is not None:
+        raise ValueError("--outlook and --observed: the outlook of a plan does not take a "
+                         "run's prefix yet; give one of them")
+    observed = None if a.observed is None else read_observed(a.observed)
+    fc = forecast(fit, sched, a.prob, a.seed, observed=observed, draws=a.draws_out is not None,
+                  tell=lambda text: say(f"warning: {text}"))
+    pred = fc.table
+    if observed is not None:
         for run, g in pred.groupby("run", sort=False):
             say(f"{run}: forecast from {int(g['observed'].sum())} observed losses, effective "
                 f"sample size {g['ess'].min():.0f} of {int(g['n_points'].iloc[0])} particles")
-    else:
-        pred = _predict_telling(fit, sched, a.prob, a.seed, draws=a.draws_out is not None)
-        if fit.schedule_level is not None:   # what sets the band's width on a new schedule
-            say(fit.schedule_level.text())
-    idata = None
-    if a.draws_out is not None:
-        draws, pred = pred
-        idata = predictive_idata(draws, pred)
+    elif fit.schedule_level is not None:   # what sets the band's width on a new schedule
+        say(fit.schedule_level.text())
+    idata = None if fc.draws is None else predictive_idata(fc.draws, pred)
     cols = [c for c in ("run", "step", "lr", "phase", "val_set", "val_role", "model_size",
                         "replay_ratio", "loss") if c in pred.columns]
     if pred["loss"].isna().all():
@@ -267,30 +257,6 @@ def cmd_predict(a) -> int:
         say(f"wrote {pp.sizes['chain']} x {pp.sizes['draw']} draws at {pp.sizes['point']} "
             f"points to {a.draws_out}")
     return 0
-
-
-def _predict_telling(fit, sched, prob, seed, prefix: bool = False, draws: bool = False):
-    """:func:`predict_frame` (``prefix``: :func:`forecast_with_prefix`; ``draws``:
-    :func:`predict_draws`, its (draws, table)), with each extrapolation
-    or weight warning as one stderr line (also when the prediction is then refused as
-    impossible); other warnings pass on unchanged."""
-    ours = (ExtrapolationWarning, RangeUnknownWarning, PrefixWarning)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ExtrapolationWarning)
-        warnings.simplefilter("always", RangeUnknownWarning)
-        warnings.simplefilter("always", PrefixWarning)
-        try:
-            if prefix:
-                return forecast_with_prefix(fit, sched, prob=prob, seed=seed)
-            if draws:
-                return predict_draws(fit, sched, prob=prob, seed=seed)
-            return predict_frame(fit, sched, prob=prob, seed=seed)
-        finally:
-            for w in caught:
-                if issubclass(w.category, ours):
-                    say(f"warning: {w.message}")
-                else:
-                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def cmd_compare(a) -> int:

@@ -29,8 +29,9 @@ import pandas as pd
 from bayescpt.core.schedules import Schedule
 from bayescpt.core.tables import DataError
 
-__all__ = ["ExtrapolationWarning", "RangeUnknownWarning", "ImpossiblePrediction", "unknown_note", "training_range", "range_of_fit",
-           "check_extrapolation", "check_possible"]
+__all__ = ["ExtrapolationWarning", "RangeUnknownWarning", "ImpossiblePrediction", "unknown_note",
+           "training_range", "range_of_fit", "check_extrapolation", "range_warnings",
+           "check_possible"]
 
 #: relative slack before a value counts as outside the range (float noise in areas and LRs)
 RTOL = 1e-6
@@ -183,6 +184,14 @@ def check_extrapolation(rng: dict, df: pd.DataFrame,
             found.append(_beyond(run, "model_size", size, lo, hi, size_ranges=dist))
         out += [w for w in found if w is not None]
     return out
+
+
+def range_warnings(note: str | None, found: list) -> list:
+    """The warnings of a prediction's range, in the order they are told (by ``predict`` and by
+    the planner): the part of the range the fit does not record (``note``, from
+    :func:`unknown_note`, as a :class:`RangeUnknownWarning`; none when None), then each
+    :class:`ExtrapolationWarning` of ``found``."""
+    return ([RangeUnknownWarning(note)] if note is not None else []) + list(found)
 
 
 def check_possible(res: pd.DataFrame, columns) -> None:

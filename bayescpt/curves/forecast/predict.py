@@ -23,10 +23,10 @@ from bayescpt.core.tables import DataError
 from bayescpt.curves.data.table import curve_info, schedules_of
 from bayescpt.curves.forecast.extrapolation import (
     ImpossiblePrediction,
-    RangeUnknownWarning,
     check_extrapolation,
     check_possible,
     range_of_fit,
+    range_warnings,
     unknown_note,
 )
 from bayescpt.curves.model.fit import Fit
@@ -35,7 +35,7 @@ from bayescpt.curves.model.hierarchy import parameter_draws
 CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
 
-__all__ = ["check_sizes", "curve_draws", "other_draws", "parameter_draws", "predict_draws",
+__all__ = ["check_sizes", "curve_draws", "other_draws", "predict_draws",
            "predict_frame", "predictive_idata"]
 
 
@@ -100,8 +100,7 @@ def _predict(fit, df, prob, seed, kept) -> pd.DataFrame:
     found = check_extrapolation(trained, df, sched)
 
     def tell():   # after the input passed its checks: with the result, or with the refusal
-        note = unknown_note(trained)
-        for w in ([RangeUnknownWarning(note)] if note is not None else []) + found:
+        for w in range_warnings(unknown_note(trained), found):
             warnings.warn(w, stacklevel=4)
 
     try:

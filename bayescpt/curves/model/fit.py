@@ -46,7 +46,7 @@ from bayescpt.curves.model.priors import prior_predictive_idata
 from bayescpt.curves.model.schedule_level import ScheduleLevel, schedule_level
 from bayescpt.curves.data.thinning import thin_for_fit
 
-__all__ = ["Fit", "FitError", "CompiledFit", "FORMAT"]
+__all__ = ["Fit", "CompiledFit"]
 
 
 class CurvesRecipe(Recipe):
