@@ -135,90 +135,111 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
 
 
 def build_model(law: Law, prep: Prepared, config: dict):
-    """The PyMC model of ``law`` on ``prep`` with ``config`` (see :func:`default_config`)."""
+    """The PyMC model of ``law`` on ``prep`` with ``config`` (see
+    :func:`~bayescpt.curves.model.config.default_config`)."""
     import pymc as pm
     import pytensor.tensor as pt
 
-    pri, noise = config["priors"], config["noise"]
     centered = config.get("centered", {"group": True, "schedule": True})
     G = len(prep.groups)
     sched_labels = (prep.curves.drop_duplicates("sched_idx").sort_values("sched_idx")
                     .apply(lambda r: f"{r['schedule']}:{r['val_set']}", axis=1).tolist())
     coords = {"group": prep.groups["label"].tolist(), "schedule": sched_labels,
               "obs": np.arange(len(prep.points))}
-    gidx = prep.curves["group"].to_numpy()
-    sidx = prep.curves["sched_idx"].to_numpy()
+    index = {"G": G, "x": prep.groups["x"].to_numpy(dtype=float),
+             "group": prep.curves["group"].to_numpy(), "sched": prep.curves["sched_idx"].to_numpy()}
     cidx = prep.points["curve"].to_numpy()
-    x = prep.groups["x"].to_numpy(dtype=float)
-    multi_size = is_multi_size(prep.groups)
-    priors = node_priors(law, config, G, multi_size)
+    priors = node_priors(law, config, G, is_multi_size(prep.groups))
     with pm.Model(coords=coords) as model:
         theta_curve, shared = {}, {}
         for p in law.params:
-            c = pri[p.name]
-            mu = priors[f"{p.name}_mu"].create_variable(f"{p.name}_mu")
-            loc_g = mu
-            if f"{p.name}_slope" in priors:
-                slope = priors[f"{p.name}_slope"].create_variable(f"{p.name}_slope")
-                loc_g = mu + slope * x
-            if f"{p.name}_sd" in priors:
-                # Boundary-avoiding LogNormal prior around group_sd: with a handful of groups the
-                # data cannot tell sd = 0 from a small sd, and prior mass near 0 makes a funnel
-                # in (mu, slope, sd) when the group values are sharply determined.
-                sd = priors[f"{p.name}_sd"].create_variable(f"{p.name}_sd")
-                if centered.get("group", True) and c.get("group_centered", True):
-                    u_g = pm.Normal(f"{p.name}_u", loc_g * np.ones(G), sd, dims="group")
-                else:
-                    z = pm.Normal(f"{p.name}_z", 0.0, 1.0, dims="group")
-                    u_g = pm.Deterministic(f"{p.name}_u", loc_g + sd * z, dims="group")
-            else:
-                u_g = pm.Deterministic(f"{p.name}_u", loc_g * np.ones(G), dims="group")
-                if c["run_sd"] <= 0 and loc_g is mu:
-                    # one value at every point: the law gets a scalar (no gather to the points,
-                    # no scatter-add in the gradient; the law may evaluate terms of it once)
-                    shared[p.name] = pt.exp(mu) if c["positive"] else mu
-            u_c = u_g[gidx]
-            if c["run_sd"] > 0:
-                # Boundary-avoiding too: a few schedules cannot pin tau, and its prior encodes how
-                # much the law's parameters move between schedules (the seed papers' errors on
-                # unseen schedules, 0.15-0.36 %, correspond to tau ~ 0.05 on A, alpha and C).
-                tau = priors[f"{p.name}_tau"].create_variable(f"{p.name}_tau")
-                # one deviation per schedule (and val set), shared by the model sizes that ran it
-                if centered.get("schedule", True) and c.get("run_centered", True):
-                    dev = pm.Normal(f"{p.name}_w", 0.0, tau, dims="schedule")
-                else:
-                    dev = tau * pm.Normal(f"{p.name}_w", 0.0, 1.0, dims="schedule")
-                u_c = u_c + dev[sidx]
-            theta_curve[p.name] = pt.exp(u_c) if c["positive"] else u_c
-            pm.Deterministic(p.name, pt.exp(u_g) if c["positive"] else u_g, dims="group")
+            theta_curve[p.name], one = _law_parameter(p, config["priors"][p.name], priors, index,
+                                                      centered)
+            if one is not None:
+                shared[p.name] = one
         for name, value in law.derived(pt, {p.name: model[p.name] for p in law.params},
                                        config["settings"]).items():
             pm.Deterministic(name, value, dims="group")
         theta = {k: shared[k] if k in shared else v[cidx] for k, v in theta_curve.items()}
         X = {k: pt.as_tensor_variable(v)
              for k, v in law.model_design(prep.X, frozenset(shared)).items()}
-        mean = law.mean(pt, theta, X)
-        log_sigma_mu = priors["log_sigma_mu"].create_variable("log_sigma_mu")
-        if "log_sigma_sd" in priors:
-            s_sd = priors["log_sigma_sd"].create_variable("log_sigma_sd")
-            log_sigma = pm.Normal("log_sigma", log_sigma_mu * np.ones(G), s_sd, dims="group")
-        else:
-            log_sigma = pm.Deterministic("log_sigma", log_sigma_mu * np.ones(G), dims="group")
-        sigma = pt.exp(log_sigma)[prep.points["group"].to_numpy()]
-        if NOISE_SCALE in prep.points.columns:
-            # a point averaged from a window of logged losses (thin_long_curves): its noise sd
-            # is sigma (one logged loss's) times its scale; data, so a compiled model can refit
-            sigma = sigma * pm.Data("y_scale", prep.points[NOISE_SCALE].to_numpy(float),
-                                    dims="obs")
-        mu_y = pt.log(pt.maximum(mean, 1e-6))
-        y_obs = pm.Data("y_obs", prep.y, dims="obs")   # data, so a compiled model can refit
-        if noise["family"] == "studentt":
-            pm.StudentT("y", nu=noise["nu"], mu=mu_y, sigma=sigma, observed=y_obs, dims="obs")
-        elif noise["family"] == "normal":
-            pm.Normal("y", mu=mu_y, sigma=sigma, observed=y_obs, dims="obs")
-        else:
-            raise ValueError(f"noise family {noise['family']!r}; expected 'studentt' or 'normal'")
+        _likelihood(law.mean(pt, theta, X), prep, priors, config["noise"], G)
     return model
+
+
+def _law_parameter(p, c: dict, priors: dict, index: dict, centered: dict):
+    """Parameter ``p``'s population, group and schedule nodes (config ``c``, its top-level
+    ``priors``), created in the current model; ``index``: ``G`` groups, their standardised log
+    sizes ``x``, each curve's ``group`` and ``sched`` (schedule) index. Returns (its value per
+    curve, its scalar where it has one value at every point, else None)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    G, x = index["G"], index["x"]
+    shared = None
+    mu = priors[f"{p.name}_mu"].create_variable(f"{p.name}_mu")
+    loc_g = mu
+    if f"{p.name}_slope" in priors:
+        slope = priors[f"{p.name}_slope"].create_variable(f"{p.name}_slope")
+        loc_g = mu + slope * x
+    if f"{p.name}_sd" in priors:
+        # Boundary-avoiding LogNormal prior around group_sd: with a handful of groups the
+        # data cannot tell sd = 0 from a small sd, and prior mass near 0 makes a funnel
+        # in (mu, slope, sd) when the group values are sharply determined.
+        sd = priors[f"{p.name}_sd"].create_variable(f"{p.name}_sd")
+        if centered.get("group", True) and c.get("group_centered", True):
+            u_g = pm.Normal(f"{p.name}_u", loc_g * np.ones(G), sd, dims="group")
+        else:
+            z = pm.Normal(f"{p.name}_z", 0.0, 1.0, dims="group")
+            u_g = pm.Deterministic(f"{p.name}_u", loc_g + sd * z, dims="group")
+    else:
+        u_g = pm.Deterministic(f"{p.name}_u", loc_g * np.ones(G), dims="group")
+        if c["run_sd"] <= 0 and loc_g is mu:
+            # one value at every point: the law gets a scalar (no gather to the points,
+            # no scatter-add in the gradient; the law may evaluate terms of it once)
+            shared = pt.exp(mu) if c["positive"] else mu
+    u_c = u_g[index["group"]]
+    if c["run_sd"] > 0:
+        # Boundary-avoiding too: a few schedules cannot pin tau, and its prior encodes how
+        # much the law's parameters move between schedules (the seed papers' errors on
+        # unseen schedules, 0.15-0.36 %, correspond to tau ~ 0.05 on A, alpha and C).
+        tau = priors[f"{p.name}_tau"].create_variable(f"{p.name}_tau")
+        # one deviation per schedule (and val set), shared by the model sizes that ran it
+        if centered.get("schedule", True) and c.get("run_centered", True):
+            dev = pm.Normal(f"{p.name}_w", 0.0, tau, dims="schedule")
+        else:
+            dev = tau * pm.Normal(f"{p.name}_w", 0.0, 1.0, dims="schedule")
+        u_c = u_c + dev[index["sched"]]
+    pm.Deterministic(p.name, pt.exp(u_g) if c["positive"] else u_g, dims="group")
+    return (pt.exp(u_c) if c["positive"] else u_c), shared
+
+
+def _likelihood(mean, prep: Prepared, priors: dict, noise: dict, G: int) -> None:
+    """The noise nodes (log sigma per group) and the observed ``y`` = log loss around
+    log(``mean``), created in the current model."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    log_sigma_mu = priors["log_sigma_mu"].create_variable("log_sigma_mu")
+    if "log_sigma_sd" in priors:
+        s_sd = priors["log_sigma_sd"].create_variable("log_sigma_sd")
+        log_sigma = pm.Normal("log_sigma", log_sigma_mu * np.ones(G), s_sd, dims="group")
+    else:
+        log_sigma = pm.Deterministic("log_sigma", log_sigma_mu * np.ones(G), dims="group")
+    sigma = pt.exp(log_sigma)[prep.points["group"].to_numpy()]
+    if NOISE_SCALE in prep.points.columns:
+        # a point averaged from a window of logged losses (thin_long_curves): its noise sd
+        # is sigma (one logged loss's) times its scale; data, so a compiled model can refit
+        sigma = sigma * pm.Data("y_scale", prep.points[NOISE_SCALE].to_numpy(float),
+                                dims="obs")
+    mu_y = pt.log(pt.maximum(mean, 1e-6))
+    y_obs = pm.Data("y_obs", prep.y, dims="obs")   # data, so a compiled model can refit
+    if noise["family"] == "studentt":
+        pm.StudentT("y", nu=noise["nu"], mu=mu_y, sigma=sigma, observed=y_obs, dims="obs")
+    elif noise["family"] == "normal":
+        pm.Normal("y", mu=mu_y, sigma=sigma, observed=y_obs, dims="obs")
+    else:
+        raise ValueError(f"noise family {noise['family']!r}; expected 'studentt' or 'normal'")
 
 
 def parameter_draws(fit, val_set: str, model_size, rng: np.random.Generator,
