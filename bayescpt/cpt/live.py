@@ -23,7 +23,7 @@ import pandas as pd
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data.table import curve_info, schedules_of
 from bayescpt.curves.forecast.predict import curve_draws
-from bayescpt.curves.forecast.prefix import curve_particles, weighted_quantiles
+from bayescpt.curves.forecast.particles import curve_particles, weighted_quantiles
 
 
 def general_set(fit, table: pd.DataFrame, run: str) -> str:

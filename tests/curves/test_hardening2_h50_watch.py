@@ -239,7 +239,7 @@ def test_a_degenerate_update_is_tempered_not_a_band_from_one_draw(plan):
     sample size of at least min_ess / 4, the mean inside its band, and a warning that says so."""
     import warnings
 
-    from bayescpt.curves.forecast.prefix import PrefixWarning
+    from bayescpt.curves.forecast.particles import PrefixWarning
     from bayescpt.curves.forecast.watch import Watch
 
     path, course = plan

@@ -11,7 +11,8 @@ from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.forecast.predict import curve_draws, predict_frame
 from bayescpt.curves.model.hierarchy import parameter_draws
 from bayescpt.curves.forecast.discrepancy import Discrepancy, training_residuals
-from bayescpt.curves.forecast.prefix import PrefixWarning, forecast_with_prefix, weighted_quantiles
+from bayescpt.curves.forecast.particles import PrefixWarning, weighted_quantiles
+from bayescpt.curves.forecast.prefix import forecast_with_prefix
 from bayescpt.datasets.bundled import MODELS, bundled_multipowerlaw, split
 
 RUN = "100M/wsd_20000_24000"          # a schedule the reference fit has not seen

@@ -82,219 +82,23 @@ resampling). Losses inside the initial warmup are not evidence (as in the fit,
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data.table import curve_info, schedules_of
-# learn_discrepancy and training_residuals are re-exported: they were this module's API first
-from bayescpt.curves.forecast.discrepancy import (  # noqa: F401
-    Conditioner,
-    Discrepancy,
-    learn_discrepancy,
-    lr_drop,
-    resolve_discrepancy,
-    training_residuals,
+from bayescpt.curves.data.table import schedules_of
+from bayescpt.curves.forecast.discrepancy import lr_drop, resolve_discrepancy
+from bayescpt.curves.forecast.particles import (
+    PrefixWarning,
+    Weighing,
+    curve_particles,
+    systematic_resample,
+    weighted_quantiles,
 )
-from bayescpt.curves.model.fit import Fit
-from bayescpt.curves.data.observed import merge_observed, read_observed  # noqa: F401 - as before
-from bayescpt.curves.model.other_sets import other_sets
 from bayescpt.curves.forecast.predict import OUTPUT_COLUMNS, curve_draws
-from bayescpt.curves.model.hierarchy import parameter_draws
-
-
-class PrefixWarning(UserWarning):
-    """The importance weights of a prefix forecast degenerated (low effective sample size)."""
-
-
-def _iid_loglik(fit: Fit, R: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    z = R / sigma[:, None]
-    noise = fit.config["noise"]
-    logp = (stats.t.logpdf(z, noise.get("nu", 5.0)) if noise["family"] == "studentt"
-            else stats.norm.logpdf(z)) - np.log(sigma)[:, None]
-    return logp.sum(axis=1)
-
-
-def _residuals(fit: Fit, theta: dict, X: dict, loss: np.ndarray) -> np.ndarray:
-    mu = curve_draws(fit, theta, X)
-    return np.log(loss)[None, :] - np.log(np.maximum(mu, 1e-6))
-
-
-def _normalise(ll: np.ndarray) -> np.ndarray:
-    ll = np.where(np.isfinite(ll), ll, -np.inf)
-    if not np.isfinite(ll).any():
-        raise DataError("no particle gives the observed losses a finite likelihood")
-    w = np.exp(ll - ll.max())
-    return w / w.sum()
-
-
-def _temper_for(ll: np.ndarray, target: float) -> float:
-    """The largest exponent t in (0, 1] of the log likelihoods ``ll`` whose weights keep an
-    effective sample size of at least ``target`` (bisection in log t; ESS falls as t grows)."""
-    def ess(t):
-        w = _normalise(t * ll)
-        return 1.0 / np.sum(w ** 2)
-    lo, hi = -30.0, 0.0                 # log t
-    if ess(np.exp(lo)) < target:
-        return float(np.exp(lo))
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if ess(np.exp(mid)) >= target else (lo, mid)
-    return float(np.exp(lo))
-
-
-def _conflict(log_mu: np.ndarray, loss: np.ndarray, run: str, vs: str,
-              prob: float = 0.99) -> str | None:
-    """A message when the observed prefix ``loss`` lies outside what the fit predicts for the
-    run before seeing it: the prefix's mean log loss outside the central ``prob`` range of the
-    prior particles' (``log_mu``, (P, n): their curves at the prefix's steps, equal weights);
-    None when it lies inside. The distance is given in nats and in % of the loss."""
-    obs = np.log(loss).mean()
-    prior = log_mu.mean(axis=1)
-    share = np.mean(prior < obs)
-    if (1 - prob) / 2 <= share <= (1 + prob) / 2:
-        return None
-    nats = float(np.mean(loss) - np.mean(np.exp(log_mu)))
-    pct = 100 * (np.exp(obs - np.median(prior)) - 1)
-    side = "above" if nats > 0 else "below"
-    return (f"run {run!r}, {vs!r}: the run disagrees with the fit: its {len(loss)} observed "
-            f"losses lie {abs(nats):.3g} nats ({abs(pct):.3g} %) {side} the fit's forecast for "
-            f"it, far outside its {prob:.0%} range; the forecast from this prefix is not one the "
-            "fit vouches for (another setup, data or law than the fit's)")
-
-
-def systematic_resample(w: np.ndarray, m: int, rng) -> np.ndarray:
-    """``m`` indices of particles drawn with probabilities ``w`` (systematic resampling: one
-    uniform offset, so each particle appears floor or ceil of m w_k times)."""
-    u = (rng.uniform() + np.arange(m)) / m
-    return np.minimum(np.searchsorted(np.cumsum(w), u), len(w) - 1)
-
-
-def weighted_quantiles(values: np.ndarray, w: np.ndarray, q) -> np.ndarray:
-    """Quantiles ``q`` of each column of ``values`` (P, n) under weights ``w`` (P,): shape
-    (len(q), n), by the inverse of the weighted empirical CDF at the midpoints of its steps
-    (particles of weight 0 take no part)."""
-    pos = w > 0
-    values, w = values[pos], w[pos] / w[pos].sum()
-    if np.ptp(w) <= 1e-12 * w[0]:              # equal weights: the same midpoint rule, faster
-        return np.quantile(values, np.atleast_1d(q), axis=0, method="hazen")
-    order = np.argsort(values, axis=0)
-    v = np.take_along_axis(values, order, axis=0)
-    cw = np.cumsum(w[order], axis=0) - 0.5 * w[order]
-    return np.stack([np.array([np.interp(qq, cw[:, j], v[:, j]) for j in range(v.shape[1])])
-                     for qq in np.atleast_1d(q)])
-
-
-@dataclass
-class Particles:
-    """One curve's weighted particles given its prefix: parameter draws ``theta`` (only those
-    that carry weight), normalised weights ``w``, the effective sample size ``ess`` of the ``n``
-    particles weighed, the prefix rows used ``obs`` and the curve's ``info``
-    (:func:`~bayescpt.curves.data.table.curve_info`); with a discrepancy model, one conditioner on the
-    prefix per run noise level ``conds`` (:meth:`Discrepancy.noise_levels`), each kept
-    particle's noise ``level`` (an index into ``conds``) and its prefix residuals ``resid``
-    (P, n). A particle is then a (posterior draw x deviation, noise level) pair."""
-
-    theta: dict
-    w: np.ndarray
-    ess: float
-    n: int
-    obs: pd.DataFrame
-    info: dict
-    conds: "list[Conditioner] | None" = None
-    level: np.ndarray | None = None
-    resid: np.ndarray | None = None
-    tempered: float = 1.0
-
-
-def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFrame, schedule,
-                    rng, n_dev: int = 8, temper: float = 1.0,
-                    min_ess: float = 200.0, discrepancy="auto",
-                    max_dev: int | None = None) -> Particles:
-    """The particles of the curve (``run``, ``vs``) of ``df`` (its rows ``g``, on ``schedule``)
-    weighted by its logged losses past the warmup (module docstring); a
-    :class:`PrefixWarning` when the effective sample size falls below ``min_ess``."""
-    disc = resolve_discrepancy(fit, discrepancy)
-    has_size = "model_size" in df.columns
-    size = g["model_size"].iloc[0] if has_size else fit.groups["size"].iloc[0]
-    info = curve_info(df, run, vs)
-    info["model_size"] = None if size is None or pd.isna(size) else float(size)
-    if info["val_role"] is None and "val_role" in fit.groups.columns:
-        info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
-    warm = schedule.warmup_steps if fit.config["settings"].get("skip_warmup", True) else 0
-    obs = g[g["loss"].notna() & (g["step"] >= warm)]
-    if disc is not None:                # the size's own scale, where the model has one per size
-        disc = disc.for_size(info["model_size"])
-    if max_dev is None:                 # more deviations only where the weights are honest
-        max_dev = 4 * n_dev if disc is not None else n_dev
-    max_dev = max(int(max_dev), n_dev)
-    parts, lls, lls_resid = [], [], []
-    conds, X_obs, loss = None, None, None
-    if len(obs):
-        steps = obs["step"].to_numpy()
-        X_obs = fit.law.design(schedule, steps, fit.config["settings"], info)
-        loss = obs["loss"].to_numpy(dtype=float)
-        if disc is not None:
-            x, x0 = np.log(steps.astype(float)), np.log(max(schedule.warmup_steps, 1))
-            c = lr_drop(schedule, steps, disc.lr_window)
-            conds = [Conditioner(disc, x, x0, c, noise=s) for s in disc.noise_levels()]
-    noise = fit.config["noise"]
-    nu = noise.get("nu", 5.0) if noise["family"] == "studentt" else None
-    done = 0
-    while True:
-        batch = [parameter_draws(fit, vs, size, rng) for _ in range(n_dev)]
-        theta = {k: np.concatenate([p[k] for p in batch]) for k in batch[0]}
-        parts.append(theta)
-        done += n_dev
-        if X_obs is None:
-            lls.append(np.zeros((theta["_sigma"].shape[0], 1)))
-        else:                           # (P, levels): each particle at each run noise level
-            R = _residuals(fit, theta, X_obs, loss)
-            if not lls_resid:           # the prior's particles (equal weights): their curves
-                lls_resid.append(np.log(np.maximum(curve_draws(fit, theta, X_obs), 1e-6)))
-            if conds is not None and nu is not None and not lls:
-                # the fit's Student-t noise: each level's EM noise scales, from the residual of
-                # the particles weighted as under Normal noise (Conditioner.student_t)
-                w0 = _normalise(np.column_stack([cd.loglik(R) for cd in conds]).ravel())
-                rbar = w0.reshape(R.shape[0], -1).sum(axis=1) @ R
-                conds = [cd.student_t(rbar, nu) for cd in conds]
-            lls.append(temper * (_iid_loglik(fit, R, theta["_sigma"])[:, None] if conds is None
-                                 else np.column_stack([cd.loglik(R) for cd in conds])))
-        w = _normalise(np.concatenate(lls).ravel())
-        ess = 1.0 / np.sum(w ** 2)
-        if ess >= min_ess or done + n_dev > max_dev or X_obs is None:
-            break
-    theta = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    n_part = w.size
-    ll = np.concatenate(lls).ravel()
-    tempered = 1.0
-    if ess < min_ess / 4 and X_obs is not None:  # degenerate: tempered until it is not
-        tempered = _temper_for(ll, min(min_ess / 4, n_part / 4))
-        w = _normalise(tempered * ll)
-        full, ess = ess, 1.0 / np.sum(w ** 2)
-        warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses left an effective "
-                      f"sample size of {full:.0f} of {n_part} particles; the update is tempered "
-                      f"(its likelihood raised to the power {tempered:.2g}, effective sample size "
-                      f"{ess:.0f}), so the forecast is wider than a full update would be",
-                      PrefixWarning, stacklevel=3)
-    elif ess < min_ess:
-        warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(obs)} losses leaves an "
-                      f"effective sample size of {ess:.0f} of {n_part} particles; the "
-                      "forecast rests on few draws (thin the prefix or raise n_dev)",
-                      PrefixWarning, stacklevel=3)
-    if len(obs):
-        conflict = _conflict(np.concatenate(lls_resid), loss, run, vs) if lls_resid else None
-        if conflict is not None:
-            warnings.warn(conflict, PrefixWarning, stacklevel=3)
-    keep = np.flatnonzero(w > 1e-12 * w.max())      # particles that carry any weight
-    draw, level = np.divmod(keep, lls[0].shape[1])
-    theta = {k: v[draw] for k, v in theta.items()}
-    resid = None if conds is None else _residuals(fit, theta, X_obs, loss)
-    return Particles(theta, w[keep] / w[keep].sum(), ess, n_part, obs, info, conds,
-                     None if conds is None else level, resid, tempered)
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.other_sets import other_sets
 
 
 def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0,
@@ -318,7 +122,6 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
     rng = np.random.default_rng(seed)
     sched = schedules_of(df)
     q = [(1 - prob) / 2, (1 + prob) / 2]
-    noise = fit.config["noise"]
     skip = fit.config["settings"].get("skip_warmup", True)
     has_size = "model_size" in df.columns
     if not has_size and fit.groups["size"].nunique() > 1:
@@ -331,56 +134,65 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
                       "benchmarks/RESULTS.md, 'Runs in progress'); fit with 'bayescpt fit "
                       "--discrepancy' or store learn_discrepancy(fit, table) in it",
                       PrefixWarning, stacklevel=2)
+    weighing = Weighing(temper, min_ess, discrepancy, max_dev)
     pieces = []
     for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
         if vs in others:
             raise DataError(f"run {run!r}: validation set {vs!r} is an 'other' set; prefix "
                             "forecasts cover the law's own validation sets")
-        part = curve_particles(fit, df, run, vs, g, sched[run], rng, n_dev, temper, min_ess,
-                               discrepancy, max_dev)
-        th, wk, ess, n_part, obs, info = part.theta, part.w, part.ess, part.n, part.obs, part.info
-        resid, level = part.resid, part.level
-        if len(obs) and len(wk) > n_forecast:       # equal-weight particles for the bands
-            idx = systematic_resample(wk, n_forecast, rng)
-            th = {k: v[idx] for k, v in th.items()}
-            resid = None if resid is None else resid[idx]
-            level = None if level is None else level[idx]
-            wk = np.full(n_forecast, 1.0 / n_forecast)
-        settings = fit.config["settings"]
-        steps = g["step"].to_numpy()
-        X = fit.law.design(sched[run], steps, settings, info)
-        curves = curve_draws(fit, th, X)
-        sigma = th["_sigma"][:, None]
-        if part.conds is None:
-            eps = rng.standard_t(noise.get("nu", 5.0), size=curves.shape) \
-                if noise["family"] == "studentt" else rng.standard_normal(curves.shape)
-            y_rep = curves * np.exp(sigma * eps)
-            mean_curve = curves
-        else:
-            xt = np.log(steps.astype(float))
-            ct = lr_drop(sched[run], steps, part.conds[0].disc.lr_window)
-            m, sd = np.empty_like(curves), np.empty_like(curves)
-            for j in np.unique(level):                  # each run noise level's conditional
-                at = level == j
-                m[at], v = part.conds[j].predict(xt, resid[at], ct)
-                sd[at] = np.sqrt(v)
-            mean_curve = curves * np.exp(m)
-            curves = mean_curve * np.exp(sd * rng.standard_normal(curves.shape))
-            noise_k = np.array([cd.noise for cd in part.conds])[level][:, None]
-            nu = part.conds[0].nu           # the white noise's law: the fit's Student-t or Normal
-            y_rep = curves * np.exp(noise_k * (rng.standard_normal(curves.shape) if nu is None
-                                               else rng.standard_t(nu, curves.shape)))
-        res = g.copy()
-        res["mean"] = wk @ mean_curve
-        res["median"] = weighted_quantiles(curves, wk, [0.5])[0]
-        res["lower"], res["upper"] = weighted_quantiles(y_rep, wk, q)
-        res["curve_lower"], res["curve_upper"] = weighted_quantiles(curves, wk, q)
+        part = curve_particles(fit, df, run, vs, g, sched[run], rng, n_dev, weighing)
+        res = _curve_forecast(fit, g, sched[run], part, rng, n_forecast, q)
         if skip:
             res.loc[res["step"] < sched[run].warmup_steps, OUTPUT_COLUMNS] = np.nan
-        res["ess"] = ess
-        res["n_points"] = n_part
-        res["observed"] = res.index.isin(obs.index)
+        res["ess"] = part.ess
+        res["n_points"] = part.n
+        res["observed"] = res.index.isin(part.obs.index)
         pieces.append(res)
     if not pieces:
         raise DataError("nothing to predict: no rows with step >= 1")
     return pd.concat(pieces).sort_index()
+
+
+def _curve_forecast(fit: Fit, g: pd.DataFrame, schedule, part, rng, n_forecast: int,
+                    q: list) -> pd.DataFrame:
+    """The rows ``g`` of one curve (on ``schedule``) with the forecast of its weighted particles
+    ``part``: mean, median, the predictive band lower/upper at quantiles ``q`` and the curve's
+    band curve_lower/curve_upper (nats); resampled to ``n_forecast`` equal-weight particles
+    where it has more and a prefix."""
+    th, wk, resid, level = part.theta, part.w, part.resid, part.level
+    if len(part.obs) and len(wk) > n_forecast:       # equal-weight particles for the bands
+        idx = systematic_resample(wk, n_forecast, rng)
+        th = {k: v[idx] for k, v in th.items()}
+        resid = None if resid is None else resid[idx]
+        level = None if level is None else level[idx]
+        wk = np.full(n_forecast, 1.0 / n_forecast)
+    steps = g["step"].to_numpy()
+    X = fit.law.design(schedule, steps, fit.config["settings"], part.info)
+    curves = curve_draws(fit, th, X)
+    sigma = th["_sigma"][:, None]
+    if part.conds is None:
+        noise = fit.config["noise"]
+        eps = rng.standard_t(noise.get("nu", 5.0), size=curves.shape) \
+            if noise["family"] == "studentt" else rng.standard_normal(curves.shape)
+        y_rep = curves * np.exp(sigma * eps)
+        mean_curve = curves
+    else:
+        xt = np.log(steps.astype(float))
+        ct = lr_drop(schedule, steps, part.conds[0].disc.lr_window)
+        m, sd = np.empty_like(curves), np.empty_like(curves)
+        for j in np.unique(level):                  # each run noise level's conditional
+            at = level == j
+            m[at], v = part.conds[j].predict(xt, resid[at], ct)
+            sd[at] = np.sqrt(v)
+        mean_curve = curves * np.exp(m)
+        curves = mean_curve * np.exp(sd * rng.standard_normal(curves.shape))
+        noise_k = np.array([cd.noise for cd in part.conds])[level][:, None]
+        nu = part.conds[0].nu           # the white noise's law: the fit's Student-t or Normal
+        y_rep = curves * np.exp(noise_k * (rng.standard_normal(curves.shape) if nu is None
+                                           else rng.standard_t(nu, curves.shape)))
+    res = g.copy()
+    res["mean"] = wk @ mean_curve
+    res["median"] = weighted_quantiles(curves, wk, [0.5])[0]
+    res["lower"], res["upper"] = weighted_quantiles(y_rep, wk, q)
+    res["curve_lower"], res["curve_upper"] = weighted_quantiles(curves, wk, q)
+    return res
