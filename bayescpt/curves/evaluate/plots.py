@@ -26,6 +26,26 @@ def _panel_grid(plt, n: int, ncols: int, fig=None):
     return fig, fig.subplots(nrows, ncols, squeeze=False)
 
 
+def _curve_panels(plt, frame: pd.DataFrame, key: pd.Series, runs: list, ncols: int, fig=None):
+    """A panel per curve label of ``runs`` (each row's label: ``key``): (fig, axes, a list of
+    (panel, label, the curve's rows of ``frame`` in step order))."""
+    fig, axes = _panel_grid(plt, len(runs), ncols, fig)
+    return fig, axes, [(ax, run, frame[key == run].sort_values("step"))
+                       for ax, run in zip(axes.flat, runs)]
+
+
+def _bands(ax, g: pd.DataFrame, color: str, bands: list, centre: tuple) -> np.ndarray:
+    """Draw a curve's ``bands`` (each (lower column, upper column, alpha, label)) and its
+    ``centre`` line (column, line width, label) from its rows ``g`` in ``color``; returns the
+    steps (x)."""
+    x = g["step"].to_numpy()
+    for lower, upper, alpha, label in bands:
+        ax.fill_between(x, g[lower], g[upper], color=color, alpha=alpha, label=label)
+    column, lw, label = centre
+    ax.plot(x, g[column], color=color, lw=lw, label=label)
+    return x
+
+
 def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
                      observed: pd.DataFrame | None = None, ncols: int = 3, fig=None):
     """One panel per run (per run and validation set when there are several): observed loss,
@@ -41,15 +61,12 @@ def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
     pred = pred[pred["mean"].notna()]
     several, key = _curve_key(pred)
     runs = list(dict.fromkeys(key))
-    fig, axes = _panel_grid(plt, len(runs), ncols, fig)
-    for ax, run in zip(axes.flat, runs):
-        g = pred[key == run].sort_values("step")
-        x = g["step"].to_numpy()
-        ax.fill_between(x, g["lower"], g["upper"], color="C0", alpha=0.18,
-                        label=f"{prob:.0%} predictive interval")
-        ax.fill_between(x, g["curve_lower"], g["curve_upper"], color="C0", alpha=0.35,
-                        label=f"{prob:.0%} credible band (curve)")
-        ax.plot(x, g["mean"], color="C0", lw=1.2, label="posterior mean")
+    fig, axes, panels = _curve_panels(plt, pred, key, runs, ncols, fig)
+    for ax, run, g in panels:
+        _bands(ax, g, "C0", [("lower", "upper", 0.18, f"{prob:.0%} predictive interval"),
+                             ("curve_lower", "curve_upper", 0.35,
+                              f"{prob:.0%} credible band (curve)")],
+               ("mean", 1.2, "posterior mean"))
         if "loss" in g and g["loss"].notna().any():
             h = g[g["loss"].notna()]
             inside = (h["loss"] >= h["lower"]) & (h["loss"] <= h["upper"])
@@ -173,15 +190,11 @@ def plot_prior_check(band: pd.DataFrame, *, prob: float = 0.9, title: str = "", 
     _, key = _curve_key(band)
     runs = list(dict.fromkeys(key))
     shown = runs[:max_panels]
-    fig, axes = _panel_grid(plt, len(shown), max(1, min(ncols, len(shown))), fig)
-    for ax, run in zip(axes.flat, shown):
-        g = band[key == run].sort_values("step")
-        x = g["step"].to_numpy()
-        ax.fill_between(x, g["lower"], g["upper"], color="C2", alpha=0.2,
-                        label=f"{prob:.0%} prior predictive")
-        ax.fill_between(x, g["lower50"], g["upper50"], color="C2", alpha=0.4,
-                        label="50% prior predictive")
-        ax.plot(x, g["median"], color="C2", lw=1.0, label="prior predictive median")
+    fig, axes, panels = _curve_panels(plt, band, key, shown, max(1, min(ncols, len(shown))), fig)
+    for ax, run, g in panels:
+        x = _bands(ax, g, "C2", [("lower", "upper", 0.2, f"{prob:.0%} prior predictive"),
+                                 ("lower50", "upper50", 0.4, "50% prior predictive")],
+                   ("median", 1.0, "prior predictive median"))
         ax.plot(x, g["loss"], ".", ms=2.5, color="k",
                 label=f"data ({g['inside'].mean():.0%} inside)")
         ax.set_yscale("log")

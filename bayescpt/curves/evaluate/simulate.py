@@ -7,6 +7,8 @@ benchmarks check that the posterior covers the values that generated the data.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -17,21 +19,35 @@ from bayescpt.curves.model.hierarchy import group_label
 from bayescpt.curves.model.laws.base import Law
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How :func:`simulate_hierarchy` lays out its groups: ``slope`` (parameter -> slope on the
+    standardised log model size; none: 0), the validation set ``val_set`` of every curve and the
+    law's ``settings`` (over its defaults)."""
+
+    slope: dict | None = None
+    val_set: str = "default"
+    settings: dict | None = None
+
+
 def simulate_hierarchy(law: Law, population: dict, group_sd: dict, sizes, schedules: list,
-                       points: int = 40, sigma: float = 0.003, slope: dict | None = None,
-                       val_set: str = "default", seed: int = 0, settings: dict | None = None):
+                       points: int = 40, sigma: float = 0.003, seed: int = 0,
+                       layout: Layout | None = None):
     """Simulate one data set.
 
     population: parameter -> population value (natural scale); group_sd: parameter -> sd of the
-    group deviations (log scale for positive parameters); slope: parameter -> slope on the
-    standardised log model size. ``schedules`` are :class:`Schedule` objects run at every size,
-    observed at ``points`` steps spread evenly after the warmup.
+    group deviations (log scale for positive parameters); ``layout``: the size slopes, validation
+    set and law settings (:class:`Layout`). ``schedules`` are :class:`Schedule` objects run at
+    every size, observed at ``points`` steps spread evenly after the warmup, with log-normal noise
+    of sd ``sigma`` on the log loss.
 
     Returns (curves, truth): a validated tidy table and one row per group with the true values.
     """
 
+    layout = layout or Layout()
+    slope, val_set = layout.slope, layout.val_set
     rng = np.random.default_rng(seed)
-    settings = dict(law.default_settings, **(settings or {}))
+    settings = dict(law.default_settings, **(layout.settings or {}))
     sizes = np.asarray(sizes, dtype=float)
     logn = np.log(sizes)
     x = (logn - logn.mean()) / (logn.std() if sizes.size > 1 else 1.0)

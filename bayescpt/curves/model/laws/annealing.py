@@ -25,16 +25,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayescpt.curves.model.laws import drop_progress
 from bayescpt.curves.model.laws.base import (
-    S1_REF,
     Law,
     Param,
     check_steps,
     power_design,
-    progress_design,
-    progress_factor,
-    progress_option,
-    progress_param,
     s1_power,
     size_in_millions,
 )
@@ -47,7 +43,7 @@ class AnnealingLaw(Law):
     default_settings = {"lam": 0.999, "warmup": "exact"}
     options = (
         LawOption("size_extension", False, "the paper's Eq. 7 (B N^-beta, C N^gamma)", cli=False),
-        progress_option(False),
+        drop_progress.option(False),
     )
 
     def __init__(self, size_extension: bool = False, progress: bool = False):
@@ -68,9 +64,9 @@ class AnnealingLaw(Law):
                 Param("gamma", False, 0.05, 0.1, 0.0, doc="size exponent of C"),
             )
         if self.progress:
-            base = base + (progress_param(
+            base = base + (drop_progress.param(
                 "progress exponent of the annealing term: C S2 scales as (S1/s1_ref)^-kappa"),)
-            self.default_settings = dict(self.default_settings, s1_ref=S1_REF)
+            self.default_settings = dict(self.default_settings, s1_ref=drop_progress.S1_REF)
         self.params = base
         if not (self.size_extension or self.progress):
             # warmup from the mode: 400 tuning steps adapt the low-rank mass matrix as well as
@@ -94,7 +90,7 @@ class AnnealingLaw(Law):
         if self.size_extension:
             X["n_millions"] = np.full(steps.size, size_in_millions(info, self.name))
         if self.progress:
-            X["log_s1"] = progress_design(X["S1"], settings)
+            X["log_s1"] = drop_progress.design(X["S1"], settings)
         return X
 
     def mean(self, xp, theta, X):
@@ -105,5 +101,5 @@ class AnnealingLaw(Law):
             loss = loss + theta["B"] * n ** (-theta["beta"])
             drop = drop * n ** theta["gamma"]
         if "kappa" in theta:   # absent: the paper's law (kappa = 0)
-            drop = drop * progress_factor(xp, theta, X)
+            drop = drop * drop_progress.factor(xp, theta, X)
         return loss - drop

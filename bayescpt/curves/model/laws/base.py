@@ -174,37 +174,3 @@ def s1_power(xp, alpha, X: dict):
     "exp for pow"). A design without ``log_S1`` (built by hand) gets ln S1 here."""
     log_s1 = X["log_S1"] if "log_S1" in X else xp.log(X["S1"])
     return xp.exp(-alpha * log_s1)
-
-
-# The progress term shared by the annealing and multi-power laws (not in the papers): their loss
-# drop scaled by (S1 / s1_ref)^-kappa, kappa ~ Normal(0, KAPPA_SD); kappa = 0 is the paper's law.
-# Normal(0, 0.2): at two sd the drop's amplitude changes by a factor ~1.5 over a run three times
-# longer. s1_ref (setting, 3.0) is about the forward area in the middle of the training decays.
-KAPPA_SD = 0.2
-S1_REF = 3.0
-
-
-def progress_option(default: bool) -> LawOption:
-    """The ``progress`` option shared by the annealing and multi-power laws."""
-    return LawOption(
-        "progress", default, flag="--drop-progress",
-        group="multipower and annealing law option (multipower: default on; annealing: "
-              "default off)",
-        help="scale the loss drop (multipower) or annealing term C*S2 (annealing) by "
-             "(S1/s1_ref)^-kappa, kappa sampled (not in the papers; see "
-             "benchmarks/RESULTS.md); --no-drop-progress: the paper's law")
-
-
-def progress_param(doc: str) -> Param:
-    """The progress exponent kappa (one value for all groups)."""
-    return Param("kappa", False, 0.0, KAPPA_SD, 0.0, 0.0, 0.0, doc)
-
-
-def progress_design(s1: np.ndarray, settings: dict) -> np.ndarray:
-    """log(S1 / s1_ref) per point, the progress term's design column ``log_s1``."""
-    return np.log(np.maximum(s1, 1e-12) / settings.get("s1_ref", S1_REF))
-
-
-def progress_factor(xp, theta: dict, X: dict):
-    """(S1 / s1_ref)^-kappa, the factor on the loss drop."""
-    return xp.exp(-theta["kappa"] * X["log_s1"])

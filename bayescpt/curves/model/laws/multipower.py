@@ -32,18 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayescpt.curves.model.laws.base import (
-    S1_REF,
-    Law,
-    Param,
-    check_steps,
-    power_design,
-    progress_design,
-    progress_factor,
-    progress_option,
-    progress_param,
-    s1_power,
-)
+from bayescpt.curves.model.laws import drop_progress
+from bayescpt.curves.model.laws.base import Law, Param, check_steps, power_design, s1_power
 from bayescpt.curves.model.laws.registry import register_law
 
 
@@ -110,7 +100,7 @@ PROGRESS_SHAPE = {
 @register_law
 class MultiPowerLaw(Law):
     name = "multipower"
-    options = (progress_option(True),)
+    options = (drop_progress.option(True),)
     default_settings = {"warmup": "exact", "bins_area": 16, "bins_time": 16, "eta_ref": 3e-4}
     derived_names = ("C",)
 
@@ -153,7 +143,8 @@ class MultiPowerLaw(Law):
             params = tuple(Param("Br", True, p.loc, p.scale, p.group_sd, p.size_slope_sd,
                                  p.run_sd, "loss-drop amplitude at area sk_ref, B * G(Cr sk_ref)")
                            if p.name == "B" else p for p in params) + (
-                progress_param("progress exponent of the drop: LD scales as (S1 / s1_ref)^-kappa"),)
+                drop_progress.param(
+                    "progress exponent of the drop: LD scales as (S1 / s1_ref)^-kappa"),)
             # With kappa the drop's shape parameters are not the paper's quantities: on the
             # multipowerlaw training runs (the law's own data) the posterior puts beta near 0.10
             # and gamma near 2.6, 3.6 and 4.8 prior sd from the paper's kappa = 0 values (0.59,
@@ -162,7 +153,8 @@ class MultiPowerLaw(Law):
             # regimes within 1.6 sd (beta: 95 % in 0.035-1.8; gamma: 95 % in 0.31-3.2). Chosen
             # on that data, judged on others: benchmarks/multipower_priors/README.md.
             params = tuple(PROGRESS_SHAPE.get(p.name, p) for p in params)
-            self.default_settings = dict(self.default_settings, s1_ref=S1_REF, sk_ref=1.0)
+            self.default_settings = dict(self.default_settings, s1_ref=drop_progress.S1_REF,
+                                         sk_ref=1.0)
             self.derived_names = ("C", "B")
         self.params = params
 
@@ -177,7 +169,7 @@ class MultiPowerLaw(Law):
              "log_eta_ref": np.full(steps.size, log_ref)}
         if self.progress:
             X["sk_ref"] = np.full(steps.size, float(settings.get("sk_ref", 1.0)))
-            X["log_s1"] = progress_design(s1[steps], settings)
+            X["log_s1"] = drop_progress.design(s1[steps], settings)
         return X
 
     #: the parameters of the loss drop's shape G (as sampled)
@@ -242,5 +234,5 @@ class MultiPowerLaw(Law):
             amp = theta["B"]
         ld = amp * dsum
         if "kappa" in theta:   # absent: the paper's law (kappa = 0)
-            ld = ld * progress_factor(xp, theta, X)
+            ld = ld * drop_progress.factor(xp, theta, X)
         return theta["L0"] + theta["A"] * s1_power(xp, theta["alpha"], X) - ld
