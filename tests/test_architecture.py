@@ -79,7 +79,7 @@ def test_import_contract_holds():
     ("core/tables.py", "import bayescpt.cli.main",
      "Layers: cli > datasets | lab | parallel > cpt > curves | hparams | mixture > core",
      "bayescpt.core.tables -> bayescpt.cli.main"),
-    ("curves/scores.py", "import torch", "torch is imported only by bayescpt.lab",
+    ("curves/evaluate/scores.py", "import torch", "torch is imported only by bayescpt.lab",
      "bayescpt.curves.evaluate.scores -> torch"),
     ("core/sampling.py", "import numpyro",
      "The JAX stack stays out of core and the domains (two lazy JAX paths)",

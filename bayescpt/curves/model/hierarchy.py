@@ -15,7 +15,8 @@ with config ``centered.group`` False; the schedule level likewise with ``run_cen
 ``centered.schedule``); group spreads
 sd_p, schedule spreads tau_p and the spread of log sigma have boundary-avoiding LogNormal priors
 (around ``group_sd``, ``run_sd`` and ``sigma_group_sd``) by default. Each of these top-level
-priors is a ``pymc_extras`` ``Prior`` (:func:`node_priors`); a config replaces any of them by
+priors is a ``pymc_extras`` ``Prior`` (:func:`~bayescpt.curves.model.config.node_priors`); a config
+replaces any of them by
 another PyMC family, hyper-priors nested (``priors.A.sd_prior = {"dist": "HalfNormal",
 "kwargs": {"sigma": 0.2}}``; checked by :mod:`bayescpt.core.priorspec`), and a fit file stores
 the priors it was sampled with (attr ``priors``). ``nu`` = 3 by default (robust to the
