@@ -43,7 +43,7 @@ def ranged_fit(tmp_path_factory):
     written before the range was; a fit made today stores it)."""
     from bayescpt.curves.data.table import schedules_of
     from bayescpt.curves.data.validate import read_curves
-    from bayescpt.curves.forecast.extrapolation import training_range
+    from bayescpt.curves.data.table import training_range
 
     df = read_curves(CPT_DATA)
     rng = json.dumps(training_range(df, schedules_of(df)))

@@ -25,6 +25,10 @@ Continual pre-training (CPT) runs add, all optional for the other laws and requi
                         distribution) or ``other`` (out of domain); every loss needs one
     replay_ratio float  share of PT data in the CPT mixture, in [0, 1], constant per run
 
+:func:`training_range` is the range of a table a fit records (peak LRs, longest run, largest
+forward area S1 = sum of raw LRs over steps 1..t, model sizes; read back by
+:mod:`bayescpt.curves.forecast.extrapolation`).
+
 A table is read and validated by :mod:`bayescpt.curves.data.validate` (every problem raises
 :class:`DataError` with one line naming the file, run, column and value), and thinned by
 :mod:`bayescpt.curves.data.thinning`.
@@ -128,3 +132,22 @@ def describe(df: pd.DataFrame) -> str:
     if "model_size" in df.columns:
         info["model_sizes"] = sorted(float(x) for x in df["model_size"].unique())
     return json.dumps(info)
+
+
+def s1_end(schedule: Schedule, step: int) -> float:
+    """S1 at ``step``: the sum of the learning rates of steps 1..step (raw units x steps)."""
+    return float(schedule.lr[1:int(step) + 1].sum())
+
+
+def training_range(df: pd.DataFrame, schedules: dict[str, Schedule]) -> dict:
+    """The range a fit sees in the validated table ``df`` (runs with at least one loss)."""
+    fitted = df[df["loss"].notna()]
+    runs = list(dict.fromkeys(fitted["run"]))
+    peaks = [schedules[r].peak for r in runs]
+    last = fitted.groupby("run")["step"].max()
+    sizes = (sorted(float(s) for s in fitted["model_size"].dropna().unique())
+             if "model_size" in fitted.columns else [])
+    return {"lr_min": float(min(peaks)), "lr_max": float(max(peaks)),
+            "max_steps": int(last.max()),
+            "max_s1": max(s1_end(schedules[r], last[r]) for r in runs),
+            "sizes": sizes}

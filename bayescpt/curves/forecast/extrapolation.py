@@ -1,7 +1,7 @@
 """How far a prediction leaves what the fit saw, and the check that a prediction is a loss at all.
 
-A fit records its training range (:func:`training_range`, saved in the fit's attrs as the JSON
-``train_range``)::
+A fit records its training range (:func:`~bayescpt.curves.data.table.training_range`, saved in
+the fit's attrs as the JSON ``train_range``)::
 
     lr_min, lr_max   smallest and largest peak learning rate of the fitted runs (raw units)
     max_steps        the longest fitted run, in optimizer steps
@@ -28,9 +28,10 @@ import pandas as pd
 
 from bayescpt.core.schedules import Schedule
 from bayescpt.core.tables import DataError
+from bayescpt.curves.data.table import s1_end
 
 __all__ = ["ExtrapolationWarning", "RangeUnknownWarning", "ImpossiblePrediction", "unknown_note",
-           "training_range", "range_of_fit", "check_extrapolation", "range_warnings",
+           "range_of_fit", "check_extrapolation", "range_warnings",
            "check_possible"]
 
 #: relative slack before a value counts as outside the range (float noise in areas and LRs)
@@ -109,25 +110,6 @@ class ImpossiblePrediction(DataError):
     """A predicted loss (mean, median or an interval bound) that is not a finite positive number."""
 
 
-def _s1_end(schedule: Schedule, step: int) -> float:
-    """S1 at ``step``: the sum of the learning rates of steps 1..step (raw units x steps)."""
-    return float(schedule.lr[1:int(step) + 1].sum())
-
-
-def training_range(df: pd.DataFrame, schedules: dict[str, Schedule]) -> dict:
-    """The range a fit sees in the validated table ``df`` (runs with at least one loss)."""
-    fitted = df[df["loss"].notna()]
-    runs = list(dict.fromkeys(fitted["run"]))
-    peaks = [schedules[r].peak for r in runs]
-    last = fitted.groupby("run")["step"].max()
-    sizes = (sorted(float(s) for s in fitted["model_size"].dropna().unique())
-             if "model_size" in fitted.columns else [])
-    return {"lr_min": float(min(peaks)), "lr_max": float(max(peaks)),
-            "max_steps": int(last.max()),
-            "max_s1": max(_s1_end(schedules[r], last[r]) for r in runs),
-            "sizes": sizes}
-
-
 def range_of_fit(fit) -> dict:
     """The training range a fit records (``meta['train_range']``), or for older files the part
     its index tables give (model sizes from ``groups``; None = unknown)."""
@@ -174,7 +156,7 @@ def check_extrapolation(rng: dict, df: pd.DataFrame,
         sched, last = schedules[run], int(g["step"].max())
         found = [_beyond(run, "lr", sched.peak, rng.get("lr_min"), rng.get("lr_max")),
                  _beyond(run, "steps", last, 0, rng.get("max_steps")),
-                 _beyond(run, "s1", _s1_end(sched, last), 0, rng.get("max_s1"))]
+                 _beyond(run, "s1", s1_end(sched, last), 0, rng.get("max_s1"))]
         if sizes and "model_size" in g.columns and g["model_size"].notna().any():
             size = float(g["model_size"].dropna().iloc[0])
             lo, hi = sizes[0], sizes[-1]

@@ -21,7 +21,7 @@ import pandas as pd
 
 from bayescpt import __version__
 from bayescpt.core.fit_template import Recipe, SampledFit, SamplerSettings, finish
-from bayescpt.core.fitfile import FORMAT, FitError, as_table
+from bayescpt.core.fitfile import FORMAT, as_table
 from bayescpt.core.mixing import run_longer
 from bayescpt.core.modelcache import cached, fingerprint
 from bayescpt.core.priorspec import priors_json
@@ -33,9 +33,8 @@ from bayescpt.core.sampling import (
     sample_compiled,
 )
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.data.table import NOISE_SCALE, schedules_of
+from bayescpt.curves.data.table import NOISE_SCALE, schedules_of, training_range
 from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.forecast.extrapolation import training_range
 from bayescpt.curves.model.config import make_config, node_priors
 from bayescpt.curves.model.hierarchy import Prepared, build_model, is_multi_size, prepare
 from bayescpt.curves.model.laws import LAWS, get_law
