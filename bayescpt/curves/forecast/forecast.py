@@ -49,6 +49,11 @@ def forecast(fit, schedule: pd.DataFrame, prob: float = 0.9, seed: int = 0,
     (not with ``observed``: the weighted draws are not written yet). ``tell(text)`` (optional) is
     called with each told warning's text when the prediction ends, also when it is refused
     (ImpossiblePrediction) before the refusal propagates."""
+    if observed is not None:
+        if draws:
+            raise ValueError("draws with an observed prefix: a forecast from a run's prefix "
+                             "weights its draws (importance sampling), not written yet")
+        schedule = merge_observed(schedule, observed)
     caught: list = []
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -63,8 +68,7 @@ def forecast(fit, schedule: pd.DataFrame, prob: float = 0.9, seed: int = 0,
 def _predicted(fit, schedule, prob, seed, observed, draws):
     """(table, draws or None) of the one prediction :func:`forecast` makes."""
     if observed is not None:
-        return forecast_with_prefix(fit, merge_observed(schedule, observed), prob=prob,
-                                    seed=seed), None
+        return forecast_with_prefix(fit, schedule, prob=prob, seed=seed), None
     if draws:
         ds, table = predict_draws(fit, schedule, prob=prob, seed=seed)
         return table, ds
