@@ -25,15 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayescpt.curves.model.laws import drop_progress
-from bayescpt.curves.model.laws.base import (
-    Law,
-    Param,
-    check_steps,
-    power_design,
-    s1_power,
-    size_in_millions,
-)
+from bayescpt.curves.model.laws import drop_progress, power_term
+from bayescpt.curves.model.laws.base import Law, Param, check_steps, size_in_millions
 from bayescpt.curves.model.laws.registry import LawOption, register_law
 
 
@@ -49,12 +42,9 @@ class AnnealingLaw(Law):
     def __init__(self, size_extension: bool = False, progress: bool = False):
         self.size_extension = bool(size_extension)
         self.progress = bool(progress)
-        base = (
-            Param("L0", True, np.log(2.5), 0.5, 0.1, 0.1, 0.0, "irreducible loss (nats)"),
-            # Schedule-level deviations (run_sd) on the two amplitudes A and C only: a deviation of
-            # alpha as well cost accuracy on unseen schedules without improving calibration.
-            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.04, "power-law amplitude"),
-            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.0, "power-law exponent in S1"),
+        # Schedule-level deviations (run_sd) on the two amplitudes A and C only: a deviation of
+        # alpha as well cost accuracy on unseen schedules without improving calibration.
+        base = power_term.params("power-law exponent in S1") + (
             Param("C", True, np.log(0.35), 1.0, 0.3, 0.3, 0.04, "annealing coefficient"),
         )
         if self.size_extension:
@@ -86,7 +76,7 @@ class AnnealingLaw(Law):
         steps = check_steps(schedule, steps)
         s1, s2 = schedule.areas(lam=settings.get("lam", 0.999),
                                 warmup=settings.get("warmup", "peak"))
-        X = {"S1": s1[steps], "log_S1": power_design(s1[steps]), "S2": s2[steps]}
+        X = {"S1": s1[steps], "log_S1": power_term.design(s1[steps]), "S2": s2[steps]}
         if self.size_extension:
             X["n_millions"] = np.full(steps.size, size_in_millions(info, self.name))
         if self.progress:
@@ -94,7 +84,7 @@ class AnnealingLaw(Law):
         return X
 
     def mean(self, xp, theta, X):
-        loss = theta["L0"] + theta["A"] * s1_power(xp, theta["alpha"], X)
+        loss = theta["L0"] + theta["A"] * power_term.s1_power(xp, theta["alpha"], X)
         drop = theta["C"] * X["S2"]
         if self.size_extension:
             n = X["n_millions"]

@@ -157,20 +157,3 @@ def size_in_millions(info: dict | None, law: str) -> float:
     if size is None or not np.isfinite(size):
         raise ValueError(f"the {law} law's size extension needs a model_size for every run")
     return float(size) / 1e6
-
-
-def power_design(s1: np.ndarray) -> np.ndarray:
-    """ln S1 per point, the design column ``log_S1`` of the power-law term (:func:`s1_power`)."""
-    with np.errstate(divide="ignore"):   # S1 = 0 (no step taken): ln 0 = -inf, S1^-alpha = inf
-        return np.log(np.asarray(s1, dtype=float))
-
-
-def s1_power(xp, alpha, X: dict):
-    """S1^(-alpha) of the annealing and multi-power laws, as exp(-alpha ln S1).
-
-    ln S1 is design data (``log_S1``, :func:`power_design`), computed once per fit, so a gradient
-    evaluates one exp per point where ``S1 ** -alpha`` evaluated a pow (a log and an exp) and its
-    derivative a second log: 16-18 % of the annealing law's gradient (``benchmarks/RESULTS.md``,
-    "exp for pow"). A design without ``log_S1`` (built by hand) gets ln S1 here."""
-    log_s1 = X["log_S1"] if "log_S1" in X else xp.log(X["S1"])
-    return xp.exp(-alpha * log_s1)

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayescpt.curves.model.laws import drop_progress
-from bayescpt.curves.model.laws.base import Law, Param, check_steps, power_design, s1_power
+from bayescpt.curves.model.laws import drop_progress, power_term
+from bayescpt.curves.model.laws.base import Law, Param, check_steps
 from bayescpt.curves.model.laws.registry import register_law
 
 
@@ -114,10 +114,7 @@ class MultiPowerLaw(Law):
 
     def __init__(self, progress: bool = True):
         self.progress = bool(progress)
-        params = (
-            Param("L0", True, np.log(2.5), 0.5, 0.1, 0.1, 0.0, "irreducible loss (nats)"),
-            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.04, "power-law amplitude"),
-            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.0, "power-law exponent"),
+        params = power_term.params("power-law exponent") + (
             # No schedule-level deviation on B (run_sd 0; A keeps its): with one, each decaying
             # training schedule had its own B, their decays no longer had to agree in shape, and
             # the posterior went to the beta -> 0 limit (beta 0.03-0.13, gamma 2-2.5), where it
@@ -165,8 +162,8 @@ class MultiPowerLaw(Law):
                                           settings.get("bins_time", 16))
         log_ref = float(np.log(settings.get("eta_ref", 3e-4)))
         rel = np.where(D != 0, log_eta - log_ref, 0.0)
-        X = {"S1": s1[steps], "log_S1": power_design(s1[steps]), "D": D, "Sk": Sk, "log_eta": rel,
-             "log_eta_ref": np.full(steps.size, log_ref)}
+        X = {"S1": s1[steps], "log_S1": power_term.design(s1[steps]), "D": D, "Sk": Sk,
+             "log_eta": rel, "log_eta_ref": np.full(steps.size, log_ref)}
         if self.progress:
             X["sk_ref"] = np.full(steps.size, float(settings.get("sk_ref", 1.0)))
             X["log_s1"] = drop_progress.design(s1[steps], settings)
@@ -235,4 +232,4 @@ class MultiPowerLaw(Law):
         ld = amp * dsum
         if "kappa" in theta:   # absent: the paper's law (kappa = 0)
             ld = ld * drop_progress.factor(xp, theta, X)
-        return theta["L0"] + theta["A"] * s1_power(xp, theta["alpha"], X) - ld
+        return theta["L0"] + theta["A"] * power_term.s1_power(xp, theta["alpha"], X) - ld
