@@ -32,6 +32,10 @@ from bayescpt.cli.progress import stage
 from bayescpt.core.fitfile import load_fit
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.outlook import outlook
+from bayescpt.curves.data.observed import read_observed
+from bayescpt.curves.data.table import describe
+from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_for_fit
+from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.evaluate.compare import (
     differences,
     labels_for,
@@ -40,10 +44,12 @@ from bayescpt.curves.evaluate.compare import (
     parameter_table,
     shared_parameters,
 )
-from bayescpt.curves.data.table import describe
-from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
+from bayescpt.curves.forecast.discrepancy import learn_discrepancy
+from bayescpt.curves.forecast.forecast import forecast
+from bayescpt.curves.forecast.predict import check_sizes, predictive_idata
 from bayescpt.curves.model.config import default_config, make_config
+from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.laws import (
     cli_options,
     get_law,
@@ -51,13 +57,7 @@ from bayescpt.curves.model.laws import (
     option_groups,
     resolve_law_options,
 )
-from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
-from bayescpt.curves.forecast.forecast import forecast
-from bayescpt.curves.forecast.predict import check_sizes, predictive_idata
-from bayescpt.curves.data.observed import read_observed
-from bayescpt.curves.forecast.discrepancy import learn_discrepancy
 from bayescpt.curves.model.priors import DEFAULT_PRIOR_DRAWS
-from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_for_fit
 from bayescpt.parallel.engine import sweep_outputs
 
 

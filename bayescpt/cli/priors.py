@@ -19,9 +19,9 @@ from bayescpt.cli.common import (
 )
 from bayescpt.cli.curves import _law_options, _read_for_fit, add_law_options
 from bayescpt.curves.data.table import describe
+from bayescpt.curves.evaluate.plots import plot_prior_check
 from bayescpt.curves.model.config import make_config
 from bayescpt.curves.model.laws import get_law, law_names
-from bayescpt.curves.evaluate.plots import plot_prior_check
 from bayescpt.curves.model.priors import DEFAULT_PRIOR_DRAWS, prior_band, prior_check, prior_ranges
 
 

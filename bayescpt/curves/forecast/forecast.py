@@ -20,8 +20,8 @@ import pandas as pd
 
 from bayescpt.curves.data.observed import merge_observed
 from bayescpt.curves.forecast.extrapolation import ExtrapolationWarning, RangeUnknownWarning
-from bayescpt.curves.forecast.predict import predict_draws, predict_frame
 from bayescpt.curves.forecast.particles import PrefixWarning
+from bayescpt.curves.forecast.predict import predict_draws, predict_frame
 from bayescpt.curves.forecast.prefix import forecast_with_prefix
 
 #: the warnings a forecast words itself (the rest pass on as they are)

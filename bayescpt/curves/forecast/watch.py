@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from bayescpt.curves.data.observed import merge_observed
 from bayescpt.curves.data.table import schedules_of
 from bayescpt.curves.data.validate import validate_curves
-from bayescpt.curves.model.fit import Fit
-from bayescpt.curves.data.observed import merge_observed
 from bayescpt.curves.forecast.prefix import forecast_with_prefix
+from bayescpt.curves.model.fit import Fit
 
 KEY = ["run", "val_set", "step"]
 

@@ -34,6 +34,7 @@ from bayescpt.core.sampling import (
 )
 from bayescpt.core.tables import data_hash
 from bayescpt.curves.data.table import NOISE_SCALE, schedules_of, training_range
+from bayescpt.curves.data.thinning import thin_for_fit
 from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.model.config import make_config, node_priors
 from bayescpt.curves.model.hierarchy import Prepared, build_model, is_multi_size, prepare
@@ -43,7 +44,6 @@ from bayescpt.curves.model.laws.registry import law_class, resolve_law_options
 from bayescpt.curves.model.other_sets import add_to_posterior, fit_other
 from bayescpt.curves.model.priors import prior_predictive_idata
 from bayescpt.curves.model.schedule_level import ScheduleLevel, schedule_level
-from bayescpt.curves.data.thinning import thin_for_fit
 
 __all__ = ["Fit", "CompiledFit"]
 

@@ -36,8 +36,9 @@ import pandas as pd
 
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data.table import NOISE_SCALE, curve_info, schedule_ids, schedules_of
-from bayescpt.curves.model.laws.base import Law
 from bayescpt.curves.model.config import node_priors
+from bayescpt.curves.model.laws.base import Law
+
 
 def is_multi_size(groups: pd.DataFrame) -> bool:
     """Whether the size slope is fitted: three or more distinct model sizes in the group table
