@@ -44,10 +44,10 @@ from calibration_sets import (  # noqa: E402
 )
 from multipower_protocol import after_warmup  # noqa: E402
 
-from bayescpt.curves.data import curve_info, schedules_of  # noqa: E402
-from bayescpt.curves.hierarchy import parameter_draws  # noqa: E402
-from bayescpt.curves.laws import get_law  # noqa: E402
-from bayescpt.curves.predict import curve_draws  # noqa: E402
+from bayescpt.curves.data.table import curve_info, schedules_of  # noqa: E402
+from bayescpt.curves.model.hierarchy import parameter_draws  # noqa: E402
+from bayescpt.curves.model.laws import get_law  # noqa: E402
+from bayescpt.curves.forecast.predict import curve_draws  # noqa: E402
 
 K_GRID = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 B_GRID = (0.0, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032)
@@ -112,7 +112,7 @@ def run_score(pred: pd.DataFrame) -> float:
 
 
 def fit_on(df, law_name, seed):
-    from bayescpt.curves.fit import Fit
+    from bayescpt.curves.model.fit import Fit
 
     return Fit.run(df, law=law_name, seed=seed, warn=False)
 

@@ -50,11 +50,11 @@ from calibration_sets import (  # noqa: E402
 )
 from multipower_protocol import after_warmup, design_of  # noqa: E402
 
-from bayescpt.curves import baseline  # noqa: E402
-from bayescpt.curves.data import curve_info, schedules_of  # noqa: E402
-from bayescpt.curves.laws import get_law  # noqa: E402
-from bayescpt.curves.predict import curve_draws  # noqa: E402
-from bayescpt.curves.hierarchy import parameter_draws  # noqa: E402
+from bayescpt.curves.evaluate import baseline  # noqa: E402
+from bayescpt.curves.data.table import curve_info, schedules_of  # noqa: E402
+from bayescpt.curves.model.laws import get_law  # noqa: E402
+from bayescpt.curves.forecast.predict import curve_draws  # noqa: E402
+from bayescpt.curves.model.hierarchy import parameter_draws  # noqa: E402
 
 
 def _point(law, train, seed):
@@ -169,7 +169,7 @@ def main(argv=None):
     a = candidate_args(__doc__, "calibration_layer.json", argv,
                        extra=[("--fit-cache", {"type": Path, "default": None})])
     warnings.simplefilter("ignore")
-    from bayescpt.curves.fit import Fit
+    from bayescpt.curves.model.fit import Fit
 
     train, test = load_set(a.set)
     law = get_law(a.law)

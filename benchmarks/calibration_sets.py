@@ -50,7 +50,7 @@ Three methods, computed in the same run, scored on the same points (after each r
     longer or of a different shape than the training ones (not exchangeable with them:
     anti-conservative). It is a baseline, not a guaranteed interval.
 
-Scores per (size, held-out run) and per size (``bayescpt.curves.scores.score``): mean relative
+Scores per (size, held-out run) and per size (``bayescpt.curves.evaluate.scores.score``): mean relative
 error of the centre (posterior mean / point fit), bias (mean signed relative error, mean / y - 1),
 90 % coverage, mean relative width (upper - lower) / y, interval score / y (Gneiting & Raftery
 eq. 43; lower is better); per size also the width over the centre's mean absolute relative error
@@ -87,7 +87,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bayescpt.curves.scores import score  # noqa: E402  (light: numpy and pandas only)
+from bayescpt.curves.evaluate.scores import score  # noqa: E402  (light: numpy and pandas only)
 
 PROB = 0.9
 METHODS = ("bayes", "bootstrap", "conformal")
@@ -202,7 +202,7 @@ def lab_pt_split(root: Path = LAB_PT, from_step: int = 0):
     """(train, test) of the lab's PT-only set: general validation set only, split by the
     ``heldout_schedule`` flag of ``runs.csv``; losses before ``from_step`` emptied (the LR rows
     stay, so the schedules are whole)."""
-    from bayescpt.curves.data import read_curves
+    from bayescpt.curves.data.validate import read_curves
 
     df = read_curves(root / "curves.csv.gz")
     df = df[df["val_role"] == "general"].reset_index(drop=True)
@@ -234,7 +234,7 @@ def loo_residuals(law, train: pd.DataFrame, seed: int = 0) -> tuple[dict, list]:
     other training runs (see the module doc). Returns ({size: residuals}, per-fold rows)."""
     from multipower_protocol import design_of
 
-    from bayescpt.curves import baseline
+    from bayescpt.curves.evaluate import baseline
 
     settings = law.default_settings
     res, folds = {}, []
@@ -258,9 +258,9 @@ def loo_residuals(law, train: pd.DataFrame, seed: int = 0) -> tuple[dict, list]:
 def curve_set(name: str, law_name: str, seed: int, n_boot: int) -> dict:
     from multipower_protocol import practitioner
 
-    from bayescpt.curves.fit import Fit
-    from bayescpt.curves.laws import get_law
-    from bayescpt.curves.predict import predict_frame
+    from bayescpt.curves.model.fit import Fit
+    from bayescpt.curves.model.laws import get_law
+    from bayescpt.curves.forecast.predict import predict_frame
 
     train, test = load_set(name)
     law = get_law(law_name)
@@ -317,7 +317,7 @@ def compare_methods(law, train: pd.DataFrame, test: pd.DataFrame, fit, candidate
     per-run rows; returns (per size, per run) of :func:`summarize`."""
     from multipower_protocol import practitioner
 
-    from bayescpt.curves.predict import predict_frame
+    from bayescpt.curves.forecast.predict import predict_frame
 
     pred_pt, _, _ = practitioner(law, train, test, n_boot, seed)
     resid, _ = loo_residuals(law, train, seed)

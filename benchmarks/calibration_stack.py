@@ -53,10 +53,10 @@ from calibration_sets import (  # noqa: E402
 )
 from multipower_protocol import after_warmup  # noqa: E402
 
-from bayescpt.curves.data import curve_info, schedules_of  # noqa: E402
-from bayescpt.curves.hierarchy import parameter_draws  # noqa: E402
-from bayescpt.curves.laws import get_law  # noqa: E402
-from bayescpt.curves.predict import curve_draws  # noqa: E402
+from bayescpt.curves.data.table import curve_info, schedules_of  # noqa: E402
+from bayescpt.curves.model.hierarchy import parameter_draws  # noqa: E402
+from bayescpt.curves.model.laws import get_law  # noqa: E402
+from bayescpt.curves.forecast.predict import curve_draws  # noqa: E402
 
 LAWS = ("annealing", "multipower")
 WEIGHTS = tuple(np.round(np.linspace(0.0, 1.0, 11), 2))
@@ -146,7 +146,7 @@ def main(argv=None):
               f"{d.min_ess_bulk:.0f}, divergences {d.divergences}", flush=True)
     draws = {law: predictive_draws(fits[law], test, a.seed) for law in LAWS}
     stack = mixture(draws["annealing"], draws["multipower"], cal["w_annealing"], a.seed)
-    from bayescpt.curves.predict import predict_frame
+    from bayescpt.curves.forecast.predict import predict_frame
 
     other = predict_frame(fits["multipower"], test, prob=PROB, seed=a.seed)
     sizes, runs = compare_methods(get_law("annealing"), train, test, fits["annealing"],

@@ -33,11 +33,12 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bayescpt.curves.laws.cpt_options import cpt_law_options
-from bayescpt.curves.data import read_curves, thin_cpt
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.laws.cpt_options import cpt_law_options
+from bayescpt.curves.data.thinning import thin_cpt
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
 from bayescpt.lab.config import load_config
-from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.forecast.predict import predict_frame
 
 HERE = Path(__file__).resolve().parent
 GRID = ROOT / "bayescpt" / "lab" / "configs" / "grid.toml"
@@ -46,8 +47,8 @@ GRID = ROOT / "bayescpt" / "lab" / "configs" / "grid.toml"
 def fitted_frame(fit, df: pd.DataFrame) -> pd.DataFrame:
     """Median fitted curve at every loss row of the fitted runs, each run with its own posterior
     schedule deviations (``{p}_w``), not fresh ones as for a new run."""
-    from bayescpt.curves.data import curve_info, schedules_of
-    from bayescpt.curves.predict import curve_draws
+    from bayescpt.curves.data.table import curve_info, schedules_of
+    from bayescpt.curves.forecast.predict import curve_draws
 
     post = fit.idata.posterior
     sched = schedules_of(df)

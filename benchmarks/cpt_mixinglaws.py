@@ -27,15 +27,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.curves.laws.cpt_options import cpt_law_options
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.laws.cpt_options import cpt_law_options
+from bayescpt.curves.model.fit import Fit
 from bayescpt.datasets.mixinglaws import (
     CPT_SCHEDULES,
     DEFAULT_CPT_SCHEDULE,
     TRANSFER,
     load_mixinglaws_ct,
 )
-from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.forecast.predict import predict_frame
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "mixinglaws"
 HERE = Path(__file__).resolve().parent

@@ -27,8 +27,8 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt.cpt.simulate import PAPER_FIG3
-from bayescpt.curves.fit import CompiledFit, Fit
-from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.model.fit import CompiledFit, Fit
+from bayescpt.curves.forecast.predict import predict_frame
 from bayescpt.cpt.simulate import simulate_cpt
 
 HERE = Path(__file__).resolve().parent

@@ -26,10 +26,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bayescpt.curves.fit import CompiledFit  # noqa: E402
-from bayescpt.curves.predict import predict_frame  # noqa: E402
-from bayescpt.curves.scores import percent_text, score  # noqa: E402
-from bayescpt.curves.data import read_curves  # noqa: E402
+from bayescpt.curves.model.fit import CompiledFit  # noqa: E402
+from bayescpt.curves.forecast.predict import predict_frame  # noqa: E402
+from bayescpt.curves.evaluate.scores import percent_text, score  # noqa: E402
+from bayescpt.curves.data.validate import read_curves  # noqa: E402
 from bayescpt.datasets.bundled import TRAIN_SCHEDULES, bundled_multipowerlaw  # noqa: E402
 from bayescpt.parallel.cv import group_labels, run_cv  # noqa: E402
 from bayescpt.parallel.engine import Cluster  # noqa: E402

@@ -1,12 +1,12 @@
 """Cost of a fit against the number of loss points, with the package's thinning on and off.
 
 Simulated per-step logs with known truth: the LR-annealing law at three model sizes x three
-schedules (cosine, WSD, constant; :func:`bayescpt.curves.simulate.simulate_hierarchy`), every
+schedules (cosine, WSD, constant; :func:`bayescpt.curves.evaluate.simulate.simulate_hierarchy`), every
 curve observed at N / 9 steps, noise on the log loss AR(1) (lag-1 correlation ``--rho``, marginal
 sd 0.003) as on dense real logs. Per N and mode, one fit in a fresh process (``bayescpt fit``'s
-library path: :func:`bayescpt.curves.thinning.thin_long_curves` when thinning is on (mode
+library path: :func:`bayescpt.curves.data.thinning.thin_long_curves` when thinning is on (mode
 ``thin``, the default averaging rule; ``thin-decimate``, the rule before 2026-12-05), then
-:meth:`bayescpt.curves.fit.Fit.run` with the law's default sampler settings):
+:meth:`bayescpt.curves.model.fit.Fit.run` with the law's default sampler settings):
 
 * wall seconds (thinning + compile + sampling), CPU seconds of the fit (all threads), sampling
   seconds, thinning seconds,
@@ -83,8 +83,8 @@ def simulate(n_points: int, rho: float, seed: int = 0, layout: str = "long"):
     schedules, curves of :data:`MANY_PER_CURVE` points."""
     import pandas as pd
 
-    from bayescpt.curves import simulate as sim
-    from bayescpt.curves.laws import get_law
+    from bayescpt.curves.evaluate import simulate as sim
+    from bayescpt.curves.model.laws import get_law
 
     law = get_law("annealing")
     if layout == "many":
@@ -122,8 +122,8 @@ def one(n_points: int, mode: str, rho: float, layout: str = "long",
         run: dict | None = None, data_seed: int = 0) -> dict:
     """One fit, in this process: what the module docstring lists. ``run``: sampler settings
     (chains, draws, tune) other than the law's defaults; ``data_seed``: the simulated data's."""
-    from bayescpt.curves.fit import Fit
-    from bayescpt.curves.thinning import thin_long_curves
+    from bayescpt.curves.model.fit import Fit
+    from bayescpt.curves.data.thinning import thin_long_curves
 
     df, truth = simulate(n_points, rho, seed=data_seed, layout=layout)
     n_all = int(df["loss"].notna().sum())
@@ -167,7 +167,7 @@ def gradient_seconds(n_points: int, rho: float, calls: int = 20, repeats: int = 
     ``n_points`` points (no thinning): median of ``repeats`` blocks of ``calls`` calls."""
     from gradient_cost import interleaved, nutpie_gradient
 
-    from bayescpt.curves.fit import CompiledFit
+    from bayescpt.curves.model.fit import CompiledFit
 
     df, _ = simulate(n_points, rho)
     with warnings.catch_warnings():

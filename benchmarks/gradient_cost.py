@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.curves.fit import CompiledFit
+from bayescpt.curves.model.fit import CompiledFit
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 
 

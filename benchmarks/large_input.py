@@ -3,9 +3,9 @@
 Writes a table of N rows to a scratch folder (not kept): ``runs`` runs of N / runs logged steps
 each (a warmup-cosine learning rate, a noisy power-law loss, three model sizes), then, in a fresh
 process per N, times each stage ``bayescpt fit`` goes through before compiling: read + validate
-(:func:`bayescpt.curves.data.read_curves`), the automatic thinning of long curves
-(:func:`bayescpt.curves.thinning.thin_long_curves`) and the model's index and design
-(:func:`bayescpt.curves.hierarchy.prepare`), and the peak resident memory of that process.
+(:func:`bayescpt.curves.data.validate.read_curves`), the automatic thinning of long curves
+(:func:`bayescpt.curves.data.thinning.thin_long_curves`) and the model's index and design
+(:func:`bayescpt.curves.model.hierarchy.prepare`), and the peak resident memory of that process.
 
     python benchmarks/large_input.py [--rows 1e4,1e5,1e6,3e6] [--runs 30] [--dir /tmp] \
         [--all-points]
@@ -50,10 +50,11 @@ def write_table(path: Path, rows: int, runs: int, seed: int = 0) -> None:
 
 def measure(path: str, thin: bool = True) -> dict:
     """Stage times and the peak RSS of this process (run in a fresh one per table)."""
-    from bayescpt.curves.data import read_curves
-    from bayescpt.curves.hierarchy import make_config, prepare
-    from bayescpt.curves.laws import get_law
-    from bayescpt.curves.thinning import thin_long_curves
+    from bayescpt.curves.data.validate import read_curves
+    from bayescpt.curves.model.config import make_config
+    from bayescpt.curves.model.hierarchy import prepare
+    from bayescpt.curves.model.laws import get_law
+    from bayescpt.curves.data.thinning import thin_long_curves
 
     out = {}
     t = time.perf_counter()

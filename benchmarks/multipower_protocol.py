@@ -28,13 +28,13 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bayescpt.curves import baseline
-from bayescpt.curves.data import schedules_of
+from bayescpt.curves.evaluate import baseline
+from bayescpt.curves.data.table import schedules_of
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
-from bayescpt.curves.scores import percent_text, score
-from bayescpt.curves.fit import CompiledFit, Fit
-from bayescpt.curves.laws import get_law
-from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.evaluate.scores import percent_text, score
+from bayescpt.curves.model.fit import CompiledFit, Fit
+from bayescpt.curves.model.laws import get_law
+from bayescpt.curves.forecast.predict import predict_frame
 
 
 def after_warmup(df):
@@ -89,8 +89,9 @@ def mre_mcse(fit, test, pred) -> dict:
     """
     import arviz as az
 
-    from bayescpt.curves.data import curve_info
-    from bayescpt.curves.predict import curve_draws, parameter_draws
+    from bayescpt.curves.data.table import curve_info
+    from bayescpt.curves.forecast.predict import curve_draws
+    from bayescpt.curves.model.hierarchy import parameter_draws
 
     sched = schedules_of(test)
     post = fit.idata.posterior
@@ -225,7 +226,7 @@ def main(argv=None):
     print("\nper held-out run (Bayesian):")
     print(per_run.to_string(float_format=lambda v: f"{v:.4f}"))
 
-    from bayescpt.curves.hierarchy import build_model, prepare
+    from bayescpt.curves.model.hierarchy import build_model, prepare
     prep = prepare(train, fit.law, fit.config["settings"])
     model = build_model(fit.law, prep, fit.config)
     post = fit.idata.posterior

@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from multipower_protocol import after_warmup, practitioner  # noqa: E402
 
 from bayescpt.datasets.public import load_olmo_ladder
-from bayescpt.curves.scores import score
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.laws import get_law
-from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.evaluate.scores import score
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.laws import get_law
+from bayescpt.curves.forecast.predict import predict_frame
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "olmo-ladder" / "peteish-moreeval"
 SIZES = ("190M", "370M", "760M", "1B", "3B")

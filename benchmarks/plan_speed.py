@@ -27,14 +27,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.curves.data import read_curves
+from bayescpt.curves.data.validate import read_curves
 from bayescpt.datasets.bundled import PLAN
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.fit import Fit
 from bayescpt.cpt.plan.decide import Criterion, decide
 from bayescpt.cpt.plan.evaluate import Evaluation, designs, evaluate
 from bayescpt.cpt.plan.files import pt_schedule_from_table
 from bayescpt.cpt.plan.grid import plan_grid
-from bayescpt.curves.predict import parameter_draws
+from bayescpt.curves.model.hierarchy import parameter_draws
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -1,6 +1,6 @@
 """Forecasts of runs in progress: condition on the first part of a held-out run, predict the rest.
 
-Issue 19's check of :func:`bayescpt.curves.prefix.forecast_with_prefix` (importance weights over
+Issue 19's check of :func:`bayescpt.curves.forecast.prefix.forecast_with_prefix` (importance weights over
 the fit's posterior draws x fresh schedule deviations, default settings: the discrepancy model
 stored with each fit, learned from its training residuals; ``--discrepancy iid`` for the fit's iid
 noise model instead) on runs the fits have not seen, with the reference fits shipped in
@@ -28,7 +28,7 @@ printed too.
 
 And what ``bayescpt watch`` would have said of these runs, which all went as trained models go
 (no fault): each run's evaluations arrive in ten batches (by step), each checked against the 99 %
-band of the forecast made before it (:class:`bayescpt.curves.watch.Watch`); the share outside is
+band of the forecast made before it (:class:`bayescpt.curves.forecast.watch.Watch`); the share outside is
 the share of points a calibrated band leaves outside (1 %), and the alerts (two in a row outside
 on one side, the watch's default) are false alerts.
 
@@ -52,11 +52,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bayescpt.curves.fit import Fit  # noqa: E402
-from bayescpt.curves.predict import predict_frame  # noqa: E402
-from bayescpt.curves.prefix import forecast_with_prefix  # noqa: E402
-from bayescpt.curves.scores import percent_text, score  # noqa: E402
-from bayescpt.curves.watch import Watch  # noqa: E402
+from bayescpt.curves.model.fit import Fit  # noqa: E402
+from bayescpt.curves.forecast.predict import predict_frame  # noqa: E402
+from bayescpt.curves.forecast.prefix import forecast_with_prefix  # noqa: E402
+from bayescpt.curves.evaluate.scores import percent_text, score  # noqa: E402
+from bayescpt.curves.forecast.watch import Watch  # noqa: E402
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split  # noqa: E402
 
 OLMO = ROOT.parent / "shared" / "data" / "olmo-ladder" / "peteish-moreeval"
@@ -69,7 +69,7 @@ def lab_pt_fit(law: str, fits: Path, seed: int) -> str:
     fitted (default settings) and saved under ``fits`` unless already there."""
     from calibration_sets import lab_pt_split
 
-    from bayescpt.curves.discrepancy import learn_discrepancy
+    from bayescpt.curves.forecast.discrepancy import learn_discrepancy
 
     path = fits / f"{law}_lab_pt_seed{seed}.nc"
     if not path.exists():

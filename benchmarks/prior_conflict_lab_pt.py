@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration_sets import PROB, load_set, summarize  # noqa: E402
 
-from bayescpt.curves.fit import Fit  # noqa: E402
-from bayescpt.curves.predict import predict_frame  # noqa: E402
+from bayescpt.curves.model.fit import Fit  # noqa: E402
+from bayescpt.curves.forecast.predict import predict_frame  # noqa: E402
 
 
 def run(spec: str, train, test) -> dict:

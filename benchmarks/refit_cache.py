@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bayescpt.core import modelcache  # noqa: E402
-from bayescpt.curves.data import read_curves  # noqa: E402
-from bayescpt.curves.fit import Fit  # noqa: E402
+from bayescpt.curves.data.validate import read_curves  # noqa: E402
+from bayescpt.curves.model.fit import Fit  # noqa: E402
 
 
 def main(argv=None) -> int:

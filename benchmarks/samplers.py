@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.fit import Fit
 
 
 def jax_device() -> str | None:

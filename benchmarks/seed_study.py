@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from bayescpt.core.fitfile import load_fit  # noqa: E402
 # importing the fit classes registers them with load_fit
-import bayescpt.curves.fit  # noqa: E402,F401
+import bayescpt.curves.model.fit  # noqa: E402,F401
 import bayescpt.hparams.fit  # noqa: E402,F401
 import bayescpt.mixture.fit  # noqa: E402,F401
 

@@ -29,7 +29,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bayescpt.curves.fit import Fit  # noqa: E402
+from bayescpt.curves.model.fit import Fit  # noqa: E402
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split  # noqa: E402
 
 BIN = Path(sys.executable).parent

@@ -14,7 +14,7 @@ import sys
 import time
 import warnings
 
-from bayescpt.curves.fit import CompiledFit
+from bayescpt.curves.model.fit import CompiledFit
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 
 

@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.compare import parameter_table
-from bayescpt.curves.data import read_curves
+from bayescpt.curves.evaluate.compare import parameter_table
+from bayescpt.curves.data.validate import read_curves
 from bayescpt.datasets.bundled import TRAIN_SCHEDULES, split
-from bayescpt.curves.scores import percent_text, score
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.plots import plot_forest, plot_predictions
-from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.evaluate.scores import percent_text, score
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
+from bayescpt.curves.forecast.predict import predict_frame
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 FAST = os.environ.get("BAYESCPT_FAST") == "1"

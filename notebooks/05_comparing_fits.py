@@ -31,9 +31,9 @@ import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bayescpt.curves.compare import differences, loo_table, parameter_table
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.plots import plot_forest
+from bayescpt.curves.evaluate.compare import differences, loo_table, parameter_table
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.evaluate.plots import plot_forest
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 warnings.filterwarnings("ignore")

@@ -14,8 +14,8 @@ SHARED = ROOT.parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def small_curves():
     """A small simulated data set (3 sizes x 3 schedules, 30 points each) with its truth."""
-    from bayescpt.curves import simulate
-    from bayescpt.curves.laws import get_law
+    from bayescpt.curves.evaluate import simulate
+    from bayescpt.curves.model.laws import get_law
 
     law = get_law("annealing")
     return simulate.simulate_hierarchy(
@@ -128,8 +128,8 @@ def plan(tmp_path_factory):
     """The planned run (its schedule as a CSV) and the fit's mean course at its evaluations."""
     import pandas as pd
 
-    from bayescpt.curves.fit import Fit
-    from bayescpt.curves.predict import predict_frame
+    from bayescpt.curves.model.fit import Fit
+    from bayescpt.curves.forecast.predict import predict_frame
 
     df = pd.read_csv(ROOT / "data" / "multipowerlaw.csv")
     sched = df[df["run"] == WATCH_RUN].drop(columns=["loss"]).reset_index(drop=True)

@@ -22,7 +22,7 @@ def _bundled_table(name):
         from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 
         return split(bundled_multipowerlaw())[0]
-    from bayescpt.curves.data import read_curves
+    from bayescpt.curves.data.validate import read_curves
 
     return read_curves(ROOT / "data" / "cpt_simulated.csv")
 
@@ -67,9 +67,9 @@ def test_the_hparams_and_mixture_fits_match_their_bundled_tables():
 def test_plan_on_the_reference_fit_meets_its_chance_constraint_independently():
     """The chosen plan's P(rise <= eps), re-estimated with other new-run deviations (another
     seed), still meets 1 - delta within Monte Carlo error; the Pareto front is monotone."""
-    from bayescpt.curves.data import read_curves
+    from bayescpt.curves.data.validate import read_curves
     from bayescpt.datasets.bundled import CPT_DATA, PLAN
-    from bayescpt.curves.fit import Fit
+    from bayescpt.curves.model.fit import Fit
     from bayescpt.cpt.plan.decide import Criterion, decide
     from bayescpt.cpt.plan.evaluate import Evaluation, evaluate
     from bayescpt.cpt.plan.files import pt_schedule_from_table
@@ -206,8 +206,8 @@ def test_a_multipower_fit_saved_before_the_progress_term_loads_as_the_papers_law
 
     import arviz as az
 
-    from bayescpt.curves.fit import Fit
-    from bayescpt.curves.predict import predict_frame
+    from bayescpt.curves.model.fit import Fit
+    from bayescpt.curves.forecast.predict import predict_frame
 
     idata = az.from_netcdf(MODELS / "multipower_multipowerlaw.nc")
     post = idata.posterior

@@ -24,8 +24,9 @@ from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plan.request import OPTION_NAMES, PlanRequest, plan_request
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.forecast.extrapolation import range_warnings
+from bayescpt.curves.model.fit import Fit
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.mixture.fit import MixtureFit
 
@@ -116,7 +117,7 @@ def cmd_plan(a) -> int:
     pt = pt_schedule_from_table(read_curves(a.pt, need_loss=False), a.pt_run)
     res = run_plan(fit, pt, request_of(a))
     table = res.table
-    for w in ([res.range_note] if res.range_note else []) + res.extrapolation:
+    for w in range_warnings(res.range_note or None, res.extrapolation):
         say(f"warning: {w}")     # as predict words them
     fig = None if a.plot is None else plot_plans(table, tolerance=a.tolerance, risk=a.risk,
                                                  prob=a.prob)

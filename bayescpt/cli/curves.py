@@ -7,7 +7,6 @@ function ``(args) -> exit code``.
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 from bayescpt.cli.argtypes import positive_int, probability, seed_int, str_list
@@ -26,7 +25,11 @@ from bayescpt.cli.progress import stage
 from bayescpt.core.fitfile import load_fit
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.outlook import outlook
-from bayescpt.curves.compare import (
+from bayescpt.curves.data.observed import read_observed
+from bayescpt.curves.data.table import describe
+from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_for_fit
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.evaluate.compare import (
     differences,
     labels_for,
     loo_table,
@@ -34,27 +37,19 @@ from bayescpt.curves.compare import (
     parameter_table,
     shared_parameters,
 )
-from bayescpt.curves.data import describe, read_curves
-from bayescpt.curves.extrapolation import ExtrapolationWarning, RangeUnknownWarning
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.hierarchy import default_config, make_config
-from bayescpt.curves.laws import (
+from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
+from bayescpt.curves.forecast.discrepancy import learn_discrepancy
+from bayescpt.curves.forecast.forecast import forecast
+from bayescpt.curves.forecast.predict import check_sizes, predictive_idata
+from bayescpt.curves.model.config import default_config, make_config
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.laws import (
     cli_options,
     get_law,
     law_names,
     resolve_law_options,
 )
-from bayescpt.curves.plots import plot_forest, plot_predictions
-from bayescpt.curves.predict import check_sizes, predict_draws, predict_frame, predictive_idata
-from bayescpt.curves.prefix import (
-    PrefixWarning,
-    forecast_with_prefix,
-    learn_discrepancy,
-    merge_observed,
-    read_observed,
-)
-from bayescpt.curves.priors import DEFAULT_PRIOR_DRAWS
-from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
+from bayescpt.curves.model.priors import DEFAULT_PRIOR_DRAWS
 from bayescpt.parallel.engine import sweep_outputs
 
 
@@ -145,8 +140,8 @@ def cmd_fit(a) -> int:
     prepare_outputs(a.force, {"DATA.csv": a.data, "--config": a.config}, out=a.out)
     df = _read_for_fit(a)
     law_options = _law_options(a, df)
-    config = load_config(a.config)
-    make_config(get_law(a.law, **law_options), config)   # a bad config: one line, before work
+    # made once, here: a bad config is one line, before work
+    config = make_config(get_law(a.law, **law_options), load_config(a.config))
     if not a.quiet:
         say(f"data: {a.data} {describe(df)}")
         opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
@@ -169,16 +164,13 @@ def cmd_fit(a) -> int:
 
 def _read_for_fit(a):
     """The table to fit: read (progress lines when that is slow), then thinned as asked, or by
-    default where curves are very long (:func:`thin_long_curves`, with one line saying so)."""
+    default where curves are very long (:func:`thin_for_fit`, with one line saying so)."""
     quiet = {"out": lambda msg: None} if a.quiet else {}
     mb = a.data.stat().st_size / 1e6 if a.data.is_file() else 0.0
     with stage(f"reading {a.data} ({mb:.0f} MB)", **quiet):
         df = read_curves(a.data)
-    if a.all_points and not a.max_points:
-        return df
-    n = a.max_points or AUTO_MAX_POINTS
     with stage("thinning long curves", **quiet):
-        df, note = thin_long_curves(df, above=a.max_points or AUTO_THIN_ABOVE, points=n)
+        df, note = thin_for_fit(df, a.max_points, a.all_points)
     if note is not None:
         say(note + ("" if a.max_points else
                     " (--all-points keeps every point; --max-points N sets the number)"))
@@ -204,23 +196,20 @@ def cmd_predict(a) -> int:
                          "needs a cpt fit")
     sched = read_curves(a.schedule, need_loss=False)
     check_sizes(fit, sched, str(a.schedule))
-    if a.observed is not None:
-        if a.outlook is not None:
-            raise ValueError("--outlook and --observed: the outlook of a plan does not take a "
-                             "run's prefix yet; give one of them")
-        sched = merge_observed(sched, read_observed(a.observed))
-        pred = _predict_telling(fit, sched, a.prob, a.seed, prefix=True)
+    if a.observed is not None and a.outlook is not None:
+        raise ValueError("--outlook and --observed: the outlook of a plan does not take a "
+                         "run's prefix yet; give one of them")
+    observed = None if a.observed is None else read_observed(a.observed)
+    fc = forecast(fit, sched, a.prob, a.seed, observed=observed, draws=a.draws_out is not None,
+                  tell=lambda text: say(f"warning: {text}"))
+    pred = fc.table
+    if observed is not None:
         for run, g in pred.groupby("run", sort=False):
             say(f"{run}: forecast from {int(g['observed'].sum())} observed losses, effective "
                 f"sample size {g['ess'].min():.0f} of {int(g['n_points'].iloc[0])} particles")
-    else:
-        pred = _predict_telling(fit, sched, a.prob, a.seed, draws=a.draws_out is not None)
-        if fit.schedule_level is not None:   # what sets the band's width on a new schedule
-            say(fit.schedule_level.text())
-    idata = None
-    if a.draws_out is not None:
-        draws, pred = pred
-        idata = predictive_idata(draws, pred)
+    elif fit.schedule_level is not None:   # what sets the band's width on a new schedule
+        say(fit.schedule_level.text())
+    idata = None if fc.draws is None else predictive_idata(fc.draws, pred)
     cols = [c for c in ("run", "step", "lr", "phase", "val_set", "val_role", "model_size",
                         "replay_ratio", "loss") if c in pred.columns]
     if pred["loss"].isna().all():
@@ -250,30 +239,6 @@ def cmd_predict(a) -> int:
         say(f"wrote {pp.sizes['chain']} x {pp.sizes['draw']} draws at {pp.sizes['point']} "
             f"points to {a.draws_out}")
     return 0
-
-
-def _predict_telling(fit, sched, prob, seed, prefix: bool = False, draws: bool = False):
-    """:func:`predict_frame` (``prefix``: :func:`forecast_with_prefix`; ``draws``:
-    :func:`predict_draws`, its (draws, table)), with each extrapolation
-    or weight warning as one stderr line (also when the prediction is then refused as
-    impossible); other warnings pass on unchanged."""
-    ours = (ExtrapolationWarning, RangeUnknownWarning, PrefixWarning)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ExtrapolationWarning)
-        warnings.simplefilter("always", RangeUnknownWarning)
-        warnings.simplefilter("always", PrefixWarning)
-        try:
-            if prefix:
-                return forecast_with_prefix(fit, sched, prob=prob, seed=seed)
-            if draws:
-                return predict_draws(fit, sched, prob=prob, seed=seed)
-            return predict_frame(fit, sched, prob=prob, seed=seed)
-        finally:
-            for w in caught:
-                if issubclass(w.category, ours):
-                    say(f"warning: {w.message}")
-                else:
-                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def cmd_compare(a) -> int:

@@ -27,14 +27,18 @@ from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plan.request import plan_request
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
-from bayescpt.curves.compare import (loo_table, loo_unavailable, parameter_table,
-                                     shared_parameters)
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.extrapolation import QUANTITIES, ExtrapolationWarning
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.plots import plot_forest, plot_predictions
-from bayescpt.curves.predict import predict_frame
-from bayescpt.curves.scores import percent_text, score
+from bayescpt.curves.evaluate.compare import (
+    loo_table,
+    loo_unavailable,
+    parameter_table,
+    shared_parameters,
+)
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.forecast.extrapolation import QUANTITIES, ExtrapolationWarning
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
+from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.curves.evaluate.scores import percent_text, score
 from bayescpt.datasets.bundled import (
     CPT_DATA,
     CPT_REFERENCE,

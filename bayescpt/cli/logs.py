@@ -14,7 +14,7 @@ from pathlib import Path
 from bayescpt.cli.argtypes import positive_float
 from bayescpt.cli.messages import say
 from bayescpt.cli.outputs import prepare_outputs, write_csv
-from bayescpt.curves.data import DEFAULT_VAL_SET, PHASES, VAL_ROLES
+from bayescpt.curves.data.table import DEFAULT_VAL_SET, PHASES, VAL_ROLES
 from bayescpt.datasets.logs import FORMATS, RunLabels, import_logs, log_files
 from bayescpt.datasets.schedule_spec import parse_schedule_spec
 

@@ -45,7 +45,7 @@ from bayescpt.cli.messages import (
 )
 from bayescpt.cli.options import sampler_args
 from bayescpt.core.tables import DataError, DataWarning
-from bayescpt.curves.fit import FitError
+from bayescpt.core.fitfile import FitError
 
 # Command groups living next to their models, imported here like the others (so the import
 # contract sees them): each module has

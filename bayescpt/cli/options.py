@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from bayescpt.cli.argtypes import nonneg_int, positive_int, seed_int
-from bayescpt.curves.laws import option_groups
+from bayescpt.curves.model.laws import option_groups
 
 
 def command_group(sub, name: str, dest: str, metavar: str = "SUBCOMMAND", **text):

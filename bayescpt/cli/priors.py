@@ -1,6 +1,6 @@
 """``bayescpt prior-check``: a law's prior predictive on a table's curves, without fitting
 (registered through PLUGINS in cli.main). The draws and their summaries come from
-:mod:`bayescpt.curves.priors`; this module parses, prints and writes."""
+:mod:`bayescpt.curves.model.priors`; this module parses, prints and writes."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from bayescpt.cli.outputs import (
     prepare_outputs,
     write_files,
 )
-from bayescpt.curves.data import describe
-from bayescpt.curves.hierarchy import make_config
-from bayescpt.curves.laws import get_law, law_names
-from bayescpt.curves.plots import plot_prior_check
-from bayescpt.curves.priors import DEFAULT_PRIOR_DRAWS, prior_band, prior_check, prior_ranges
+from bayescpt.curves.data.table import describe
+from bayescpt.curves.model.config import make_config
+from bayescpt.curves.model.laws import get_law, law_names
+from bayescpt.curves.evaluate.plots import plot_prior_check
+from bayescpt.curves.model.priors import DEFAULT_PRIOR_DRAWS, prior_band, prior_check, prior_ranges
 
 
 def add_commands(sub, sampler_args) -> dict:
@@ -53,8 +53,8 @@ def cmd_prior_check(a) -> int:
     prepare_outputs(a.force, {"DATA.csv": a.data, "--config": a.config}, plot=a.plot, out=a.out)
     df = _read_for_fit(a)     # the table a fit would see (long curves thinned alike)
     law_options = _law_options(a, df)
-    config = load_config(a.config)
-    make_config(get_law(a.law, **law_options), config)   # a bad config: one line, before work
+    # made once, here: a bad config is one line, before work
+    config = make_config(get_law(a.law, **law_options), load_config(a.config))
     say(f"data: {a.data} {describe(df)}")
     say(f"drawing {a.draws} prior draws of the {a.law} law (compiling first)")
     check = prior_check(df, a.law, law_options, config, draws=a.draws, seed=a.seed)

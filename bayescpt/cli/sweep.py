@@ -27,10 +27,11 @@ from bayescpt.cli.options import add_law_options, load_config
 from bayescpt.cli.outputs import save_figure
 from bayescpt.core.config import ConfigError
 from bayescpt.core.plotting import plot_ranks
-from bayescpt.curves.data import decimate, read_curves
-from bayescpt.curves.laws import cli_options, law_names
-from bayescpt.curves.plots import plot_cv
-from bayescpt.curves.scores import percent_text
+from bayescpt.curves.data.thinning import decimate
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.laws import cli_options, law_names
+from bayescpt.curves.evaluate.plots import plot_cv
+from bayescpt.curves.evaluate.scores import percent_text
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.parallel.cv import run_cv
 from bayescpt.parallel.engine import Cluster, run_sweep

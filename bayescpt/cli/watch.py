@@ -3,7 +3,7 @@
 Polls the growing log (a TensorBoard directory, a Trainer/Lightning/W&B/EvalLogger file) every
 ``--every`` seconds; for each new evaluation prints the observed loss beside the band of the
 forecast made before it was seen, then the updated forecast of the final loss
-(:class:`bayescpt.curves.watch.Watch`). A loss outside the ``--band`` interval (default 99 %)
+(:class:`bayescpt.curves.forecast.watch.Watch`). A loss outside the ``--band`` interval (default 99 %)
 is flagged; ``--confirm`` (default 2) of them in a row on one side are an alert: one line on
 stderr, one row appended to ``--alerts`` (a CSV, written outside the log's folder, flushed row
 by row), and with ``--exit-on-alert`` exit code 4. The watch ends when every planned curve has
@@ -40,9 +40,10 @@ from bayescpt.core.outputs import check_not_input, check_output
 from bayescpt.core.schedules import Schedule
 from bayescpt.core.tables import DataError
 from bayescpt.cpt.live import plan_risk
-from bayescpt.curves.data import DEFAULT_VAL_SET, read_curves, schedules_of
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.watch import Watch
+from bayescpt.curves.data.table import DEFAULT_VAL_SET, schedules_of
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.forecast.watch import Watch
 from bayescpt.datasets.logs import (
     FORMATS,
     PastScheduleError,

@@ -33,7 +33,7 @@ class Family:
 
 #: every fit family, by name (a sweep's ``family`` key; ``curves`` is its default)
 FAMILIES = {f.name: f for f in (
-    Family("curves", "bayescpt.curves.fit", "Fit"),
+    Family("curves", "bayescpt.curves.model.fit", "Fit"),
     Family("hparams", "bayescpt.hparams.fit", "HparamsFit"),
     Family("mixture", "bayescpt.mixture.fit", "MixtureFit"),
 )}

@@ -12,7 +12,7 @@ longer, valid run. What was done is recorded in
 ``sample_stats.attrs['extended']`` and said by the diagnostics.
 
 Used by :func:`bayescpt.core.sampling.sample_model` and by callers that run nutpie on a compiled
-model themselves (:class:`bayescpt.curves.fit.CompiledFit`).
+model themselves (:class:`bayescpt.curves.model.fit.CompiledFit`).
 """
 
 from __future__ import annotations

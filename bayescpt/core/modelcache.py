@@ -16,7 +16,7 @@ fills). A fit from a cache entry gives the same draws as one from a fresh build 
 seed: the model, its mode search and its compile are deterministic (tested).
 
 A sweep's curve fits go further (:mod:`bayescpt.parallel.tasks`): its workers keep here a
-:class:`bayescpt.curves.fit.CompiledFit` per table *shape*, so other losses on the same runs
+:class:`bayescpt.curves.model.fit.CompiledFit` per table *shape*, so other losses on the same runs
 reuse it too.
 
 One fit uses an entry at a time: a second thread that asks for an entry in use gets a fresh

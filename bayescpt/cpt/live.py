@@ -7,7 +7,7 @@ step ``T``, the general set's losses where logged so far), with ``t_pt`` its tra
                                                  of the run's general curve (nats)
     P(rise <= eps | prefix) = sum_k w_k 1[rise_k <= eps]
 
-with the importance weights of :func:`bayescpt.curves.prefix.curve_particles` (the run's general
+with the importance weights of :func:`bayescpt.curves.forecast.particles.curve_particles` (the run's general
 losses past the warmup; none logged yet: equal weights, the plan's own risk that ``bayescpt plan``
 computes). The plan was accepted at risk ``delta`` when P >= 1 - delta; a run in progress whose
 P falls below that has left the plan (``bayescpt watch --tolerance EPS --risk DELTA``). The
@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import curve_info, schedules_of
-from bayescpt.curves.predict import curve_draws
-from bayescpt.curves.prefix import curve_particles, weighted_quantiles
+from bayescpt.curves.data.table import curve_info, schedules_of
+from bayescpt.curves.forecast.predict import curve_draws
+from bayescpt.curves.forecast.particles import curve_particles, weighted_quantiles
 
 
 def general_set(fit, table: pd.DataFrame, run: str) -> str:

@@ -4,8 +4,8 @@
 interval, nats), the PT schedule's loss potential and, for a ``general`` set, the turning point
 of the general loss (the CPT step at which it peaks) with the probabilities that it rises above
 its value at the transfer and comes back down before the run ends. Curves are evaluated with
-numpy on the stored draws (:mod:`bayescpt.curves.predict`); ``other`` validation sets through
-their linear combination of the general and domain curves (:mod:`bayescpt.curves.other_sets`).
+numpy on the stored draws (:mod:`bayescpt.curves.forecast.predict`); ``other`` validation sets through
+their linear combination of the general and domain curves (:mod:`bayescpt.curves.model.other_sets`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.cpt.rows import loss_potential
-from bayescpt.curves.data import curve_info, schedules_of
-from bayescpt.curves.other_sets import other_sets
-from bayescpt.curves.predict import curve_draws, other_draws, parameter_draws
+from bayescpt.curves.data.table import curve_info, schedules_of
+from bayescpt.curves.model.other_sets import other_sets
+from bayescpt.curves.forecast.predict import curve_draws, other_draws
+from bayescpt.curves.model.hierarchy import parameter_draws
 
 
 def outlook(fit, plans: pd.DataFrame, prob: float = 0.9, seed: int = 0) -> pd.DataFrame:

@@ -1,5 +1,5 @@
 """Which plans of a grid leave the CPT fit's training range (peak LR, run length, forward area,
-model size), judged as ``predict`` judges a run (:mod:`bayescpt.curves.extrapolation`)."""
+model size), judged as ``predict`` judges a run (:mod:`bayescpt.curves.forecast.extrapolation`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,7 @@ import pandas as pd
 
 from bayescpt.core import schedules as S
 from bayescpt.cpt.plan.grid import plan_schedule
-from bayescpt.curves.extrapolation import (
-    QUANTITIES,
-    check_extrapolation,
-    range_of_fit,
-    unknown_note,
-)
+from bayescpt.curves.forecast.extrapolation import QUANTITIES, check_extrapolation, range_of_fit, unknown_note
 
 #: the plan settings that set each extrapolated quantity of a plan's whole run (lr: its peak LR,
 #: unless the PT schedule's own peak is higher; steps: transfer + CPT steps); a line per value
@@ -20,7 +15,7 @@ _SET_BY = {"lr": ("peak_lr",), "steps": ("transfer", "steps")}
 
 
 def plan_extrapolation(fit, pt: S.Schedule, plans: pd.DataFrame, model_size=None):
-    """Where the plans leave the fit's training range (:mod:`bayescpt.curves.extrapolation`,
+    """Where the plans leave the fit's training range (:mod:`bayescpt.curves.forecast.extrapolation`,
     the check ``predict`` makes), each plan judged on its whole run (PT to the transfer step, then
     its CPT schedule), as ``predict`` would judge that run.
 

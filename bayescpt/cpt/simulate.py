@@ -11,9 +11,10 @@ import pandas as pd
 
 from bayescpt.core import schedules as S
 from bayescpt.core.schedules import Schedule
-from bayescpt.cpt.rows import cpt_rows
-from bayescpt.curves.data import curve_info, validate_curves
-from bayescpt.curves.laws.cpt import CPTLaw, with_bref
+from bayescpt.curves.data.cpt_rows import cpt_rows
+from bayescpt.curves.data.table import curve_info
+from bayescpt.curves.data.validate import validate_curves
+from bayescpt.curves.model.laws.cpt import CPTLaw, with_bref
 
 #: Fig. 3 of Wang et al. 2025 (wang2025_cpt_fitted_parameters.csv); B is the magnitude, its sign
 #: comes from the role (general: +, domain: -).

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bayescpt.curves.data import read_curves
+from bayescpt.curves.data.validate import read_curves
 
 TRAIN_SCHEDULES = ("cosine_24000", "constant_24000", "wsdcon_9")
 

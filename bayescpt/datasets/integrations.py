@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.core.tables import DataError, shown
-from bayescpt.curves.data import DEFAULT_VAL_SET
+from bayescpt.curves.data.table import DEFAULT_VAL_SET
 
 BASE_COLUMNS = ("run", "step", "lr", "loss", "val_set")
 OPTIONAL_COLUMNS = ("val_role", "phase", "model_size")

@@ -1,4 +1,4 @@
-"""Training logs -> the tidy loss-curve table (:mod:`bayescpt.curves.data`) that ``fit`` reads.
+"""Training logs -> the tidy loss-curve table (:mod:`bayescpt.curves.data.table`) that ``fit`` reads.
 
 Formats (``fmt``) and the tags taken by default (the first one present; ``loss_tag``/``lr_tag``
 choose another; an LR tag ending in ``*`` matches by prefix)::
@@ -53,7 +53,8 @@ import pandas as pd
 
 from bayescpt.core.schedules import Schedule, start_lr
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import DEFAULT_VAL_SET, validate_curves
+from bayescpt.curves.data.table import DEFAULT_VAL_SET
+from bayescpt.curves.data.validate import validate_curves
 from bayescpt.datasets.log_readers import (  # noqa: F401 - the readers, importable from here
     LogWarning,
     read_hf_trainer,

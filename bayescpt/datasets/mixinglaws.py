@@ -25,8 +25,8 @@ import pandas as pd
 
 from bayescpt.core import schedules as S
 from bayescpt.core.tables import DataError
-from bayescpt.cpt.rows import cpt_rows
-from bayescpt.curves.data import validate_curves
+from bayescpt.curves.data.cpt_rows import cpt_rows
+from bayescpt.curves.data.validate import validate_curves
 
 PYTHIA_70M = {"peak": 1e-3, "total": 143000, "warmup": 1430, "final_frac": 0.1,
               "non_embedding": 18.9e6}

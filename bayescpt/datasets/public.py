@@ -1,5 +1,5 @@
 """Loaders for published loss-curve releases, each returning the tidy loss-curve table
-(:mod:`bayescpt.curves.data`) validated.
+(:mod:`bayescpt.curves.data.table`) validated.
 
 * :func:`load_multipowerlaw`: the multi-power-law authors' curves (Luo et al. 2025, arXiv
   2503.12811; github.com/thu-yao-01-luo/MultiPowerLaw, ``loss_curve_repo/csv_{25,100,400}/``):
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import validate_curves
+from bayescpt.curves.data.validate import validate_curves
 
 MULTIPOWER_WARMUP_STEPS = 2160
 

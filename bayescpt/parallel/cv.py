@@ -11,8 +11,8 @@ model size) it has not seen, on my curves?* Rows are grouped ``by``
 and each fold fits the law (:func:`bayescpt.parallel.engine.run_sweep`: one sweep fit per fold,
 so folds run in parallel on Dask, resume after a crash, and reuse compiled models on a worker)
 on the rows of every other group, then predicts the held-out rows
-(:func:`bayescpt.curves.predict.predict_frame`, the ``prob`` predictive interval) and scores them
-(:func:`bayescpt.curves.scores.score`: mean/worst relative error, coverage, relative width and
+(:func:`bayescpt.curves.forecast.predict.predict_frame`, the ``prob`` predictive interval) and scores them
+(:func:`bayescpt.curves.evaluate.scores.score`: mean/worst relative error, coverage, relative width and
 interval score). By default every group is held out once (leave-one-group-out); ``train`` names
 the groups of one fold that trains on them and holds out all the others (e.g. the benchmarks'
 multi-power-law protocol). Fold tables are written to ``DIR/folds/``, fits to ``DIR/fits/``,
@@ -32,10 +32,10 @@ import pandas as pd
 
 from bayescpt.core.outputs import write_outputs
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.predict import predict_frame
-from bayescpt.curves.scores import score
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.curves.evaluate.scores import score
 from bayescpt.parallel.engine import Cluster, run_sweep
 from bayescpt.parallel.spec import StudyFit, check_fit_config, fit_law_options
 

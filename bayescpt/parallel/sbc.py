@@ -6,7 +6,7 @@ among the draws is uniform on {0, ..., L}. Here:
 
 1. **Simulate.** The design (a curve table: runs, steps, learning rates, sizes; its losses are
    ignored) is prepared as the fit prepares it and the law's default hierarchical model
-   (:func:`bayescpt.curves.hierarchy.build_model`, the user's ``config`` applied) is drawn from
+   (:func:`bayescpt.curves.model.hierarchy.build_model`, the user's ``config`` applied) is drawn from
    its prior (``pymc.sample_prior_predictive``, seed ``seed``): every parameter and a log loss at
    every fitted point. Simulation i is the design with those losses (``DIR/sims/sim_IIII.csv``);
    its true values are kept in ``DIR/truth.csv``.
@@ -39,10 +39,11 @@ import pandas as pd
 
 from bayescpt.core.outputs import write_outputs
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import validate_curves
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.hierarchy import build_model, make_config, prepare
-from bayescpt.curves.laws import get_law
+from bayescpt.curves.data.validate import validate_curves
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.config import make_config
+from bayescpt.curves.model.hierarchy import build_model, prepare
+from bayescpt.curves.model.laws import get_law
 from bayescpt.parallel.engine import Cluster, run_sweep
 from bayescpt.parallel.spec import StudyFit
 
@@ -82,10 +83,10 @@ def checked_quantities(model, law) -> list[tuple[str, int | None, str]]:
 def simulate_prior(design: pd.DataFrame, law: str, options: dict | None, config: dict | None,
                    sims: int, seed: int):
     """(tables, truth, quantities): ``sims`` copies of ``design`` (a validated curve table,
-    :func:`bayescpt.curves.data.read_curves`) with losses drawn from the prior predictive of the
+    :func:`bayescpt.curves.data.validate.read_curves`) with losses drawn from the prior predictive of the
     law's model, one row of true values per simulation, and :func:`checked_quantities`.
 
-    A simulation that is not a valid loss curve (:func:`~bayescpt.curves.data.validate_curves`:
+    A simulation that is not a valid loss curve (:func:`~bayescpt.curves.data.validate.validate_curves`:
     e.g. a loss above 20 nats where a wide prior meets a long schedule) is rejected and drawn
     again. Rejecting on the simulated data alone keeps the ranks uniform: the posterior given y
     is the same whether or not y was conditioned to be valid (Modrak et al. 2023, the SBC

@@ -39,8 +39,8 @@ from bayescpt.core.families import family_class, family_names
 from bayescpt.core.sampler_settings import MAX_SEED, sampler_setting_problem
 from bayescpt.core.outputs import write_outputs
 from bayescpt.core.tables import data_hash, shown
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.laws import law_names
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.laws import law_names
 
 #: the fit families a sweep entry may name (the family table, :mod:`bayescpt.core.families`)
 FAMILIES = family_names()

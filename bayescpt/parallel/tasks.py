@@ -11,7 +11,7 @@ A spec's family is read from the family table (:mod:`bayescpt.core.families`): i
 reads the data and fits it (``sweep_fit``, :class:`bayescpt.core.fit_template.SampledFit`).
 
 **Compiled once per worker.** A worker process keeps the compiled models of the curve fits it
-ran (:class:`bayescpt.curves.fit.CompiledFit`, kept in :mod:`bayescpt.core.modelcache`), keyed by
+ran (:class:`bayescpt.curves.model.fit.CompiledFit`, kept in :mod:`bayescpt.core.modelcache`), keyed by
 law, options, config, sampler settings but the seed, and the table's shape (every column but the
 losses): a second fit of the same shape (another seed; other losses of the same runs, as in
 simulation studies) samples at once instead of compiling again, with the same draws as a fresh
@@ -40,8 +40,9 @@ ROW_KEYS = ("name", "family", "law", "data", "seed", "key", "data_hash", "status
 
 
 def fit_spec(spec: FitSpec, cores: int | None = None):
-    """Fit ``spec`` as its family's ``fit`` command would (curves: long curves thinned by
-    default, law options resolved from the data). Returns (fit, compiled) where ``compiled`` is
+    """Fit ``spec`` as its family's ``fit`` command would (its ``sweep_fit``; curves: thinned
+    by :func:`~bayescpt.curves.data.thinning.thin_for_fit`, law options resolved from the data).
+    Returns (fit, compiled) where ``compiled`` is
     True when this call compiled the model, False when it reused one, None when not cached."""
     sampler = dict(spec.sampler)
     name = check_sampler(sampler.pop("sampler", "auto"))

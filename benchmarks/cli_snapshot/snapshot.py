@@ -67,8 +67,8 @@ def inputs(tmp: Path) -> dict:
     """The input tables the commands read, written from the bundled data into ``tmp``."""
     import pandas as pd
 
-    from bayescpt.curves.data import read_curves
-    from bayescpt.curves.thinning import thin_long_curves
+    from bayescpt.curves.data.validate import read_curves
+    from bayescpt.curves.data.thinning import thin_long_curves
 
     mpl = pd.read_csv(DATA / "multipowerlaw.csv")
     paths = {}

@@ -42,7 +42,7 @@ SOURCE = ROOT.parent / "shared" / "data" / "multipowerlaw"
 sys.path.insert(0, str(ROOT))
 
 from bayescpt.core.fitfile import load_fit  # noqa: E402
-import bayescpt.curves.fit  # noqa: E402,F401  (registers the curve fits with load_fit)
+import bayescpt.curves.model.fit  # noqa: E402,F401  (registers the curve fits with load_fit)
 from bayescpt.datasets.bundled import TRAIN_SCHEDULES, bundled_multipowerlaw, split  # noqa: E402
 from bayescpt.datasets.public import MULTIPOWER_WARMUP_STEPS  # noqa: E402
 

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bayescpt.core import schedules as S  # noqa: E402
-from bayescpt.curves.laws import get_law  # noqa: E402
+from bayescpt.curves.model.laws import get_law  # noqa: E402
 
 TRUTH = {"L0": 3.0, "A": 0.5, "alpha": 0.5, "C": 0.4}
 NOISE, TOTAL, WARMUP, PEAK, EVERY = 0.008, 2000, 100, 1e-3, 10

@@ -31,8 +31,8 @@ sys.path.insert(0, str(HERE.parent))
 
 from calibration_sets import PROB, load_set, summarize  # noqa: E402
 
-from bayescpt.curves.fit import Fit  # noqa: E402
-from bayescpt.curves.predict import predict_frame  # noqa: E402
+from bayescpt.curves.model.fit import Fit  # noqa: E402
+from bayescpt.curves.forecast.predict import predict_frame  # noqa: E402
 
 PAPER = {"priors": {"beta": {"loc": float(np.log(0.6)), "scale": 0.5},
                     "gamma": {"loc": float(np.log(0.6)), "scale": 0.3}}}

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from bayescpt.cli.main import main
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.fit import Fit
 
 
 def test_fit_writes_a_reloadable_file_with_attrs(small_fit_file):
@@ -50,7 +50,7 @@ def test_predict_cli_columns_and_reproducibility(small_fit_file, tmp_path, capsy
 
 
 def test_saved_fit_reloads_and_predicts_identically(small_fit_file, small_curves):
-    from bayescpt.curves.predict import predict_frame
+    from bayescpt.curves.forecast.predict import predict_frame
 
     _, out = small_fit_file
     a, b = Fit.load(out), Fit.load(out)
@@ -107,7 +107,7 @@ def test_predict_bad_schedule_one_line_error(small_fit_file, tmp_path, capsys, c
 
 
 def test_load_rejects_other_files(tmp_path, small_fit_file):
-    from bayescpt.curves.fit import FitError
+    from bayescpt.core.fitfile import FitError
 
     _, out = small_fit_file
     with pytest.raises(FitError, match="a fit of the 'annealing' law, expected 'multipower'"):
@@ -125,7 +125,7 @@ def test_load_rejects_other_files(tmp_path, small_fit_file):
 
 def test_load_rejects_other_version(tmp_path, small_fit_file):
     import arviz as az
-    from bayescpt.curves.fit import FitError
+    from bayescpt.core.fitfile import FitError
 
     _, out = small_fit_file
     idata = az.from_netcdf(str(out))

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from bayescpt.curves.scores import percent_text, score
+from bayescpt.curves.evaluate.scores import percent_text, score
 
 
 def test_score_per_size_and_its_text_in_percent():

@@ -12,7 +12,7 @@ import pytest
 import bayescpt.cli.main  # noqa: F401  (imports every fit family, so all are registered)
 from bayescpt.core.config import ConfigError, check_config
 from bayescpt.core.fitfile import FitBase, FitError, load_fit
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.fit import Fit
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.mixture.fit import MixtureFit
 
@@ -210,8 +210,8 @@ def test_check_config_merges_what_it_accepts():
 
 
 def test_the_families_check_their_configs():
-    from bayescpt.curves.hierarchy import make_config as curves_config
-    from bayescpt.curves.laws import get_law
+    from bayescpt.curves.model.config import make_config as curves_config
+    from bayescpt.curves.model.laws import get_law
     from bayescpt.hparams.model import make_config as hparams_config
     from bayescpt.mixture.model import make_config as mixture_config
 
@@ -231,7 +231,7 @@ def test_the_families_check_their_configs():
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_saved_configs_pass_the_check(path):
     """A reference fit's saved config is a valid override of its family's defaults."""
-    from bayescpt.curves.hierarchy import make_config as curves_config
+    from bayescpt.curves.model.config import make_config as curves_config
     from bayescpt.hparams.model import make_config as hparams_config
     from bayescpt.mixture.model import make_config as mixture_config
 

@@ -17,8 +17,8 @@ import pytest
 from bayescpt.cli.main import main
 from bayescpt.core.config import ConfigError
 from bayescpt.core.sampling import MAX_SEED, resolve_settings
-from bayescpt.curves.hierarchy import make_config
-from bayescpt.curves.laws import get_law
+from bayescpt.curves.model.config import make_config
+from bayescpt.curves.model.laws import get_law
 from bayescpt.hparams.model import make_config as hparams_config
 from bayescpt.mixture.model import make_config as mixture_config
 from bayescpt.parallel.spec import SweepError, read_sweep

@@ -96,7 +96,7 @@ def test_an_entry_in_use_is_not_shared_with_another_thread():
 
 def test_a_fit_from_the_cache_equals_a_fresh_fit_and_compiles_nothing(small_curves, monkeypatch):
     from bayescpt.core import sampling
-    from bayescpt.curves.fit import Fit
+    from bayescpt.curves.model.fit import Fit
 
     compiles = []
     real = sampling.compile_nutpie

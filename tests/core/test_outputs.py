@@ -20,7 +20,7 @@ from bayescpt.cli.outputs import write_csv
 from bayescpt.core import outputs
 from bayescpt.core.fitfile import load_idata
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.data import read_curves
+from bayescpt.curves.data.validate import read_curves
 from tests.conftest import ROOT
 from tests.helpers import sigint_default
 

@@ -117,7 +117,7 @@ def test_a_real_fit_reports_its_conflict_and_a_matching_prior_does_not(small_fit
 
     from bayescpt.cli.main import main
     from bayescpt.core.fitfile import load_fit
-    from bayescpt.curves.fit import Fit
+    from bayescpt.curves.model.fit import Fit
 
     data, default_file = small_fit_file
     assert load_fit(default_file).diagnostics().conflicts == ()

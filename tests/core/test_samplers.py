@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.fit import Fit
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

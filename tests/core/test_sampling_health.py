@@ -292,7 +292,7 @@ def test_slow_fit_is_run_longer_with_the_same_chains_and_says_so(small_curves):
     """A curve fit whose 4 x 100 draws give a bulk ESS below 400 is sampled again with more
     draws from the same seed and starts: nutpie's chains then begin with the shorter run's draws
     (the same chains, run longer), the fit's diagnostics say what was done and why."""
-    from bayescpt.curves.fit import Fit
+    from bayescpt.curves.model.fit import Fit
 
     df = small_curves[0]
     kw = dict(law="annealing", sampler="nutpie", chains=4, draws=100, tune=300, seed=2,
@@ -318,8 +318,8 @@ def test_short_warmup_from_the_mode_only():
     """The LR-annealing law tunes 400 steps from the posterior mode and 1000 from the samplers'
     own starts (on OLMo-2 seed 2 one jittered chain stayed in a minor mode after 300); an
     explicit ``tune`` holds for either start; other laws tune 1000 either way."""
-    from bayescpt.curves.hierarchy import make_config
-    from bayescpt.curves.laws import get_law
+    from bayescpt.curves.model.config import make_config
+    from bayescpt.curves.model.laws import get_law
 
     base = make_config(get_law("annealing"))["sampler"]
     assert resolve_settings(base, "auto")["tune"] == 400

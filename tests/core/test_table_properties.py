@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from bayescpt.core.tables import DataError  # noqa: E402
-from bayescpt.curves.data import read_curves  # noqa: E402
+from bayescpt.curves.data.validate import read_curves  # noqa: E402
 
 BAD_NUMBERS = ["abc", "3_5", "\u0663", "\uff13.5", "0x10", "1.2.3", "--1", "1e", "nan", "inf",
                "-inf", "1e400"]

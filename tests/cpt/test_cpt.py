@@ -11,12 +11,14 @@ import pytest
 from bayescpt.core import schedules as S
 from bayescpt.cli.main import main
 from bayescpt.cpt.simulate import PAPER_FIG3
-from bayescpt.curves.laws.cpt_options import cpt_law_options
-from bayescpt.cpt.rows import cpt_rows, loss_potential
+from bayescpt.curves.model.laws.cpt_options import cpt_law_options
+from bayescpt.cpt.rows import loss_potential
+from bayescpt.curves.data.cpt_rows import cpt_rows
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import curve_info, read_curves, validate_curves
-from bayescpt.curves.laws import get_law
-from bayescpt.curves.laws.cpt import CPTLaw, with_bref
+from bayescpt.curves.data.table import curve_info
+from bayescpt.curves.data.validate import read_curves, validate_curves
+from bayescpt.curves.model.laws import get_law
+from bayescpt.curves.model.laws.cpt import CPTLaw, with_bref
 from tests.conftest import OTHER_AB
 
 ROLES = {"general": "general", "domain": "domain"}
@@ -201,7 +203,8 @@ def test_checkpoint_mode_is_the_same_law_anchored_at_the_checkpoint():
 
 
 def test_checkpoint_mode_follows_the_data_and_refuses_pt_curves():
-    from bayescpt.curves.hierarchy import default_config, prepare
+    from bayescpt.curves.model.config import default_config
+    from bayescpt.curves.model.hierarchy import prepare
 
     one = _one_point_table()
     assert cpt_law_options(one) == {"replay": True, "unknown_pt": False, "size_extension": False,
@@ -222,8 +225,8 @@ def test_checkpoint_mode_follows_the_data_and_refuses_pt_curves():
 # ---- recovery and the CLI round trip -----------------------------------------------------------
 
 def test_cpt_fit_recovers_the_shift_and_predicts_a_held_out_schedule(cpt_cli_fit):
-    from bayescpt.curves.fit import Fit
-    from bayescpt.curves.predict import predict_frame
+    from bayescpt.curves.model.fit import Fit
+    from bayescpt.curves.forecast.predict import predict_frame
 
     d, truth = cpt_cli_fit
     fit = Fit.load(d / "fit.nc")
@@ -282,8 +285,8 @@ def test_cli_rejects_cpt_options_for_other_laws(tmp_path, capsys):
 
 
 def test_other_set_is_a_combination_recovered_and_predicted(cpt_cli_fit):
-    from bayescpt.curves.fit import Fit
-    from bayescpt.curves.predict import predict_frame
+    from bayescpt.curves.model.fit import Fit
+    from bayescpt.curves.forecast.predict import predict_frame
 
     d, _ = cpt_cli_fit
     fit = Fit.load(d / "fit.nc")
@@ -301,7 +304,7 @@ def test_other_set_is_a_combination_recovered_and_predicted(cpt_cli_fit):
 
 
 def test_checkpoint_mode_samples_longer_by_default_and_options_override():
-    from bayescpt.curves.hierarchy import default_config
+    from bayescpt.curves.model.config import default_config
     from bayescpt.core.sampling import resolve_settings
 
     cfg = default_config(get_law("cpt", checkpoint=True))
@@ -352,8 +355,8 @@ def test_anchored_fit_recovers_lr_g_and_predicts_a_held_out_schedule():
     fits pass all), L0 and A derived, the WSD runs predicted. Data seed 3 as for the plain law's
     CLI fit: on seed 5 the plain law and this option give the same posterior, and both miss the
     general set's Bref (0.158, 99 % up to 0.1706, truth 0.1723), a property of that draw."""
-    from bayescpt.curves.fit import Fit
-    from bayescpt.curves.predict import predict_frame
+    from bayescpt.curves.model.fit import Fit
+    from bayescpt.curves.forecast.predict import predict_frame
     from bayescpt.cpt.simulate import simulate_cpt
 
     curves, truth = simulate_cpt(seed=3)
@@ -383,7 +386,7 @@ def test_anchored_fit_recovers_lr_g_and_predicts_a_held_out_schedule():
 
 
 def test_thin_cpt_keeps_the_grid_the_early_shift_and_the_last_step():
-    from bayescpt.curves.data import thin_cpt
+    from bayescpt.curves.data.thinning import thin_cpt
 
     seg = S.rewarmup(130, 2e-4, 10, final=0.0, shape="cosine")
     head = S.Schedule(PT.lr[:301], PT.warmup_steps)

@@ -41,8 +41,9 @@ def _edited(src: Path, dst: Path, edit) -> Path:
 def ranged_fit(tmp_path_factory):
     """The reference cpt fit with the training range of its data stored (the reference file was
     written before the range was; a fit made today stores it)."""
-    from bayescpt.curves.data import read_curves, schedules_of
-    from bayescpt.curves.extrapolation import training_range
+    from bayescpt.curves.data.table import schedules_of
+    from bayescpt.curves.data.validate import read_curves
+    from bayescpt.curves.data.table import training_range
 
     df = read_curves(CPT_DATA)
     rng = json.dumps(training_range(df, schedules_of(df)))

@@ -10,11 +10,12 @@ import pytest
 from bayescpt.core import schedules as S
 from bayescpt.cli.main import main
 from bayescpt.core.tables import DataError
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.fit import Fit
 from bayescpt.cpt.plan.decide import Criterion, decide, pareto_mask
 from bayescpt.cpt.plan.evaluate import Evaluation, evaluate
 from bayescpt.cpt.plan.grid import cpt_segment, plan_grid
-from bayescpt.curves.predict import curve_draws, parameter_draws
+from bayescpt.curves.forecast.predict import curve_draws
+from bayescpt.curves.model.hierarchy import parameter_draws
 
 PT = S.wsd(10000, 2e-4, decay_steps=2000, final=2e-5, warmup_steps=200, name="pt")
 

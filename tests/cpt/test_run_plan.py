@@ -16,8 +16,8 @@ from bayescpt.cpt.plan.files import pt_schedule_from_table
 from bayescpt.cpt.plan.grid import plan_grid
 from bayescpt.cpt.plan.request import plan_request
 from bayescpt.cpt.run import run_plan
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.predict import predict_optimum
 from bayescpt.mixture.fit import MixtureFit

@@ -11,9 +11,9 @@ import pytest
 import xarray as xr
 
 from bayescpt.cli.main import main
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.predict import predict_draws, predict_frame, predictive_idata
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.forecast.predict import predict_draws, predict_frame, predictive_idata
 
 from tests.conftest import ROOT
 from tests.helpers import quiet as _quiet
@@ -138,8 +138,8 @@ def test_draws_out_refusals_are_one_line_exit_2(tmp_path, schedule, capsys):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """Two sizes x three schedules, 12 points each (simulated from the annealing law)."""
-    from bayescpt.curves import simulate
-    from bayescpt.curves.laws import get_law
+    from bayescpt.curves.evaluate import simulate
+    from bayescpt.curves.model.laws import get_law
 
     df, _ = simulate.simulate_hierarchy(
         get_law("annealing"), {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45},
@@ -175,7 +175,7 @@ def test_prior_check_cli_prints_ranges_plots_and_writes(tiny, tmp_path, capsys):
 
 
 def test_prior_ranges_and_band(tiny):
-    from bayescpt.curves.priors import prior_band, prior_check, prior_ranges
+    from bayescpt.curves.model.priors import prior_band, prior_check, prior_ranges
 
     check = prior_check(read_curves(tiny), "annealing", draws=40, seed=0)
     ranges = prior_ranges(check, 0.9).set_index("param")
@@ -188,7 +188,7 @@ def test_prior_ranges_and_band(tiny):
 
 
 def test_fit_file_with_prior_groups_round_trips(fit, tmp_path):
-    from bayescpt.curves.priors import prior_predictive_idata
+    from bayescpt.curves.model.priors import prior_predictive_idata
 
     # the groups `fit --prior-predictive` adds, here drawn from a small model (no sampling)
     import pymc as pm
@@ -209,7 +209,7 @@ def test_fit_run_adds_the_prior_groups(tiny, monkeypatch):
     """Fit.run(prior_predictive=N) draws the prior of the model it samples (NUTS replaced by a
     stand-in posterior here: the sampling itself is tested elsewhere)."""
     import bayescpt.core.fit_template as fit_module   # the one sampling flow (issue 45)
-    from bayescpt.curves.priors import prior_predictive_idata
+    from bayescpt.curves.model.priors import prior_predictive_idata
 
     def fake_sample(model, s, **kw):
         prior = prior_predictive_idata(model, draws=8, seed=9).prior

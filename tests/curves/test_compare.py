@@ -5,8 +5,13 @@ from __future__ import annotations
 import pandas as pd
 
 from bayescpt.cli.main import main
-from bayescpt.curves.compare import differences, loo_table, parameter_table, shared_parameters
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.evaluate.compare import (
+    differences,
+    loo_table,
+    parameter_table,
+    shared_parameters,
+)
+from bayescpt.curves.model.fit import Fit
 
 
 def test_a_fit_against_itself_differs_by_nothing(small_fit_file):
@@ -73,6 +78,6 @@ def test_a_pointwise_log_likelihood_too_large_is_not_stored_and_loo_says_why(
         sampling.store_log_likelihood(idata, model, s)
     del idata.log_likelihood
     assert loo_table([a, b], ["a", "b"]) is None
-    from bayescpt.curves.compare import loo_unavailable
+    from bayescpt.curves.evaluate.compare import loo_unavailable
     assert loo_unavailable([a, b], ["a", "b"]) == f"b has no pointwise log likelihood ({why})"
     assert loo_unavailable([a, a]) is None

@@ -5,7 +5,9 @@ import pandas as pd
 import pytest
 
 from bayescpt.core import tables
-from bayescpt.curves import data
+from bayescpt.curves.data.table import schedules_of
+from bayescpt.curves.data.thinning import decimate
+from bayescpt.curves.data.validate import read_curves, validate_curves
 from bayescpt.datasets import public
 from bayescpt.core.tables import DataError
 
@@ -13,11 +15,11 @@ from tests.helpers import GOOD, write
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 def test_good_file_round_trip(tmp_path):
-    df = data.read_curves(write(tmp_path, GOOD))
+    df = read_curves(write(tmp_path, GOOD))
     assert list(df["step"]) == [0, 100, 200, 300]
     assert np.isnan(df["loss"].iloc[0]) and df["loss"].iloc[1] == 4.0
     assert (df["val_set"] == "default").all()
-    sched = data.schedules_of(df)["a"]
+    sched = schedules_of(df)["a"]
     assert sched.total_steps == 300 and sched.warmup_steps == 100
 
 
@@ -41,50 +43,50 @@ def test_good_file_round_trip(tmp_path):
 ])
 def test_bad_input_names_file_run_column_value(tmp_path, text, expected):
     with pytest.raises(DataError, match=expected) as info:
-        data.read_curves(write(tmp_path, text))
+        read_curves(write(tmp_path, text))
     msg = str(info.value)
     assert "\n" not in msg and "curves.csv" in msg
 
 
 def test_missing_and_unreadable_files(tmp_path):
     with pytest.raises(DataError, match="no such file"):
-        data.read_curves(tmp_path / "nope.csv")
+        read_curves(tmp_path / "nope.csv")
     with pytest.raises(DataError, match="no rows"):
-        data.read_curves(write(tmp_path, "run,step,lr,loss\n"))
+        read_curves(write(tmp_path, "run,step,lr,loss\n"))
 
 
 def test_dataframe_input_nan_loss_means_not_logged():
     df = pd.DataFrame({"run": ["a"] * 3, "step": [0, 10, 20], "lr": [0, 1e-4, 1e-4],
                        "loss": [np.nan, 3.0, 2.9]})
-    out = data.validate_curves(df)
+    out = validate_curves(df)
     assert out["loss"].isna().sum() == 1
     df.loc[2, "loss"] = -1.0
     with pytest.raises(DataError, match="<DataFrame>, run 'a', column 'loss', step 20"):
-        data.validate_curves(df)
+        validate_curves(df)
 
 
 def test_input_frame_not_modified():
     df = pd.DataFrame({"run": ["b", "b"], "step": [0, 10], "lr": [0, 1e-4], "loss": [None, 3.0]})
     before = df.copy()
-    data.validate_curves(df)
+    validate_curves(df)
     pd.testing.assert_frame_equal(df, before)
 
 
 def test_schedule_without_loss_for_prediction(tmp_path):
     p = write(tmp_path, "run,step,lr\nnew,0,0\nnew,100,3e-4\nnew,1000,0\n")
-    df = data.read_curves(p, need_loss=False)
+    df = read_curves(p, need_loss=False)
     assert df["loss"].isna().all()
     with pytest.raises(DataError, match="missing column"):
-        data.read_curves(p)
+        read_curves(p)
 
 
 def test_multipowerlaw_loader_and_bundle_match():
     df = public.load_multipowerlaw(SHARED / "multipowerlaw")
     assert df["run"].nunique() == 27 and df["loss"].notna().sum() == 6265
-    sched = data.schedules_of(df)
+    sched = schedules_of(df)
     assert all(s.warmup_steps == 2160 for s in sched.values())
     assert sched["100M/cosine_24000"].lr[2160] == pytest.approx(3e-4)
-    bundled = data.read_curves(Path(__file__).resolve().parents[2] / "data" / "multipowerlaw.csv")
+    bundled = read_curves(Path(__file__).resolve().parents[2] / "data" / "multipowerlaw.csv")
     assert tables.data_hash(bundled) == tables.data_hash(df)
 
 
@@ -101,11 +103,11 @@ def test_olmo_loader():
 def test_decimate_keeps_schedule_and_decay_points():
     df = public.load_multipowerlaw(SHARED / "multipowerlaw", sizes=("25",),
                                  schedules=["wsd_20000_24000"])
-    thin = data.decimate(df, points=40)
+    thin = decimate(df, points=40)
     kept = thin[thin["loss"].notna()]
     assert 35 <= len(kept) <= 41
-    assert data.schedules_of(thin)["25M/wsd_20000_24000"].lr.tolist() == \
-        data.schedules_of(df)["25M/wsd_20000_24000"].lr.tolist()
+    assert schedules_of(thin)["25M/wsd_20000_24000"].lr.tolist() == \
+        schedules_of(df)["25M/wsd_20000_24000"].lr.tolist()
     # the decay (last 4000 of 24000 steps) keeps a larger share of points than its share of steps
     share = (kept["step"] > 20000).mean()
     assert share > 4000 / 24000

@@ -10,16 +10,16 @@ import pytest
 
 from bayescpt.cli.main import main
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import read_curves, validate_curves
-from bayescpt.curves.extrapolation import (
+from bayescpt.curves.data.validate import read_curves, validate_curves
+from bayescpt.curves.forecast.extrapolation import (
     ExtrapolationWarning,
     ImpossiblePrediction,
     RangeUnknownWarning,
     check_extrapolation,
     range_of_fit,
 )
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.predict import predict_frame
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.forecast.predict import predict_frame
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
@@ -98,7 +98,7 @@ def test_each_quantity_says_how_far(fit):
 
 
 def _schedules(df):
-    from bayescpt.curves.data import schedules_of
+    from bayescpt.curves.data.table import schedules_of
     return schedules_of(df)
 
 

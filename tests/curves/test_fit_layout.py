@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from bayescpt.core.fitfile import TABLE_ATTR, load_fit, read_tables
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.predict import predict_draws, predictive_idata
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.forecast.predict import predict_draws, predictive_idata
 from bayescpt.hparams.predict import predict_optimum
 from bayescpt.mixture.decide import CmrCriterion, cmr_results
 

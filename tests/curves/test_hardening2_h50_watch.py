@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bayescpt.cli.main import main
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.fit import Fit
 
 ROOT = Path(__file__).resolve().parents[2]
 FIT = ROOT / "models" / "annealing_multipowerlaw.nc"
@@ -120,8 +120,10 @@ def posterior_predictive_run(seed: int, shift: float = 1.0):
     """The planned run's losses at its evaluations as the fit itself would draw them: one
     posterior draw with a fresh deviation of the run (its law curve) times the fit's own noise
     (Student-t, nu 3, on log loss); ``shift``: x this from 60 % of the run (a departure)."""
-    from bayescpt.curves.data import curve_info, schedules_of, validate_curves
-    from bayescpt.curves.predict import curve_draws, parameter_draws
+    from bayescpt.curves.data.table import curve_info, schedules_of
+    from bayescpt.curves.data.validate import validate_curves
+    from bayescpt.curves.forecast.predict import curve_draws
+    from bayescpt.curves.model.hierarchy import parameter_draws
 
     fit = Fit.load(FIT)
     df = pd.read_csv(ROOT / "data" / "multipowerlaw.csv")
@@ -172,8 +174,9 @@ def test_one_spike_of_the_fits_t_noise_is_read_as_noise_not_as_a_departure():
     forecast carried on (the next losses forecast 0.27 % lower, the band only as wide as the
     noise). With t noise (a scale mixture, EM weights) the spike is noise: the conditional mean
     ahead moves by a fraction of it, and a prefix without a spike is forecast as before."""
-    from bayescpt.curves.data import schedules_of, validate_curves
-    from bayescpt.curves.discrepancy import Conditioner, Discrepancy, lr_drop
+    from bayescpt.curves.data.table import schedules_of
+    from bayescpt.curves.data.validate import validate_curves
+    from bayescpt.curves.forecast.discrepancy import Conditioner, Discrepancy, lr_drop
 
     real = pd.read_csv(ROOT / "data" / "multipowerlaw.csv").query("run == @RUN")
     sched = schedules_of(validate_curves(real.drop(columns=["loss"]).reset_index(drop=True),
@@ -205,7 +208,7 @@ def test_a_run_drawn_from_the_fit_raises_no_alert_as_its_log_grows(plan, seed):
     """The acceptance of item 6: the watch over a run drawn from the fit's own posterior
     predictive (:func:`posterior_predictive_run`), its log read in 6 growing batches (the
     batches fixed, not left to the timing of polls), raises no alert at 5 seeds."""
-    from bayescpt.curves.watch import Watch
+    from bayescpt.curves.forecast.watch import Watch
 
     path, _ = plan
     steps, loss = posterior_predictive_run(seed)
@@ -236,8 +239,8 @@ def test_a_degenerate_update_is_tempered_not_a_band_from_one_draw(plan):
     sample size of at least min_ess / 4, the mean inside its band, and a warning that says so."""
     import warnings
 
-    from bayescpt.curves.prefix import PrefixWarning
-    from bayescpt.curves.watch import Watch
+    from bayescpt.curves.forecast.particles import PrefixWarning
+    from bayescpt.curves.forecast.watch import Watch
 
     path, course = plan
     rows = course.iloc[20:40]

@@ -9,8 +9,8 @@ import pytest
 import bayescpt.cli.curves as cli_curves
 from bayescpt.cli.main import main
 from bayescpt.cli.progress import stage
-from bayescpt.curves.data import validate_curves
-from bayescpt.curves.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
+from bayescpt.curves.data.validate import validate_curves
+from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
 
 
 def curves(runs: int, per: int, seed: int = 0) -> pd.DataFrame:

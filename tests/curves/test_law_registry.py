@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bayescpt.curves.laws import (
+from bayescpt.curves.model.laws import (
     LAWS,
     CPTLaw,
     CPTMode,
@@ -23,7 +23,7 @@ from bayescpt.curves.laws import (
     resolve_law_options,
     unregister_law,
 )
-from bayescpt.curves.laws.base import check_steps
+from bayescpt.curves.model.laws.base import check_steps
 
 
 class PowerLaw(Law):
@@ -94,8 +94,9 @@ def test_a_registered_law_reaches_get_law_the_cli_and_its_options(power_law):
 
 
 def test_a_registered_law_builds_the_hierarchical_model(power_law):
-    from bayescpt.curves import simulate
-    from bayescpt.curves.hierarchy import build_model, default_config, prepare
+    from bayescpt.curves.evaluate import simulate
+    from bayescpt.curves.model.config import default_config
+    from bayescpt.curves.model.hierarchy import build_model, prepare
 
     law = get_law("power")
     df, _ = simulate.simulate_hierarchy(

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 
 from bayescpt.core import schedules as S
-from bayescpt.curves.laws import get_law
-from bayescpt.curves.laws.multipower import MultiPowerLaw
+from bayescpt.curves.model.laws import get_law
+from bayescpt.curves.model.laws.multipower import MultiPowerLaw
 
 
 def test_annealing_mean_is_the_paper_formula():
@@ -138,7 +138,8 @@ def test_multipower_drop_once_per_distinct_row_is_the_dense_mean():
 def test_multipower_model_log_density_is_the_same_with_the_drop_once_per_row():
     """The hierarchy passes the shared drop shape as scalars and the law's model design: the
     model's log density equals that of the dense design (the three sizes share schedules)."""
-    from bayescpt.curves.hierarchy import build_model, make_config, prepare
+    from bayescpt.curves.model.config import make_config
+    from bayescpt.curves.model.hierarchy import build_model, prepare
     from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 
     train, _ = split(bundled_multipowerlaw())
@@ -204,7 +205,7 @@ def test_multipower_progress_option_is_the_paper_law_times_a_power_of_the_area()
 def test_multipower_progress_exponent_is_recovered_by_a_point_fit():
     """Curves simulated with kappa = 0.15 on the protocol's three training schedules: the Huber
     point fit of the progress law finds kappa within 0.05, that of the paper's law fits worse."""
-    from bayescpt.curves import baseline
+    from bayescpt.curves.evaluate import baseline
 
     law, paper = MultiPowerLaw(), MultiPowerLaw(progress=False)
     scheds = [S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160),
@@ -230,8 +231,9 @@ def test_multipower_progress_exponent_is_recovered_by_a_point_fit():
 def test_a_loss_logged_at_step_0_is_the_initial_models_and_not_fitted():
     # logs from trainers often hold an evaluation before the first step; the laws describe
     # training, so that loss is left out (it used to stop the fit with an unclear range error)
-    from bayescpt.curves.data import validate_curves
-    from bayescpt.curves.hierarchy import make_config, prepare
+    from bayescpt.curves.data.validate import validate_curves
+    from bayescpt.curves.model.config import make_config
+    from bayescpt.curves.model.hierarchy import prepare
 
     steps = np.arange(0, 2001, 100)
     df = validate_curves(pd.DataFrame({

@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 
 from bayescpt.cli.outputs import save_figure  # noqa: E402
 from bayescpt.cpt.plots import plot_plans  # noqa: E402
-from bayescpt.curves.plots import plot_forest, plot_predictions  # noqa: E402
+from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions  # noqa: E402
 
 
 def _plans():

@@ -5,16 +5,14 @@ import warnings
 import numpy as np
 import pytest
 
-from bayescpt.curves.data import curve_info, decimate, schedules_of
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.predict import curve_draws, parameter_draws, predict_frame
-from bayescpt.curves.prefix import (
-    Discrepancy,
-    PrefixWarning,
-    forecast_with_prefix,
-    training_residuals,
-    weighted_quantiles,
-)
+from bayescpt.curves.data.table import curve_info, schedules_of
+from bayescpt.curves.data.thinning import decimate
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.forecast.predict import curve_draws, predict_frame
+from bayescpt.curves.model.hierarchy import parameter_draws
+from bayescpt.curves.forecast.discrepancy import Discrepancy, training_residuals
+from bayescpt.curves.forecast.particles import PrefixWarning, weighted_quantiles
+from bayescpt.curves.forecast.prefix import forecast_with_prefix
 from bayescpt.datasets.bundled import MODELS, bundled_multipowerlaw, split
 
 RUN = "100M/wsd_20000_24000"          # a schedule the reference fit has not seen
@@ -215,7 +213,7 @@ def test_a_discrepancy_stored_before_the_lr_and_size_terms_reads_as_before():
 
 def test_lr_drop_is_the_recent_drop_as_a_share_of_the_peak():
     from bayescpt.core.schedules import from_points
-    from bayescpt.curves.discrepancy import lr_drop
+    from bayescpt.curves.forecast.discrepancy import lr_drop
 
     sched = from_points(np.array([0, 100, 8000, 8001, 20000]),
                         np.array([0.0, 1e-3, 1e-3, 1e-4, 1e-4]))
@@ -229,7 +227,7 @@ def test_learned_per_size_scales_and_lr_term_recover_a_simulated_discrepancy():
     0.4 %) and that rises after an LR drop: the maximum-likelihood model recovers each size's
     scale and the LR term (within sampling error), which the single scale cannot."""
     from bayescpt.core.schedules import from_points
-    from bayescpt.curves.discrepancy import learn_from_residuals, lr_drop
+    from bayescpt.curves.forecast.discrepancy import learn_from_residuals, lr_drop
 
     rng = np.random.default_rng(3)
     truth = {25e6: 0.001, 1e8: 0.002, 4e8: 0.004}
@@ -260,7 +258,7 @@ def test_residuals_without_a_correlated_part_learn_a_negligible_scale_not_an_err
     ("bounds must be finite": a default CLI fit with ``--discrepancy`` did). Now the scale stops
     at its floor, a negligible share of the noise, and every size gets a finite scale."""
     from bayescpt.core.schedules import from_points
-    from bayescpt.curves.discrepancy import SCALE_FLOOR, learn_from_residuals, lr_drop
+    from bayescpt.curves.forecast.discrepancy import SCALE_FLOOR, learn_from_residuals, lr_drop
 
     sched = from_points(np.array([0, 500, 8000, 8001, 24000]),
                         np.array([0.0, 1e-3, 1e-3, 2e-4, 2e-4]))

@@ -13,10 +13,11 @@ from pymc_extras.prior import Prior
 
 from bayescpt.cli.main import main
 from bayescpt.core.config import ConfigError
-from bayescpt.curves import simulate
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.hierarchy import build_model, make_config, node_priors, prepare
-from bayescpt.curves.laws import get_law
+from bayescpt.curves.evaluate import simulate
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.config import make_config, node_priors
+from bayescpt.curves.model.hierarchy import build_model, prepare
+from bayescpt.curves.model.laws import get_law
 
 from tests.conftest import ROOT
 

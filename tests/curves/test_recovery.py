@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from bayescpt.curves import simulate
-from bayescpt.curves.fit import CompiledFit
-from bayescpt.curves.laws import get_law
+from bayescpt.curves.evaluate import simulate
+from bayescpt.curves.model.fit import CompiledFit
+from bayescpt.curves.model.laws import get_law
 
 SIZES = [25e6, 100e6, 400e6]
 POP = {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45}

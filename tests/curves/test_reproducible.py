@@ -19,9 +19,9 @@ import sys, warnings
 import numpy as np
 import pytest
 warnings.simplefilter("ignore")
-from bayescpt.curves import simulate
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.laws import get_law
+from bayescpt.curves.evaluate import simulate
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.laws import get_law
 
 df, _ = simulate.simulate_hierarchy(
     get_law("annealing"), {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45},

@@ -1,4 +1,4 @@
-"""What a fit reports about its schedule level (bayescpt.curves.schedule_level), against a
+"""What a fit reports about its schedule level (bayescpt.curves.model.schedule_level), against a
 simulated truth: runs whose amplitudes A and C really depart per schedule by tau_true."""
 
 import json
@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from bayescpt.core import schedules as S
-from bayescpt.curves import simulate
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.laws import get_law
-from bayescpt.curves.schedule_level import ScheduleLevel
+from bayescpt.curves.evaluate import simulate
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.laws import get_law
+from bayescpt.curves.model.schedule_level import ScheduleLevel
 
 POP = {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45}
 TAU_TRUE = 0.15   # ln scale on A and C: 4x the prior's median (run_sd 0.04)
@@ -68,7 +68,7 @@ def test_learned_from_many_schedules(many):
     assert lvl.loss_rms > 1.3 * lvl.prior_rms      # the data moved it up, away from the prior
     # the departure the true tau gives at each run's last step (same law, same design)
     law = get_law("annealing")
-    from bayescpt.curves.hierarchy import prepare
+    from bayescpt.curves.model.hierarchy import prepare
 
     prep = prepare(df, law, fit.config["settings"], size_ref=fit.size_ref)
     last = prep.points.reset_index(drop=True).groupby("curve")["step"].idxmax()

@@ -6,10 +6,12 @@ import pandas as pd
 import pytest
 
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import NOISE_SCALE, validate_curves
-from bayescpt.curves.hierarchy import build_model, default_config, prepare
-from bayescpt.curves.laws import get_law
-from bayescpt.curves.thinning import AUTO_MAX_POINTS, average_windows, thin_long_curves
+from bayescpt.curves.data.table import NOISE_SCALE
+from bayescpt.curves.data.validate import validate_curves
+from bayescpt.curves.model.config import default_config
+from bayescpt.curves.model.hierarchy import build_model, prepare
+from bayescpt.curves.model.laws import get_law
+from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, average_windows, thin_long_curves
 
 
 def ar1(n, rho, rng):
@@ -93,7 +95,7 @@ def test_the_likelihood_uses_sigma_times_each_points_scale():
 def test_a_bad_noise_scale_names_file_column_and_value(tmp_path):
     p = tmp_path / "c.csv"
     p.write_text("run,step,lr,loss,_noise_scale\nr,1,3e-4,3.0,0.5\nr,2,3e-4,2.9,-1\n")
-    from bayescpt.curves.data import read_curves
+    from bayescpt.curves.data.validate import read_curves
 
     with pytest.raises(DataError, match=r"c\.csv.*line 3.*_noise_scale.*'-1'.*positive noise"):
         read_curves(p)

@@ -6,7 +6,7 @@ import pytest
 
 from bayescpt.cli.main import main
 from bayescpt.core.tables import DataError
-from bayescpt.curves import data
+from bayescpt.curves.data import validate as data
 
 from tests.helpers import GOOD, write
 

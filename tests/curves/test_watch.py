@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from bayescpt.cli.main import main
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.watch import Watch
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.forecast.watch import Watch
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,8 +135,9 @@ def test_alerts_inside_the_log_folder_are_refused(tmp_path, plan, capsys):
 def test_predict_observed_is_the_prefix_forecast_and_narrows_the_band(tmp_path, plan, capsys):
     """``predict --observed``: the CLI gives forecast_with_prefix's numbers, and the band of the
     rest of a real held-out run narrows once its first quarter is known."""
-    from bayescpt.curves.data import read_curves
-    from bayescpt.curves.prefix import forecast_with_prefix, merge_observed
+    from bayescpt.curves.data.validate import read_curves
+    from bayescpt.curves.data.observed import merge_observed
+    from bayescpt.curves.forecast.prefix import forecast_with_prefix
 
     path, _ = plan
     real = pd.read_csv(ROOT / "data" / "multipowerlaw.csv")
@@ -159,7 +160,7 @@ def test_predict_observed_is_the_prefix_forecast_and_narrows_the_band(tmp_path, 
     assert main(["predict", str(FIT), "--schedule", str(path), "--observed", str(bad), "--out",
                  str(tmp_path / "x.csv")]) == 2
     assert "line 5, run '100M/wsd_20000_24000', column 'loss': value 'oops'" in capsys.readouterr().err
-    from bayescpt.curves.data import schedules_of
+    from bayescpt.curves.data.table import schedules_of
 
     warm = schedules_of(read_curves(path, need_loss=False))[RUN].warmup_steps
     assert got["observed"].sum() == (quarter["step"] >= warm).sum() > 20   # evidence: past warmup
@@ -180,7 +181,7 @@ def cpt_plan(tmp_path_factory):
     from bayescpt.core import schedules as S
     from bayescpt.core.schedules import Schedule
     from bayescpt.cpt.live import plan_risk
-    from bayescpt.cpt.rows import cpt_rows
+    from bayescpt.curves.data.cpt_rows import cpt_rows
     from bayescpt.cpt.simulate import default_cpt_segments
 
     pt = S.wsd(10000, 2e-4, decay_steps=2000, final=2e-5, warmup_steps=200, name="pt-wsd")
@@ -190,7 +191,7 @@ def cpt_plan(tmp_path_factory):
     path = tmp_path_factory.mktemp("cpt") / "plan.csv"
     plan.to_csv(path, index=False)
     fit = Fit.load(CPT_FIT)
-    from bayescpt.curves.data import read_curves
+    from bayescpt.curves.data.validate import read_curves
 
     rise = plan_risk(fit, read_curves(path, need_loss=False), "pt@9000/cosine", 1.0, prob=0.9)
     return path, pt, seg, rise["rise_upper"], rise

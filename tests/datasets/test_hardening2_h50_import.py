@@ -12,8 +12,8 @@ import pytest
 from bayescpt.cli import demo
 from bayescpt.cli.main import main
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import validate_curves
-from bayescpt.curves.prefix import read_observed
+from bayescpt.curves.data.validate import validate_curves
+from bayescpt.curves.data.observed import read_observed
 from bayescpt.datasets.logs import LogWarning, import_logs
 from tests.datasets.test_logs import trainer_state, wandb_history, write_tb
 

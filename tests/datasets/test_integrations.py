@@ -6,7 +6,7 @@ import pytest
 
 from bayescpt.cli.main import main
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import read_curves
+from bayescpt.curves.data.validate import read_curves
 from bayescpt.datasets.integrations import BayescptCallback, EvalLogger
 from bayescpt.datasets.logs import LogWarning, import_logs
 from bayescpt.datasets.schedule_spec import parse_schedule_spec

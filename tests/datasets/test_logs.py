@@ -10,7 +10,7 @@ import pytest
 
 from bayescpt.cli.main import main
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import read_curves
+from bayescpt.curves.data.validate import read_curves
 from bayescpt.datasets.logs import (
     LogWarning,
     RunLabels,

@@ -17,7 +17,8 @@ import pytest
 from bayescpt.cli.main import main
 from bayescpt.core import schedules as S
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import read_curves, schedules_of
+from bayescpt.curves.data.table import schedules_of
+from bayescpt.curves.data.validate import read_curves
 from bayescpt.datasets.logs import import_logs
 
 T, PEAK, EVERY = 400, 3e-4, 20

@@ -178,7 +178,7 @@ def test_same_config_and_seed_give_bitwise_identical_curves(tiny_runs):
 
 
 def test_lab_output_is_the_cpt_data_model(tiny_runs):
-    from bayescpt.curves.data import read_curves
+    from bayescpt.curves.data.validate import read_curves
 
     _, (cfg_path, out), _ = tiny_runs
     df = pd.read_csv(out / "curves.csv")
@@ -240,7 +240,7 @@ def test_pt_only_runs_share_initialisation_and_batches(tmp_path):
     data model with phase pt; the plot command draws them."""
     pytest.importorskip("torch")
     from bayescpt.cli.main import main
-    from bayescpt.curves.data import read_curves
+    from bayescpt.curves.data.validate import read_curves
 
     cfg_path = tmp_path / "pt.toml"
     cfg_path.write_text(toml_text(pt_raw()))
@@ -279,7 +279,7 @@ def test_bundled_data_is_what_the_grid_config_wrote():
     import hashlib
     import json
 
-    from bayescpt.curves.data import read_curves
+    from bayescpt.curves.data.validate import read_curves
 
     manifest = json.loads((BUNDLED / "manifest.json").read_text())
     text = gzip.decompress((BUNDLED / "curves.csv.gz").read_bytes())
@@ -298,7 +298,7 @@ def test_bundled_pt_set_is_what_its_config_wrote():
     import hashlib
     import json
 
-    from bayescpt.curves.data import read_curves
+    from bayescpt.curves.data.validate import read_curves
 
     root = ROOT / "data" / "lab_pt"
     manifest = json.loads((root / "manifest.json").read_text())

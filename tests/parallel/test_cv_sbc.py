@@ -8,10 +8,10 @@ import pytest
 
 from bayescpt.cli.main import main
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.fit import Fit
-from bayescpt.curves.predict import predict_frame
-from bayescpt.curves.scores import score
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.curves.evaluate.scores import score
 from bayescpt.parallel.cv import group_labels, make_folds, run_cv
 from bayescpt.parallel.engine import Cluster
 from bayescpt.parallel.sbc import rank_of, run_sbc, uniformity
@@ -131,8 +131,9 @@ def test_sbc_ranks_the_simulated_truth_among_the_posterior_draws(tmp_path, curve
     assert sim["loss"].notna().sum() == design["loss"].notna().sum()
     fit = Fit.load(out / "fits" / "sbc__sim0002.nc")
     from bayescpt.parallel.sbc import checked_quantities
-    from bayescpt.curves.hierarchy import build_model, make_config, prepare
-    from bayescpt.curves.laws import get_law
+    from bayescpt.curves.model.config import make_config
+    from bayescpt.curves.model.hierarchy import build_model, prepare
+    from bayescpt.curves.model.laws import get_law
 
     law = get_law("annealing")
     cfg = make_config(law)

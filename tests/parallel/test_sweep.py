@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 from bayescpt.cli.main import main
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
 from bayescpt.parallel.engine import SweepOutputError, run_sweep
 from bayescpt.parallel.spec import SweepError, read_sweep
 

@@ -29,7 +29,7 @@ from bayescpt.core.tables import DataError
 from bayescpt.cpt.plan.grid import plan_schedule
 from bayescpt.cpt.plan.memory import check_memory
 from bayescpt.cpt.rows import loss_potential
-from bayescpt.curves.predict import parameter_draws
+from bayescpt.curves.model.hierarchy import parameter_draws
 
 BACKENDS = ("auto", "numpy", "jax")
 

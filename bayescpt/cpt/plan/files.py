@@ -8,7 +8,7 @@ import pandas as pd
 
 from bayescpt.core import schedules as S
 from bayescpt.core.tables import DataError
-from bayescpt.curves.data import schedules_of
+from bayescpt.curves.data.table import schedules_of
 
 DECISIONS = ["transfer", "loss_potential", "shape", "peak_lr", "warmup", "decay_frac", "steps",
              "final_frac", "replay_ratio"]

@@ -13,7 +13,7 @@ command (``made_by``) beside the law, package version and data hash. Existing fi
 only with ``--force``; ``--relabel`` only rewrites existing files in the labelled layout
 (tables in ``constant_data``, labelled dimensions; draws untouched); ``--discrepancy`` only learns the prefix forecasts' discrepancy model of
 existing curve fits from their training tables and writes it into their attrs
-(:func:`bayescpt.curves.discrepancy.learn_discrepancy`). The OLMo-2 ladder logs are not bundled:
+(:func:`bayescpt.curves.forecast.discrepancy.learn_discrepancy`). The OLMo-2 ladder logs are not bundled:
 ``annealing_olmo_c4`` reads them
 from the folder named by the environment variable ``BAYESCPT_OLMO_LADDER`` (the ladder's
 ``peteish-moreeval`` export).
@@ -32,10 +32,10 @@ from pathlib import Path
 import h5netcdf
 
 from bayescpt.cpt.simulate import simulate_cpt
-from bayescpt.curves.data import read_curves
-from bayescpt.curves.discrepancy import learn_discrepancy
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.forecast.discrepancy import learn_discrepancy
 from bayescpt.core.fitfile import load_fit
-from bayescpt.curves.fit import Fit
+from bayescpt.curves.model.fit import Fit
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.datasets.public import load_olmo_ladder
 from bayescpt.hparams.data import read_grid
@@ -114,7 +114,7 @@ def annealing_olmo_c4():
 
 
 #: the training tables of the loss-curve fits whose prefix forecasts use a discrepancy model
-#: learned from their training residuals (bayescpt.curves.discrepancy.learn_discrepancy)
+#: learned from their training residuals (bayescpt.curves.forecast.discrepancy.learn_discrepancy)
 TRAINING_TABLES = {"annealing_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
                    "multipower_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
                    "annealing_olmo_c4": olmo_c4_table}
