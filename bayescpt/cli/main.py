@@ -39,7 +39,7 @@ from bayescpt.curves.fit import FitError
 # Command groups living next to their models: each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
 PLUGINS: tuple[str, ...] = ("cli.lab", "cli.mixture", "cli.hparams", "cli.logs", "cli.sweep",
-                             "cli.watch", "cli.priors")
+                             "cli.watch", "cli.priors", "cli.report")
 
 
 def build_parser() -> argparse.ArgumentParser:
