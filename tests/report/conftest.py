@@ -7,16 +7,6 @@ import pytest
 
 from tests.conftest import ROOT
 
-#: case -> the report's inputs (a fit, and the bundled table its predicted curves are drawn
-#: over where the repository has one); "plan" adds the plan table (see ``plan_table``)
-CASES = {
-    "annealing_multipowerlaw": ["models/annealing_multipowerlaw.nc", "data/multipowerlaw.csv"],
-    "multipower_multipowerlaw": ["models/multipower_multipowerlaw.nc", "data/multipowerlaw.csv"],
-    "annealing_olmo_c4": ["models/annealing_olmo_c4.nc"],
-    "cpt_simulated": ["models/cpt_simulated.nc", "data/cpt_simulated.csv"],
-    "hparams_steplaw": ["models/hparams_steplaw.nc"],
-    "mixture_ct70m": ["models/mixture_ct70m.nc"],
-}
 
 
 @pytest.fixture(scope="session")

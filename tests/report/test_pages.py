@@ -23,9 +23,10 @@ import pytest
 from PIL import Image
 
 from bayescpt.cli.main import main
+from bayescpt.datasets.bundled import REFERENCE_TABLES, reference_inputs
 from bayescpt.report.build import SECTIONS
 from tests.conftest import ROOT
-from tests.report.conftest import CASES, make_plan_table
+from tests.report.conftest import make_plan_table
 
 MAX_BYTES = 5_000_000
 #: the probe added to a copy of the page: after load, the numbers Chromium saw, as attributes
@@ -83,10 +84,10 @@ def plans(tmp_path_factory):
 def _inputs(case, plans):
     if case == "plan":
         return [ROOT / "models" / "cpt_simulated.nc", plans]
-    return [ROOT / p for p in CASES[case]]
+    return reference_inputs(case)
 
 
-@pytest.mark.parametrize("case", [*CASES, "plan"])
+@pytest.mark.parametrize("case", [*REFERENCE_TABLES, "plan"])
 def test_report_opens_whole_in_chromium_without_network(case, plans, chromium, tmp_path):
     out = tmp_path / f"{case}.html"
     extra = ["--tolerance", "0.05", "--risk", "0.1"] if case == "plan" else []
@@ -113,8 +114,7 @@ def test_report_opens_whole_in_chromium_without_network(case, plans, chromium, t
     # every section is there, with something in it
     assert list(page.sections) == [sid for sid, _ in SECTIONS]
     assert all(n > 0 for n in page.sections.values()), page.sections
-    expected = 3 if case in ("plan", "hparams_steplaw", "mixture_ct70m") or len(CASES.get(
-        case, [])) > 1 else 2
+    expected = 2 if case == "annealing_olmo_c4" else 3    # sampler, forest, predictions/plan
     assert len(srcs) == expected
     if case == "plan":
         assert "Chosen" in html and "P(feasible" in html
