@@ -23,6 +23,7 @@ from bayescpt.cli.common import (
     str_list,
     write_files,
 )
+from bayescpt.cli.report import report_args
 from bayescpt.cpt.plan import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
@@ -98,6 +99,7 @@ def add_plan(sub) -> None:
     pl.add_argument("--out", required=True, type=Path, metavar="PLANS.csv")
     pl.add_argument("--plot", type=Path, metavar="PLANS.png", help="also draw the plans")
     pl.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+    report_args(pl, mlflow=True)
 
 
 def cmd_plan(a) -> int:

@@ -33,6 +33,7 @@ from bayescpt.cli.common import (
     flush_pending,
     sampler_args,
 )
+from bayescpt.cli.report import with_outputs
 from bayescpt.core.tables import DataError, DataWarning
 from bayescpt.curves.fit import FitError
 
@@ -77,7 +78,7 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             warnings.simplefilter("always", DataWarning)
-            code = COMMANDS[args.command](args)
+            code = with_outputs(COMMANDS[args.command], args)
         flush_pending()
         sys.stdout.flush()      # a closed pipe shows here, not at exit
         return code

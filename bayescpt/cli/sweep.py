@@ -27,6 +27,7 @@ from bayescpt.cli.common import (
     seed_int,
     str_list,
 )
+from bayescpt.cli.report import report_args
 from bayescpt.core.config import ConfigError
 from bayescpt.core.plotting import plot_ranks
 from bayescpt.curves.data import decimate, read_curves
@@ -61,6 +62,7 @@ def add_commands(sub, sampler_args=None) -> dict:
     p.add_argument("--force", action="store_true",
                    help="replace outputs that hold fits of other inputs")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    report_args(p, mlflow=True)
     add_cv(sub)
     add_sbc(sub)
     return {"sweep": cmd_sweep, "cv": cmd_cv, "sbc": cmd_sbc}
