@@ -19,6 +19,7 @@ from bayescpt.cli.argtypes import (
 )
 from bayescpt.cli.fitting import load_fit_checked
 from bayescpt.cli.messages import say
+from bayescpt.cli.report import report_args
 from bayescpt.cli.outputs import close_figure, figure_writer, prepare_outputs, write_files
 from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plan.request import OPTION_NAMES, PlanRequest, plan_request
@@ -97,6 +98,7 @@ def add_plan(sub) -> None:
     pl.add_argument("--out", required=True, type=Path, metavar="PLANS.csv")
     pl.add_argument("--plot", type=Path, metavar="PLANS.png", help="also draw the plans")
     pl.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+    report_args(pl, mlflow=True)
 
 
 def request_of(a) -> PlanRequest:

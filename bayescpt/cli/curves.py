@@ -22,6 +22,7 @@ from bayescpt.cli.outputs import (
     write_files,
 )
 from bayescpt.cli.progress import stage
+from bayescpt.cli.report import report_args
 from bayescpt.core.fitfile import load_fit
 from bayescpt.core.plotting import plot_diagnostics
 from bayescpt.cpt.outlook import outlook
@@ -74,6 +75,7 @@ def add_fit(sub) -> None:
                    "residuals (for predict --observed and watch on real runs; 20-60 s more)")
     add_law_options(f)
     sampler_args(f)
+    report_args(f, mlflow=True)
 
 
 def add_predict(sub) -> None:
@@ -100,6 +102,7 @@ def add_predict(sub) -> None:
                    "(if any) in observed_data; dims chain, draw, point")
     p.add_argument("--force", action="store_true",
                    help="replace existing --out/--outlook/--plot/--draws-out files")
+    report_args(p)
 
 
 def add_compare(sub) -> None:

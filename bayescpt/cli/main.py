@@ -31,6 +31,7 @@ from bayescpt.cli import (
     logs,
     mixture,
     priors,
+    report,
     sweep,
     watch,
 )
@@ -44,13 +45,14 @@ from bayescpt.cli.messages import (
     flush_pending,
 )
 from bayescpt.cli.options import sampler_args
+from bayescpt.cli.report import with_outputs
 from bayescpt.core.tables import DataError, DataWarning
 from bayescpt.core.fitfile import FitError
 
 # Command groups living next to their models, imported here like the others (so the import
 # contract sees them): each module has
 # ``add_commands(subparsers, sampler_args) -> {command: function(args) -> exit code}``.
-PLUGIN_MODULES = (lab, mixture, hparams, logs, sweep, watch, priors)
+PLUGIN_MODULES = (lab, mixture, hparams, logs, sweep, watch, priors, report)
 #: their names under the package, in the order their commands are added
 PLUGINS: tuple[str, ...] = tuple(m.__name__.removeprefix("bayescpt.") for m in PLUGIN_MODULES)
 
@@ -90,7 +92,7 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             warnings.simplefilter("always", DataWarning)
-            code = COMMANDS[args.command](args)
+            code = with_outputs(COMMANDS[args.command], args)
         flush_pending()
         sys.stdout.flush()      # a closed pipe shows here, not at exit
         return code

@@ -25,6 +25,7 @@ from bayescpt.cli.argtypes import (
 from bayescpt.cli.messages import EXIT_INPUT, progress, say
 from bayescpt.cli.options import add_law_options, load_config
 from bayescpt.cli.outputs import save_figure
+from bayescpt.cli.report import report_args
 from bayescpt.core.config import ConfigError
 from bayescpt.core.plotting import plot_ranks
 from bayescpt.curves.data.thinning import decimate
@@ -56,6 +57,7 @@ def add_commands(sub, sampler_args=None) -> dict:
     p.add_argument("--force", action="store_true",
                    help="replace outputs that hold fits of other inputs")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    report_args(p, mlflow=True)
     add_cv(sub)
     add_sbc(sub)
     return {"sweep": cmd_sweep, "cv": cmd_cv, "sbc": cmd_sbc}

@@ -53,3 +53,16 @@ def split(df: pd.DataFrame, train=TRAIN_SCHEDULES):
     """(train, test) tables by schedule name (the part of ``run`` after the '/')."""
     is_train = df["run"].str.split("/").str[-1].isin(train)
     return df[is_train].reset_index(drop=True), df[~is_train].reset_index(drop=True)
+
+
+#: every reference fit (``models/NAME.nc``) -> the bundled table its predicted curves are drawn
+#: over (its data, or the data it was split from), None where the repository bundles none
+REFERENCE_TABLES = {"annealing_multipowerlaw": BUNDLED, "multipower_multipowerlaw": BUNDLED,
+                    "annealing_olmo_c4": None, "cpt_simulated": CPT_DATA,
+                    "hparams_steplaw": None, "mixture_ct70m": None}
+
+
+def reference_inputs(name: str) -> list[Path]:
+    """A reference fit's file and, where bundled, its table (what its report shows)."""
+    table = REFERENCE_TABLES[name]
+    return [MODELS / f"{name}.nc"] + ([table] if table is not None else [])

@@ -1,0 +1,1 @@
+"""Tests of bayescpt.report: the HTML report and MLflow tracking."""
