@@ -45,9 +45,9 @@ from calibration_sets import (  # noqa: E402
 from multipower_protocol import after_warmup  # noqa: E402
 
 from bayescpt.curves.data.table import curve_info, schedules_of  # noqa: E402
+from bayescpt.curves.forecast.predict import curve_draws  # noqa: E402
 from bayescpt.curves.model.hierarchy import parameter_draws  # noqa: E402
 from bayescpt.curves.model.laws import get_law  # noqa: E402
-from bayescpt.curves.forecast.predict import curve_draws  # noqa: E402
 
 K_GRID = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 B_GRID = (0.0, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032)
@@ -70,15 +70,27 @@ def draws(fit, test: pd.DataFrame, longest: pd.Series, seed: int = 0):
         th0 = parameter_draws(fit, vs, size, rng, new_run=False)
         th1 = parameter_draws(fit, vs, size, rng, new_run=True)
         pos = {p.name: p.positive for p in fit.law.params}
-        dev = {n: (np.log(th1[n]) - np.log(th0[n])) if pos[n] else th1[n] - th0[n]
-               for n in pos}
+        dev = {n: (np.log(th1[n]) - np.log(th0[n])) if pos[n] else th1[n] - th0[n] for n in pos}
         S = th1["_sigma"].shape[0]
         z = rng.standard_normal((S, len(g)))
-        e = (rng.standard_t(nu, size=(S, len(g))) if student
-             else rng.standard_normal((S, len(g)))) * th1["_sigma"][:, None]
+        e = (
+            rng.standard_t(nu, size=(S, len(g))) if student else rng.standard_normal((S, len(g)))
+        ) * th1["_sigma"][:, None]
         d = np.maximum(0.0, np.log(g["step"].to_numpy() / longest[size]))
-        out.append({"fit": fit, "rows": g, "th0": th0, "dev": dev, "pos": pos, "X": X, "z": z,
-                    "e": e, "d": d, "cache": {}})
+        out.append(
+            {
+                "fit": fit,
+                "rows": g,
+                "th0": th0,
+                "dev": dev,
+                "pos": pos,
+                "X": X,
+                "z": z,
+                "e": e,
+                "d": d,
+                "cache": {},
+            }
+        )
     return out
 
 
@@ -89,8 +101,11 @@ def predict_kb(pieces, k: float, b: float) -> pd.DataFrame:
     res = []
     for p in pieces:
         if k not in p["cache"]:
-            th = {n: (np.exp(np.log(v) + k * p["dev"][n]) if p["pos"][n] else v + k * p["dev"][n])
-                  for n, v in p["th0"].items() if n in p["pos"]}
+            th = {
+                n: (np.exp(np.log(v) + k * p["dev"][n]) if p["pos"][n] else v + k * p["dev"][n])
+                for n, v in p["th0"].items()
+                if n in p["pos"]
+            }
             th["_sigma"] = p["th0"]["_sigma"]
             p["cache"][k] = curve_draws(p["fit"], th, p["X"])
         curves = p["cache"][k]
@@ -127,8 +142,15 @@ def learn_kb(train: pd.DataFrame, law_name: str, seed: int = 0, log=print) -> di
         t0 = time.perf_counter()
         f = fit_on(rest, law_name, seed)
         dg = f.diagnostics()
-        diag.append({"left_out": s, "max_rhat": dg.max_rhat, "min_ess_bulk": dg.min_ess_bulk,
-                     "divergences": dg.divergences, "s": time.perf_counter() - t0})
+        diag.append(
+            {
+                "left_out": s,
+                "max_rhat": dg.max_rhat,
+                "min_ess_bulk": dg.min_ess_bulk,
+                "divergences": dg.divergences,
+                "s": time.perf_counter() - t0,
+            }
+        )
         longest = after_warmup(rest).groupby("model_size")["step"].max()
         loso += draws(f, left, longest, seed)
         log(f"  LOSO {s}: fit {time.perf_counter() - t0:.0f} s, R-hat {dg.max_rhat:.3f}")
@@ -140,16 +162,23 @@ def learn_kb(train: pd.DataFrame, law_name: str, seed: int = 0, log=print) -> di
     t0 = time.perf_counter()
     f = fit_on(short, law_name, seed)
     dg = f.diagnostics()
-    diag.append({"left_out": "second halves", "max_rhat": dg.max_rhat,
-                 "min_ess_bulk": dg.min_ess_bulk, "divergences": dg.divergences,
-                 "s": time.perf_counter() - t0})
+    diag.append(
+        {
+            "left_out": "second halves",
+            "max_rhat": dg.max_rhat,
+            "min_ess_bulk": dg.min_ess_bulk,
+            "divergences": dg.divergences,
+            "s": time.perf_counter() - t0,
+        }
+    )
     longest = after_warmup(short).groupby("model_size")["step"].max()
     trunc = draws(f, train, longest, seed)
-    for p in trunc:   # score only the second halves
+    for p in trunc:  # score only the second halves
         keep = (p["rows"]["step"] > p["rows"]["run"].map(cuts)).to_numpy()
         p["rows"] = p["rows"][keep]
-        p["X"] = {n: v[keep] if np.ndim(v) and len(v) == len(keep) else v
-                  for n, v in p["X"].items()}
+        p["X"] = {
+            n: v[keep] if np.ndim(v) and len(v) == len(keep) else v for n, v in p["X"].items()
+        }
         p["z"], p["e"], p["d"] = p["z"][:, keep], p["e"][:, keep], p["d"][keep]
     log(f"  truncation: fit {time.perf_counter() - t0:.0f} s, R-hat {dg.max_rhat:.3f}")
     b_scores = {b: run_score(predict_kb(trunc, k, b)) for b in B_GRID}
@@ -165,22 +194,34 @@ def main(argv=None):
     t0 = time.perf_counter()
     cal = learn_kb(train, a.law, a.seed, log=lambda m: print(m, flush=True))
     t_cal = time.perf_counter() - t0
-    print(f"{a.set}/{a.law}: k {cal['k']}, b {cal['b']} (backtests {t_cal:.0f} s); k scores "
-          + ", ".join(f"{k}: {v * 100:.3f}" for k, v in cal["k_scores"].items())
-          + "; b scores " + ", ".join(f"{k}: {v * 100:.3f}" for k, v in cal["b_scores"].items()),
-          flush=True)
+    print(
+        f"{a.set}/{a.law}: k {cal['k']}, b {cal['b']} (backtests {t_cal:.0f} s); k scores "
+        + ", ".join(f"{k}: {v * 100:.3f}" for k, v in cal["k_scores"].items())
+        + "; b scores "
+        + ", ".join(f"{k}: {v * 100:.3f}" for k, v in cal["b_scores"].items()),
+        flush=True,
+    )
     t0 = time.perf_counter()
     fit = fit_on(train, a.law, a.seed)
     t_fit = time.perf_counter() - t0
     diag = fit.diagnostics()
     longest = after_warmup(train).groupby("model_size")["step"].max()
     pieces = draws(fit, test, longest, a.seed)
-    print(f"NUTS {t_fit:.0f} s; max R-hat {diag.max_rhat:.4f}, min bulk ESS "
-          f"{diag.min_ess_bulk:.0f}, divergences {diag.divergences}")
-    sizes, runs = compare_methods(law, train, test, fit,
-                                  {"eb": predict_kb(pieces, cal["k"], cal["b"])}, a.seed, a.boot)
-    store_scores(a.json, f"{a.set}/{a.law}", {"calibration": cal, "backtest_s": t_cal,
-                                               "fit_s": t_fit}, diag, sizes, runs)
+    print(
+        f"NUTS {t_fit:.0f} s; max R-hat {diag.max_rhat:.4f}, min bulk ESS "
+        f"{diag.min_ess_bulk:.0f}, divergences {diag.divergences}"
+    )
+    sizes, runs = compare_methods(
+        law, train, test, fit, {"eb": predict_kb(pieces, cal["k"], cal["b"])}, a.seed, a.boot
+    )
+    store_scores(
+        a.json,
+        f"{a.set}/{a.law}",
+        {"calibration": cal, "backtest_s": t_cal, "fit_s": t_fit},
+        diag,
+        sizes,
+        runs,
+    )
 
 
 if __name__ == "__main__":

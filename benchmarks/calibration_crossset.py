@@ -66,14 +66,22 @@ def measure(set_name: str, law: str, seed: int = 0) -> dict:
     for b in B_GRID:
         pred = predict_kb(pieces, 1.0, b)
         sizes, runs = summarize({"bayes": pred})
-        per_b[str(b)] = {"run_score": run_score(pred),
-                         "per_size": sizes.to_dict(orient="records"),
-                         "per_run": runs[["model_size", "run", "coverage", "interval_score",
-                                          "mean_rel_err", "rel_width"]].to_dict(orient="records")}
-    return {"fit_s": t_fit, "diagnostics": {"max_rhat": dg.max_rhat,
-                                            "min_ess_bulk": dg.min_ess_bulk,
-                                            "divergences": dg.divergences},
-            "per_b": per_b}
+        per_b[str(b)] = {
+            "run_score": run_score(pred),
+            "per_size": sizes.to_dict(orient="records"),
+            "per_run": runs[
+                ["model_size", "run", "coverage", "interval_score", "mean_rel_err", "rel_width"]
+            ].to_dict(orient="records"),
+        }
+    return {
+        "fit_s": t_fit,
+        "diagnostics": {
+            "max_rhat": dg.max_rhat,
+            "min_ess_bulk": dg.min_ess_bulk,
+            "divergences": dg.divergences,
+        },
+        "per_b": per_b,
+    }
 
 
 def choose(store: dict) -> dict:
@@ -85,10 +93,17 @@ def choose(store: dict) -> dict:
             others = [s for s in have if s != x]
             if not others:
                 continue
-            mean = {b: float(np.mean([store[f"{s}/{law}"]["per_b"][str(b)]["run_score"]
-                                      for s in others])) for b in B_GRID}
-            out[f"{x}/{law}"] = {"chosen_on": others, "b": min(mean, key=mean.get),
-                                 "scores_on_others": mean}
+            mean = {
+                b: float(
+                    np.mean([store[f"{s}/{law}"]["per_b"][str(b)]["run_score"] for s in others])
+                )
+                for b in B_GRID
+            }
+            out[f"{x}/{law}"] = {
+                "chosen_on": others,
+                "b": min(mean, key=mean.get),
+                "scores_on_others": mean,
+            }
     return out
 
 
@@ -103,12 +118,14 @@ def bars_at(store: dict, key: str, b: float) -> pd.DataFrame:
     boot = ref[ref["method"] == "bootstrap"].set_index("model_size")
     for s, n in zip(ours["model_size"], ours["points"]):
         if boot.loc[s, "points"] != n:
-            raise SystemExit(f"{key} {s}: {n} points here, {boot.loc[s, 'points']} in "
-                             "calibration_sets.json")
+            raise SystemExit(
+                f"{key} {s}: {n} points here, {boot.loc[s, 'points']} in calibration_sets.json"
+            )
     t = bars(pd.concat([ours, ref], ignore_index=True))
     conf = ref[ref["method"] == "conformal"].set_index("model_size")
-    vals = ours.set_index("model_size")[["coverage", "width_over_mae", "mean_rel_err",
-                                         "min_run_coverage", "interval_score"]]
+    vals = ours.set_index("model_size")[
+        ["coverage", "width_over_mae", "mean_rel_err", "min_run_coverage", "interval_score"]
+    ]
     vals["point_rel_err"] = boot["mean_rel_err"]
     vals["boot_score"] = boot["interval_score"]
     vals["conf_score"] = conf["interval_score"]
@@ -121,19 +138,26 @@ def report(store: dict) -> dict:
     for key, c in chosen.items():
         t = bars_at(store, key, c["b"])
         t0 = bars_at(store, key, 0.0)
-        out[key] = {**c, "bars": t.to_dict(orient="records"),
-                    "default_bars": t0.to_dict(orient="records")}
+        out[key] = {
+            **c,
+            "bars": t.to_dict(orient="records"),
+            "default_bars": t0.to_dict(orient="records"),
+        }
         own = {b: store[key]["per_b"][str(b)]["run_score"] for b in B_GRID}
-        print(f"\n{key}: b = {c['b']} chosen on {', '.join(c['chosen_on'])}; own-set best b "
-              f"{min(own, key=own.get)}; run score at chosen b {own[c['b']] * 100:.3f} % "
-              f"(default b = 0: {own[0.0] * 100:.3f} %)")
+        print(
+            f"\n{key}: b = {c['b']} chosen on {', '.join(c['chosen_on'])}; own-set best b "
+            f"{min(own, key=own.get)}; run score at chosen b {own[c['b']] * 100:.3f} % "
+            f"(default b = 0: {own[0.0] * 100:.3f} %)"
+        )
         for (_, r), (_, r0) in zip(t.iterrows(), t0.iterrows()):
-            print(f"  {r['model_size']:>10}: cov {r['coverage'] * 100:5.1f} (b=0 "
-                  f"{r0['coverage'] * 100:5.1f}) width/MAE {r['width_over_mae']:4.1f} err "
-                  f"{r['mean_rel_err'] * 100:.3f}/{r['point_rel_err'] * 100:.3f} min run "
-                  f"{r['min_run_coverage'] * 100:3.0f} IS {r['interval_score'] * 100:.2f} (b=0 "
-                  f"{r0['interval_score'] * 100:.2f}; boot {r['boot_score'] * 100:.2f}, conf "
-                  f"{r['conf_score'] * 100:.2f}) all bars: {r['all']}")
+            print(
+                f"  {r['model_size']:>10}: cov {r['coverage'] * 100:5.1f} (b=0 "
+                f"{r0['coverage'] * 100:5.1f}) width/MAE {r['width_over_mae']:4.1f} err "
+                f"{r['mean_rel_err'] * 100:.3f}/{r['point_rel_err'] * 100:.3f} min run "
+                f"{r['min_run_coverage'] * 100:3.0f} IS {r['interval_score'] * 100:.2f} (b=0 "
+                f"{r0['interval_score'] * 100:.2f}; boot {r['boot_score'] * 100:.2f}, conf "
+                f"{r['conf_score'] * 100:.2f}) all bars: {r['all']}"
+            )
     return out
 
 
@@ -152,9 +176,12 @@ def main(argv=None):
             t0 = time.perf_counter()
             store[key] = _jsonable(measure(s, law, a.seed))
             d = store[key]["diagnostics"]
-            print(f"{key}: fit {store[key]['fit_s']:.0f} s (R-hat {d['max_rhat']:.4f}, ESS "
-                  f"{d['min_ess_bulk']:.0f}, div {d['divergences']}); total "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+            print(
+                f"{key}: fit {store[key]['fit_s']:.0f} s (R-hat {d['max_rhat']:.4f}, ESS "
+                f"{d['min_ess_bulk']:.0f}, div {d['divergences']}); total "
+                f"{time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
             tmp = a.json.with_suffix(".tmp")
             tmp.write_text(json.dumps(store, indent=1, default=float))
             tmp.replace(a.json)

@@ -50,11 +50,11 @@ from calibration_sets import (  # noqa: E402
 )
 from multipower_protocol import after_warmup, design_of  # noqa: E402
 
-from bayescpt.curves.evaluate import baseline  # noqa: E402
 from bayescpt.curves.data.table import curve_info, schedules_of  # noqa: E402
-from bayescpt.curves.model.laws import get_law  # noqa: E402
+from bayescpt.curves.evaluate import baseline  # noqa: E402
 from bayescpt.curves.forecast.predict import curve_draws  # noqa: E402
 from bayescpt.curves.model.hierarchy import parameter_draws  # noqa: E402
+from bayescpt.curves.model.laws import get_law  # noqa: E402
 
 
 def _point(law, train, seed):
@@ -83,18 +83,40 @@ def backtest_residuals(law, train: pd.DataFrame, seed: int = 0, cut: float = 0.5
             theta = _point(law, rest, seed)
             r, s = _resid(law, theta, tr[tr["run"] == run])
             longest = after_warmup(rest)["step"].max()
-            out.append(pd.DataFrame({"kind": "loso", "size": size, "run": run, "r": r,
-                                     "d": np.maximum(0.0, np.log(s / longest))}))
+            out.append(
+                pd.DataFrame(
+                    {
+                        "kind": "loso",
+                        "size": size,
+                        "run": run,
+                        "r": r,
+                        "d": np.maximum(0.0, np.log(s / longest)),
+                    }
+                )
+            )
         lengths = tr.groupby("run")["step"].max()
         cuts = (lengths * cut).astype(int)
         short = tr[tr["step"] <= tr["run"].map(cuts)]
         theta = _point(law, short, seed)
         longest = after_warmup(short)["step"].max()
         for run in runs:
-            r, s = _resid(law, theta, tr[tr["run"] == run],
-                          keep=lambda rows, c=cuts[run]: (rows["step"] > c).to_numpy())
-            out.append(pd.DataFrame({"kind": "trunc", "size": size, "run": run, "r": r,
-                                     "d": np.maximum(0.0, np.log(s / longest))}))
+            r, s = _resid(
+                law,
+                theta,
+                tr[tr["run"] == run],
+                keep=lambda rows, c=cuts[run]: (rows["step"] > c).to_numpy(),
+            )
+            out.append(
+                pd.DataFrame(
+                    {
+                        "kind": "trunc",
+                        "size": size,
+                        "run": run,
+                        "r": r,
+                        "d": np.maximum(0.0, np.log(s / longest)),
+                    }
+                )
+            )
     df = pd.concat(out, ignore_index=True)
     return df[np.isfinite(df["r"])]
 
@@ -132,8 +154,9 @@ def at_size(cal: dict, size) -> dict:
     return cal
 
 
-def calibrated(fit, test: pd.DataFrame, train: pd.DataFrame, cal: dict, tau: bool,
-               seed: int = 0) -> pd.DataFrame:
+def calibrated(
+    fit, test: pd.DataFrame, train: pd.DataFrame, cal: dict, tau: bool, seed: int = 0
+) -> pd.DataFrame:
     """Predictions of the test rows: curves (with or without a fresh tau deviation) times the
     learned discrepancy at each point's distance past the size's longest training step."""
     rng = np.random.default_rng(seed)
@@ -155,8 +178,9 @@ def calibrated(fit, test: pd.DataFrame, train: pd.DataFrame, cal: dict, tau: boo
         c = at_size(cal, size)
         sd = np.sqrt(c["a"] ** 2 + (c["b"] * d) ** 2)
         z = rng.standard_normal(curves.shape)
-        noise = rng.standard_t(nu, size=curves.shape) if student else \
-            rng.standard_normal(curves.shape)
+        noise = (
+            rng.standard_t(nu, size=curves.shape) if student else rng.standard_normal(curves.shape)
+        )
         y_rep = curves * np.exp(sd[None, :] * z + theta["_sigma"][:, None] * noise)
         res = g.copy()
         res["mean"] = np.mean(curves * np.exp(sd[None, :] * z), axis=0)
@@ -166,8 +190,12 @@ def calibrated(fit, test: pd.DataFrame, train: pd.DataFrame, cal: dict, tau: boo
 
 
 def main(argv=None):
-    a = candidate_args(__doc__, "calibration_layer.json", argv,
-                       extra=[("--fit-cache", {"type": Path, "default": None})])
+    a = candidate_args(
+        __doc__,
+        "calibration_layer.json",
+        argv,
+        extra=[("--fit-cache", {"type": Path, "default": None})],
+    )
     warnings.simplefilter("ignore")
     from bayescpt.curves.model.fit import Fit
 
@@ -178,17 +206,27 @@ def main(argv=None):
     cal = learn(res)
     per_size = {size: learn(g) for size, g in res.groupby("size")}
     power = learn(res, power=True)
-    print(f"power rule: a {power['a'] * 100:.3f} %, b {power['b'] * 100:.3f} %, gamma "
-          f"{power['gamma']:.3f}", flush=True)
+    print(
+        f"power rule: a {power['a'] * 100:.3f} %, b {power['b'] * 100:.3f} %, gamma "
+        f"{power['gamma']:.3f}",
+        flush=True,
+    )
     grow = {size: {"a": 0.0, "b": c["b"]} for size, c in per_size.items()}
     t_cal = time.perf_counter() - t0
-    print(f"{a.set}/{a.law}: backtests {t_cal:.1f} s; layer a {cal['a'] * 100:.3f} %, "
-          f"b {cal['b'] * 100:.3f} % per ln step; per size (a, b) "
-          + ", ".join(f"{s / 1e6:g}M {c['a'] * 100:.3f} {c['b'] * 100:.3f} %"
-                      for s, c in per_size.items()), flush=True)
+    print(
+        f"{a.set}/{a.law}: backtests {t_cal:.1f} s; layer a {cal['a'] * 100:.3f} %, "
+        f"b {cal['b'] * 100:.3f} % per ln step; per size (a, b) "
+        + ", ".join(
+            f"{s / 1e6:g}M {c['a'] * 100:.3f} {c['b'] * 100:.3f} %" for s, c in per_size.items()
+        ),
+        flush=True,
+    )
     for (kind, size), g in res.groupby(["kind", "size"]):
-        print(f"  {kind} {size / 1e6:g}M: rms {np.sqrt(np.mean(g['r'] ** 2)) * 100:.3f} %, "
-              f"max d {g['d'].max():.2f}", flush=True)
+        print(
+            f"  {kind} {size / 1e6:g}M: rms {np.sqrt(np.mean(g['r'] ** 2)) * 100:.3f} %, "
+            f"max d {g['d'].max():.2f}",
+            flush=True,
+        )
     if a.fit_cache is not None and a.fit_cache.exists():
         fit = Fit.load(a.fit_cache)
     else:
@@ -198,15 +236,33 @@ def main(argv=None):
         if a.fit_cache is not None:
             fit.save(a.fit_cache)
     diag = fit.diagnostics()
-    sizes, runs = compare_methods(law, train, test, fit, {
-        "layer": calibrated(fit, test, train, cal, tau=False, seed=a.seed),
-        "layer/size": calibrated(fit, test, train, per_size, tau=False, seed=a.seed),
-        "layer/power": calibrated(fit, test, train, power, tau=False, seed=a.seed),
-        "tau+grow": calibrated(fit, test, train, grow, tau=True, seed=a.seed)}, a.seed, a.boot)
-    store_scores(a.json, f"{a.set}/{a.law}",
-                 {"calibration": cal, "power": power, "backtest_s": t_cal,
-                  "per_size_calibration": {f"{k:g}": v for k, v in per_size.items()}},
-                 diag, sizes, runs)
+    sizes, runs = compare_methods(
+        law,
+        train,
+        test,
+        fit,
+        {
+            "layer": calibrated(fit, test, train, cal, tau=False, seed=a.seed),
+            "layer/size": calibrated(fit, test, train, per_size, tau=False, seed=a.seed),
+            "layer/power": calibrated(fit, test, train, power, tau=False, seed=a.seed),
+            "tau+grow": calibrated(fit, test, train, grow, tau=True, seed=a.seed),
+        },
+        a.seed,
+        a.boot,
+    )
+    store_scores(
+        a.json,
+        f"{a.set}/{a.law}",
+        {
+            "calibration": cal,
+            "power": power,
+            "backtest_s": t_cal,
+            "per_size_calibration": {f"{k:g}": v for k, v in per_size.items()},
+        },
+        diag,
+        sizes,
+        runs,
+    )
 
 
 if __name__ == "__main__":

@@ -95,11 +95,12 @@ METHODS = ("bayes", "bootstrap", "conformal")
 
 # ---------------------------------------------------------------- pure functions (unit-tested)
 
+
 def conformal_quantile(residuals, prob: float = PROB) -> float:
     """The ceil((n + 1) prob)-th smallest of ``residuals`` (n of them); inf when that is > n."""
     s = np.sort(np.asarray(residuals, dtype=float).ravel())
     n = s.size
-    k = int(np.ceil((n + 1) * prob - 1e-9))   # 1e-9: (n + 1) 0.9 is 9.000000000000002 at n = 9
+    k = int(np.ceil((n + 1) * prob - 1e-9))  # 1e-9: (n + 1) 0.9 is 9.000000000000002 at n = 9
     return float("inf") if k > n or n == 0 else float(s[k - 1])
 
 
@@ -122,8 +123,10 @@ def score_table(pred: pd.DataFrame, by, prob: float = PROB) -> pd.DataFrame:
     t = score(pred, prob, by=by)
     h = pred[pred["loss"].notna() & pred["mean"].notna()]
     keys = [by] if isinstance(by, str) else list(by)
-    t["bias"] = [float(np.mean(g["mean"] / g["loss"] - 1))
-                 for _, g in h.groupby(keys, sort=True, dropna=False)]
+    t["bias"] = [
+        float(np.mean(g["mean"] / g["loss"] - 1))
+        for _, g in h.groupby(keys, sort=True, dropna=False)
+    ]
     t["width_over_mae"] = t["rel_width"] / t["mean_rel_err"]
     return t
 
@@ -135,8 +138,9 @@ def summarize(preds: dict, prob: float = PROB) -> tuple[pd.DataFrame, pd.DataFra
     for m, p in preds.items():
         r = score_table(p, ["model_size", "run"], prob)
         s = score_table(p, "model_size", prob)
-        s["min_run_coverage"] = [float(r.loc[r["model_size"] == lab, "coverage"].min())
-                                 for lab in s["model_size"]]
+        s["min_run_coverage"] = [
+            float(r.loc[r["model_size"] == lab, "coverage"].min()) for lab in s["model_size"]
+        ]
         r.insert(2, "schedule", r["run"].map(schedule_of))
         sizes.append(s.assign(method=m))
         runs.append(r.assign(method=m))
@@ -152,16 +156,18 @@ def bars(size_table: pd.DataFrame, method: str = "bayes") -> pd.DataFrame:
     out = []
     for size in t.loc[method].index:
         b = t.loc[(method, size)]
-        row = {"model_size": size,
-               "coverage_85_95": bool(0.85 <= b["coverage"] <= 0.95),
-               "width_le_5x_mae": bool(b["width_over_mae"] <= 5),
-               "error_le_point": bool(b["mean_rel_err"] <= t.loc[("bootstrap", size),
-                                                                "mean_rel_err"]),
-               "no_run_below_70": bool(b["min_run_coverage"] >= 0.70)}
+        row = {
+            "model_size": size,
+            "coverage_85_95": bool(0.85 <= b["coverage"] <= 0.95),
+            "width_le_5x_mae": bool(b["width_over_mae"] <= 5),
+            "error_le_point": bool(b["mean_rel_err"] <= t.loc[("bootstrap", size), "mean_rel_err"]),
+            "no_run_below_70": bool(b["min_run_coverage"] >= 0.70),
+        }
         for m in ("bootstrap", "conformal"):
             if (m, size) in t.index:
-                row[f"score_beats_{m}"] = bool(b["interval_score"] < t.loc[(m, size),
-                                                                          "interval_score"])
+                row[f"score_beats_{m}"] = bool(
+                    b["interval_score"] < t.loc[(m, size), "interval_score"]
+                )
         row["all"] = all(v for k, v in row.items() if k != "model_size")
         out.append(row)
     return pd.DataFrame(out)
@@ -182,13 +188,15 @@ def nearest_step_hit(grid, predicted: float, actual: float, tol_steps: int = 1) 
 def ols_optimum(train_cells: pd.DataFrame, test_cells: pd.DataFrame) -> pd.DataFrame:
     """OLS of ln best_lr and ln best_batch_size on [1, ln N, ln D] over ``train_cells``,
     predicted at ``test_cells``: columns lr_ols, bs_ols."""
+
     def X(c):
         return np.column_stack([np.ones(len(c)), np.log(c["model_size"]), np.log(c["tokens"])])
 
     out = test_cells[["model_size", "tokens"]].copy()
     for col, name in (("best_lr", "lr_ols"), ("best_batch_size", "bs_ols")):
-        beta, *_ = np.linalg.lstsq(X(train_cells), np.log(train_cells[col].to_numpy(float)),
-                                   rcond=None)
+        beta, *_ = np.linalg.lstsq(
+            X(train_cells), np.log(train_cells[col].to_numpy(float)), rcond=None
+        )
         out[name] = np.exp(X(test_cells) @ beta)
     return out
 
@@ -248,9 +256,15 @@ def loo_residuals(law, train: pd.DataFrame, seed: int = 0) -> tuple[dict, list]:
                 r = np.abs(yk - np.log(law.mean(np, theta, Xk)))
             r = np.where(np.isfinite(r), r, np.inf)
             pooled.append(r)
-            folds.append({"model_size": f"{size / 1e6:g}M", "left_out": run, "points": len(r),
-                          "median_abs_log_resid": float(np.median(r)),
-                          "max_abs_log_resid": float(np.max(r))})
+            folds.append(
+                {
+                    "model_size": f"{size / 1e6:g}M",
+                    "left_out": run,
+                    "points": len(r),
+                    "median_abs_log_resid": float(np.median(r)),
+                    "max_abs_log_resid": float(np.max(r)),
+                }
+            )
         res[size] = np.concatenate(pooled)
     return res, folds
 
@@ -258,14 +272,17 @@ def loo_residuals(law, train: pd.DataFrame, seed: int = 0) -> tuple[dict, list]:
 def curve_set(name: str, law_name: str, seed: int, n_boot: int) -> dict:
     from multipower_protocol import practitioner
 
+    from bayescpt.curves.forecast.predict import predict_frame
     from bayescpt.curves.model.fit import Fit
     from bayescpt.curves.model.laws import get_law
-    from bayescpt.curves.forecast.predict import predict_frame
 
     train, test = load_set(name)
     law = get_law(law_name)
-    print(f"== {name} / {law_name}: train {train['run'].nunique()} runs, test "
-          f"{test['run'].nunique()} runs", flush=True)
+    print(
+        f"== {name} / {law_name}: train {train['run'].nunique()} runs, test "
+        f"{test['run'].nunique()} runs",
+        flush=True,
+    )
     t0 = time.perf_counter()
     pred_pt, t_point, t_boot = practitioner(law, train, test, n_boot, seed)
     t_prac = time.perf_counter() - t0
@@ -275,17 +292,23 @@ def curve_set(name: str, law_name: str, seed: int, n_boot: int) -> dict:
     t_conf = time.perf_counter() - t0
     lo, hi = conformal_band(pred_pt["mean"].to_numpy(), pred_pt["model_size"].map(q).to_numpy())
     pred_cf = pred_pt.assign(lower=lo, upper=hi)
-    print(f"practitioner {t_prac:.1f} s (point {t_point:.1f} + bootstrap {t_boot:.1f}); conformal "
-          f"refits {t_conf:.1f} s; q per size: "
-          + ", ".join(f"{s / 1e6:g}M {v:.4f}" for s, v in q.items()), flush=True)
+    print(
+        f"practitioner {t_prac:.1f} s (point {t_point:.1f} + bootstrap {t_boot:.1f}); conformal "
+        f"refits {t_conf:.1f} s; q per size: "
+        + ", ".join(f"{s / 1e6:g}M {v:.4f}" for s, v in q.items()),
+        flush=True,
+    )
 
     t0 = time.perf_counter()
     fit = Fit.run(train, law=law_name, seed=seed, warn=False)
     t_fit = time.perf_counter() - t0
     diag = fit.diagnostics()
-    print(f"NUTS {t_fit:.1f} s ({fit.config['sampler']['sampler']}, "
-          f"{fit.config['sampler']['chains']} chains); max R-hat {diag.max_rhat:.4f}, min bulk "
-          f"ESS {diag.min_ess_bulk:.0f}, divergences {diag.divergences}", flush=True)
+    print(
+        f"NUTS {t_fit:.1f} s ({fit.config['sampler']['sampler']}, "
+        f"{fit.config['sampler']['chains']} chains); max R-hat {diag.max_rhat:.4f}, min bulk "
+        f"ESS {diag.min_ess_bulk:.0f}, divergences {diag.divergences}",
+        flush=True,
+    )
     pred = predict_frame(fit, test, prob=PROB, seed=seed)
 
     preds = {"bayes": pred, "bootstrap": pred_pt, "conformal": pred_cf}
@@ -294,23 +317,46 @@ def curve_set(name: str, law_name: str, seed: int, n_boot: int) -> dict:
     if not (n.nunique(axis=1) == 1).all():
         raise RuntimeError(f"the methods were scored on different points:\n{n}")
     b = bars(sizes)
-    return {"set": name, "law": law_name, "seed": seed, "n_boot": n_boot,
-            "train_runs": sorted(train["run"].unique()), "test_runs": sorted(test["run"].unique()),
-            "sampler": {k: fit.config["sampler"][k] for k in ("sampler", "chains", "draws", "tune")},
-            "diagnostics": {"max_rhat": diag.max_rhat, "min_ess_bulk": diag.min_ess_bulk,
-                            "divergences": diag.divergences, "ok": diag.ok},
-            "times_s": {"nuts_cold": t_fit, "point": t_point, "bootstrap": t_boot,
-                        "conformal_refits": t_conf},
-            "conformal": {"q": {f"{s / 1e6:g}M": v for s, v in q.items()},
-                          "n_residuals": {f"{s / 1e6:g}M": int(r.size) for s, r in resid.items()},
-                          "folds": folds},
-            "per_size": sizes.to_dict(orient="records"),
-            "per_run": runs.to_dict(orient="records"),
-            "bars": b.to_dict(orient="records")}
+    return {
+        "set": name,
+        "law": law_name,
+        "seed": seed,
+        "n_boot": n_boot,
+        "train_runs": sorted(train["run"].unique()),
+        "test_runs": sorted(test["run"].unique()),
+        "sampler": {k: fit.config["sampler"][k] for k in ("sampler", "chains", "draws", "tune")},
+        "diagnostics": {
+            "max_rhat": diag.max_rhat,
+            "min_ess_bulk": diag.min_ess_bulk,
+            "divergences": diag.divergences,
+            "ok": diag.ok,
+        },
+        "times_s": {
+            "nuts_cold": t_fit,
+            "point": t_point,
+            "bootstrap": t_boot,
+            "conformal_refits": t_conf,
+        },
+        "conformal": {
+            "q": {f"{s / 1e6:g}M": v for s, v in q.items()},
+            "n_residuals": {f"{s / 1e6:g}M": int(r.size) for s, r in resid.items()},
+            "folds": folds,
+        },
+        "per_size": sizes.to_dict(orient="records"),
+        "per_run": runs.to_dict(orient="records"),
+        "bars": b.to_dict(orient="records"),
+    }
 
 
-def compare_methods(law, train: pd.DataFrame, test: pd.DataFrame, fit, candidates: dict,
-                    seed: int = 0, n_boot: int = 100) -> tuple[pd.DataFrame, pd.DataFrame]:
+def compare_methods(
+    law,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    fit,
+    candidates: dict,
+    seed: int = 0,
+    n_boot: int = 100,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The default (``bayes``: ``predict_frame`` of ``fit``), the bootstrap, the conformal band
     and ``candidates`` (name -> prediction table of test's points) scored on the same points;
     prints the per-size table, the bars of the default and of each candidate, and their
@@ -323,42 +369,72 @@ def compare_methods(law, train: pd.DataFrame, test: pd.DataFrame, fit, candidate
     resid, _ = loo_residuals(law, train, seed)
     qs = {s: conformal_quantile(r) for s, r in resid.items()}
     lo, hi = conformal_band(pred_pt["mean"].to_numpy(), pred_pt["model_size"].map(qs).to_numpy())
-    preds = {"bayes": predict_frame(fit, test, prob=PROB, seed=seed), "bootstrap": pred_pt,
-             "conformal": pred_pt.assign(lower=lo, upper=hi), **candidates}
+    preds = {
+        "bayes": predict_frame(fit, test, prob=PROB, seed=seed),
+        "bootstrap": pred_pt,
+        "conformal": pred_pt.assign(lower=lo, upper=hi),
+        **candidates,
+    }
     keys = ["run", "step", "val_set"]
     base = pred_pt[keys]
     preds = {m: base.merge(p, on=keys, how="left", suffixes=("", "_x")) for m, p in preds.items()}
     sizes, runs = summarize(preds)
     pd.set_option("display.width", 200)
-    cols = ["model_size", "method", "points", "mean_rel_err", "bias", "coverage", "rel_width",
-            "width_over_mae", "interval_score", "min_run_coverage"]
+    cols = [
+        "model_size",
+        "method",
+        "points",
+        "mean_rel_err",
+        "bias",
+        "coverage",
+        "rel_width",
+        "width_over_mae",
+        "interval_score",
+        "min_run_coverage",
+    ]
     print(sizes[cols].to_string(index=False))
     shown = ["bayes", *candidates]
     for m in shown:
         print(m, bars(sizes, m).to_string(index=False), sep="\n")
-    print(runs[runs["method"].isin(shown)][["model_size", "schedule", "method", "coverage",
-                                             "bias", "interval_score"]].to_string(index=False))
+    print(
+        runs[runs["method"].isin(shown)][
+            ["model_size", "schedule", "method", "coverage", "bias", "interval_score"]
+        ].to_string(index=False)
+    )
     return sizes, runs
 
 
-def store_scores(path: Path, key: str, record: dict, diag, sizes: pd.DataFrame,
-                 runs: pd.DataFrame) -> None:
+def store_scores(
+    path: Path, key: str, record: dict, diag, sizes: pd.DataFrame, runs: pd.DataFrame
+) -> None:
     """Add ``record`` with the fit's diagnostics and the score tables under ``key`` to the JSON
     file ``path`` (created if missing)."""
     store = json.loads(path.read_text()) if path.exists() else {}
-    store[key] = {**record,
-                  "diagnostics": {"max_rhat": diag.max_rhat, "min_ess_bulk": diag.min_ess_bulk,
-                                  "divergences": diag.divergences},
-                  "per_size": sizes.to_dict(orient="records"),
-                  "per_run": runs.to_dict(orient="records")}
+    store[key] = {
+        **record,
+        "diagnostics": {
+            "max_rhat": diag.max_rhat,
+            "min_ess_bulk": diag.min_ess_bulk,
+            "divergences": diag.divergences,
+        },
+        "per_size": sizes.to_dict(orient="records"),
+        "per_run": runs.to_dict(orient="records"),
+    }
     path.write_text(json.dumps(store, indent=1, default=float))
 
 
 def print_curve(res: dict):
     sizes = pd.DataFrame(res["per_size"])
     runs = pd.DataFrame(res["per_run"])
-    cols = ["mean_rel_err", "bias", "coverage", "rel_width", "interval_score", "width_over_mae",
-            "min_run_coverage"]
+    cols = [
+        "mean_rel_err",
+        "bias",
+        "coverage",
+        "rel_width",
+        "interval_score",
+        "width_over_mae",
+        "min_run_coverage",
+    ]
     pct = {"mean_rel_err", "bias", "coverage", "rel_width", "interval_score", "min_run_coverage"}
 
     def fmt(t, cs):
@@ -375,11 +451,14 @@ def print_curve(res: dict):
     print("\nbars (bayes):")
     print(pd.DataFrame(res["bars"]).to_string(index=False))
     d = res["diagnostics"]
-    print(f"diagnostics: max R-hat {d['max_rhat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}, "
-          f"divergences {d['divergences']}")
+    print(
+        f"diagnostics: max R-hat {d['max_rhat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}, "
+        f"divergences {d['divergences']}"
+    )
 
 
 # ---------------------------------------------------------------- Step Law, largest D held out
+
 
 def steplaw_set(seed: int) -> dict:
     from hparams_loco import DATA, inside, steps
@@ -401,9 +480,12 @@ def steplaw_set(seed: int) -> dict:
         fit = HparamsFit.run(df[~key], seed=seed, warn=False)
     t_fit = time.perf_counter() - t0
     diag = fit.diagnostics()
-    print(f"hparams fit on {len(train_cells)} cells ({int((~key).sum())} runs): {t_fit:.0f} s; "
-          f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, divergences "
-          f"{diag.divergences}", flush=True)
+    print(
+        f"hparams fit on {len(train_cells)} cells ({int((~key).sum())} runs): {t_fit:.0f} s; "
+        f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, divergences "
+        f"{diag.divergences}",
+        flush=True,
+    )
     ols = ols_optimum(train_cells, held)
     rows = []
     for c, o in zip(held.itertuples(), ols.itertuples()):
@@ -416,48 +498,96 @@ def steplaw_set(seed: int) -> dict:
         hl = merge_close(lrs)
         o_lr = nearest_step_hit(hl, o.lr_ols, c.best_lr)
         o_bs = nearest_step_hit(bss, o.bs_ols, c.best_batch_size)
-        p_best = float(np.mean(np.isclose(glr, merge_close(np.r_[hl, c.best_lr])[-1], rtol=1e-3)
-                               & (gbs == c.best_batch_size)))
-        row = {"cell": f"N={N:.4g},D={D:.4g}", "model_size": N, "tokens": D, "runs": len(runs),
-               "train_max_tokens_this_size": float(train_cells.loc[
-                   train_cells["model_size"] == N, "tokens"].max()),
-               "best_lr": float(c.best_lr), "best_batch_size": float(c.best_batch_size),
-               "grid_best_lr": [b_lr[1], b_lr[2]], "grid_best_bs": [b_bs[1], b_bs[2]],
-               "grid_best_lr_in": b_lr[0], "grid_best_bs_in": b_bs[0],
-               "grid_best_both_in": b_lr[0] and b_bs[0],
-               "grid_best_lr_steps": steps(hl, b_lr[1], b_lr[2]),
-               "grid_best_bs_steps": steps(bss, b_bs[1], b_bs[2]),
-               "grid_best_prob_of_empirical_best": p_best,
-               "ols_lr": float(o.lr_ols), "ols_bs": float(o.bs_ols),
-               "ols_lr_snapped": o_lr[1], "ols_bs_snapped": o_bs[1],
-               "ols_lr_steps_off": o_lr[2], "ols_bs_steps_off": o_bs[2],
-               "ols_lr_in": bool(o_lr[0]), "ols_bs_in": bool(o_bs[0]),
-               "ols_both_in": bool(o_lr[0] and o_bs[0])}
+        p_best = float(
+            np.mean(
+                np.isclose(glr, merge_close(np.r_[hl, c.best_lr])[-1], rtol=1e-3)
+                & (gbs == c.best_batch_size)
+            )
+        )
+        row = {
+            "cell": f"N={N:.4g},D={D:.4g}",
+            "model_size": N,
+            "tokens": D,
+            "runs": len(runs),
+            "train_max_tokens_this_size": float(
+                train_cells.loc[train_cells["model_size"] == N, "tokens"].max()
+            ),
+            "best_lr": float(c.best_lr),
+            "best_batch_size": float(c.best_batch_size),
+            "grid_best_lr": [b_lr[1], b_lr[2]],
+            "grid_best_bs": [b_bs[1], b_bs[2]],
+            "grid_best_lr_in": b_lr[0],
+            "grid_best_bs_in": b_bs[0],
+            "grid_best_both_in": b_lr[0] and b_bs[0],
+            "grid_best_lr_steps": steps(hl, b_lr[1], b_lr[2]),
+            "grid_best_bs_steps": steps(bss, b_bs[1], b_bs[2]),
+            "grid_best_prob_of_empirical_best": p_best,
+            "ols_lr": float(o.lr_ols),
+            "ols_bs": float(o.bs_ols),
+            "ols_lr_snapped": o_lr[1],
+            "ols_bs_snapped": o_bs[1],
+            "ols_lr_steps_off": o_lr[2],
+            "ols_bs_steps_off": o_bs[2],
+            "ols_lr_in": bool(o_lr[0]),
+            "ols_bs_in": bool(o_bs[0]),
+            "ols_both_in": bool(o_lr[0] and o_bs[0]),
+        }
         rows.append(row)
-        print(f"{row['cell']:<22} best lr {c.best_lr:.3g} grid-best [{b_lr[1]:.3g}, {b_lr[2]:.3g}]"
-              f" {b_lr[0]!s:5} ({row['grid_best_lr_steps']} steps), OLS {o.lr_ols:.3g} "
-              f"({o_lr[2]:+d} steps) | best bs {c.best_batch_size:.3g} grid-best [{b_bs[1]:.3g}, "
-              f"{b_bs[2]:.3g}] {b_bs[0]!s:5} ({row['grid_best_bs_steps']} steps), OLS "
-              f"{o.bs_ols:.3g} ({o_bs[2]:+d} steps) | p(best) {p_best:.2f}", flush=True)
-    share = {k: float(np.mean([r[k] for r in rows])) for k in (
-        "grid_best_lr_in", "grid_best_bs_in", "grid_best_both_in", "ols_lr_in", "ols_bs_in",
-        "ols_both_in")}
-    med = {k: float(np.median([r[k] for r in rows])) for k in (
-        "grid_best_lr_steps", "grid_best_bs_steps", "grid_best_prob_of_empirical_best")}
-    summary = {**{f"share_{k}": v for k, v in share.items()},
-               **{f"median_{k}": v for k, v in med.items()}, "held_out_cells": len(rows)}
-    summary["bar_holds"] = bool(share["grid_best_both_in"] >= 0.8 and
-                                med["grid_best_lr_steps"] <= 3 and med["grid_best_bs_steps"] <= 3)
+        print(
+            f"{row['cell']:<22} best lr {c.best_lr:.3g} grid-best [{b_lr[1]:.3g}, {b_lr[2]:.3g}]"
+            f" {b_lr[0]!s:5} ({row['grid_best_lr_steps']} steps), OLS {o.lr_ols:.3g} "
+            f"({o_lr[2]:+d} steps) | best bs {c.best_batch_size:.3g} grid-best [{b_bs[1]:.3g}, "
+            f"{b_bs[2]:.3g}] {b_bs[0]!s:5} ({row['grid_best_bs_steps']} steps), OLS "
+            f"{o.bs_ols:.3g} ({o_bs[2]:+d} steps) | p(best) {p_best:.2f}",
+            flush=True,
+        )
+    share = {
+        k: float(np.mean([r[k] for r in rows]))
+        for k in (
+            "grid_best_lr_in",
+            "grid_best_bs_in",
+            "grid_best_both_in",
+            "ols_lr_in",
+            "ols_bs_in",
+            "ols_both_in",
+        )
+    }
+    med = {
+        k: float(np.median([r[k] for r in rows]))
+        for k in ("grid_best_lr_steps", "grid_best_bs_steps", "grid_best_prob_of_empirical_best")
+    }
+    summary = {
+        **{f"share_{k}": v for k, v in share.items()},
+        **{f"median_{k}": v for k, v in med.items()},
+        "held_out_cells": len(rows),
+    }
+    summary["bar_holds"] = bool(
+        share["grid_best_both_in"] >= 0.8
+        and med["grid_best_lr_steps"] <= 3
+        and med["grid_best_bs_steps"] <= 3
+    )
     print(json.dumps(summary, indent=1))
-    return {"set": "steplaw", "law": "hparams", "seed": seed,
-            "train_cells": len(train_cells), "train_runs": int((~key).sum()),
-            "sampler": {k: fit.config["sampler"][k] for k in ("sampler", "chains", "draws", "tune")},
-            "diagnostics": {"max_rhat": diag.max_rhat, "min_ess_bulk": diag.min_ess_bulk,
-                            "divergences": diag.divergences, "ok": diag.ok},
-            "times_s": {"fit_wall": t_fit}, "summary": summary, "cells": rows}
+    return {
+        "set": "steplaw",
+        "law": "hparams",
+        "seed": seed,
+        "train_cells": len(train_cells),
+        "train_runs": int((~key).sum()),
+        "sampler": {k: fit.config["sampler"][k] for k in ("sampler", "chains", "draws", "tune")},
+        "diagnostics": {
+            "max_rhat": diag.max_rhat,
+            "min_ess_bulk": diag.min_ess_bulk,
+            "divergences": diag.divergences,
+            "ok": diag.ok,
+        },
+        "times_s": {"fit_wall": t_fit},
+        "summary": summary,
+        "cells": rows,
+    }
 
 
 # ---------------------------------------------------------------- driver
+
 
 def candidate_args(doc: str, json_name: str, argv=None, extra=()) -> argparse.Namespace:
     """The command line of a calibration candidate's script (``calibration_layer.py``,
@@ -490,8 +620,11 @@ def _jsonable(o):
 
 def jobs(set_name: str, law: str | None) -> list[tuple[str, str]]:
     out = []
-    for s in (("olmo", "steplaw", "multipowerlaw", "lab_pt", "lab_pt_late") if set_name == "all"
-              else (set_name,)):
+    for s in (
+        ("olmo", "steplaw", "multipowerlaw", "lab_pt", "lab_pt_late")
+        if set_name == "all"
+        else (set_name,)
+    ):
         if s == "olmo":
             out.append(("olmo", law or "annealing"))
         elif s == "steplaw":
@@ -503,10 +636,16 @@ def jobs(set_name: str, law: str | None) -> list[tuple[str, str]]:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="all",
-                    choices=["multipowerlaw", "olmo", "steplaw", "lab_pt", "lab_pt_late", "all"])
-    ap.add_argument("--law", choices=["annealing", "multipower"],
-                    help="the law (default: both for multipowerlaw and lab_pt, annealing for olmo)")
+    ap.add_argument(
+        "--set",
+        default="all",
+        choices=["multipowerlaw", "olmo", "steplaw", "lab_pt", "lab_pt_late", "all"],
+    )
+    ap.add_argument(
+        "--law",
+        choices=["annealing", "multipower"],
+        help="the law (default: both for multipowerlaw and lab_pt, annealing for olmo)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--boot", type=int, default=100)
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "calibration_sets.json")
@@ -514,8 +653,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     store = json.loads(a.json.read_text()) if a.json.exists() else {}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     for set_name, law in jobs(a.set, a.law):
         key = f"{set_name}/{law}"
         if key in store and not a.force:
@@ -524,8 +664,11 @@ def main(argv=None):
                 print_curve(store[key])
             continue
         t0 = time.perf_counter()
-        res = steplaw_set(a.seed) if set_name == "steplaw" else curve_set(set_name, law, a.seed,
-                                                                          a.boot)
+        res = (
+            steplaw_set(a.seed)
+            if set_name == "steplaw"
+            else curve_set(set_name, law, a.seed, a.boot)
+        )
         res["wall_s"] = time.perf_counter() - t0
         res["commit"] = commit
         res["date_utc"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime())

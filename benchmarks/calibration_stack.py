@@ -54,9 +54,9 @@ from calibration_sets import (  # noqa: E402
 from multipower_protocol import after_warmup  # noqa: E402
 
 from bayescpt.curves.data.table import curve_info, schedules_of  # noqa: E402
+from bayescpt.curves.forecast.predict import curve_draws  # noqa: E402
 from bayescpt.curves.model.hierarchy import parameter_draws  # noqa: E402
 from bayescpt.curves.model.laws import get_law  # noqa: E402
-from bayescpt.curves.forecast.predict import curve_draws  # noqa: E402
 
 LAWS = ("annealing", "multipower")
 WEIGHTS = tuple(np.round(np.linspace(0.0, 1.0, 11), 2))
@@ -76,8 +76,9 @@ def predictive_draws(fit, table: pd.DataFrame, seed: int = 0) -> list[tuple]:
         X = fit.law.design(sched[run], g["step"].to_numpy(), fit.config["settings"], info)
         th = parameter_draws(fit, vs, g["model_size"].iloc[0], rng, new_run=True)
         curves = curve_draws(fit, th, X)
-        e = (rng.standard_t(nu, size=curves.shape) if student
-             else rng.standard_normal(curves.shape)) * th["_sigma"][:, None]
+        e = (
+            rng.standard_t(nu, size=curves.shape) if student else rng.standard_normal(curves.shape)
+        ) * th["_sigma"][:, None]
         out.append((g, curves, curves * np.exp(e)))
     return out
 
@@ -93,7 +94,7 @@ def mixture(a: list[tuple], b: list[tuple], w: float, seed: int = 0) -> pd.DataF
             raise RuntimeError("the two laws' draws are not of the same points")
         S = min(len(ya), len(yb))
         m = int(round(w * S))
-        ia, ib = rng.permutation(len(ya))[:m], rng.permutation(len(yb))[:S - m]
+        ia, ib = rng.permutation(len(ya))[:m], rng.permutation(len(yb))[: S - m]
         y = np.concatenate([ya[ia], yb[ib]])
         r = ga.copy()
         r["mean"] = w * ca.mean(axis=0) + (1 - w) * cb.mean(axis=0)
@@ -113,17 +114,30 @@ def learn_weight(train: pd.DataFrame, seed: int = 0, log=print) -> dict:
             t0 = time.perf_counter()
             f = fit_on(rest, law, seed)
             dg = f.diagnostics(prior_check=False)
-            diag.append({"left_out": s, "law": law, "max_rhat": dg.max_rhat,
-                         "min_ess_bulk": dg.min_ess_bulk, "divergences": dg.divergences,
-                         "s": time.perf_counter() - t0})
+            diag.append(
+                {
+                    "left_out": s,
+                    "law": law,
+                    "max_rhat": dg.max_rhat,
+                    "min_ess_bulk": dg.min_ess_bulk,
+                    "divergences": dg.divergences,
+                    "s": time.perf_counter() - t0,
+                }
+            )
             loso[law] += predictive_draws(f, left, seed)
-            log(f"  LOSO {s} {law}: fit {diag[-1]['s']:.0f} s, R-hat {dg.max_rhat:.3f}, "
-                f"ESS {dg.min_ess_bulk:.0f}, divergences {dg.divergences}")
-    scores = {w: run_score(mixture(loso["annealing"], loso["multipower"], w, seed))
-              for w in WEIGHTS}
+            log(
+                f"  LOSO {s} {law}: fit {diag[-1]['s']:.0f} s, R-hat {dg.max_rhat:.3f}, "
+                f"ESS {dg.min_ess_bulk:.0f}, divergences {dg.divergences}"
+            )
+    scores = {
+        w: run_score(mixture(loso["annealing"], loso["multipower"], w, seed)) for w in WEIGHTS
+    }
     w = min(scores, key=lambda k: (round(scores[k], 12), k))
-    return {"w_annealing": float(w), "scores": {str(k): v for k, v in scores.items()},
-            "refits": diag}
+    return {
+        "w_annealing": float(w),
+        "scores": {str(k): v for k, v in scores.items()},
+        "refits": diag,
+    }
 
 
 def main(argv=None):
@@ -133,26 +147,49 @@ def main(argv=None):
     t0 = time.perf_counter()
     cal = learn_weight(train, a.seed, log=lambda m: print(m, flush=True))
     t_cal = time.perf_counter() - t0
-    print(f"{a.set}: w(annealing) {cal['w_annealing']} (backtests {t_cal:.0f} s); LOSO scores "
-          + ", ".join(f"{k}: {v * 100:.3f}" for k, v in cal["scores"].items()), flush=True)
+    print(
+        f"{a.set}: w(annealing) {cal['w_annealing']} (backtests {t_cal:.0f} s); LOSO scores "
+        + ", ".join(f"{k}: {v * 100:.3f}" for k, v in cal["scores"].items()),
+        flush=True,
+    )
     fits, full = {}, {}
     for law in LAWS:
         t0 = time.perf_counter()
         fits[law] = fit_on(train, law, a.seed)
         d = fits[law].diagnostics(prior_check=False)
-        full[law] = {"s": time.perf_counter() - t0, "max_rhat": d.max_rhat,
-                     "min_ess_bulk": d.min_ess_bulk, "divergences": d.divergences}
-        print(f"{law}: NUTS {full[law]['s']:.0f} s; max R-hat {d.max_rhat:.4f}, min bulk ESS "
-              f"{d.min_ess_bulk:.0f}, divergences {d.divergences}", flush=True)
+        full[law] = {
+            "s": time.perf_counter() - t0,
+            "max_rhat": d.max_rhat,
+            "min_ess_bulk": d.min_ess_bulk,
+            "divergences": d.divergences,
+        }
+        print(
+            f"{law}: NUTS {full[law]['s']:.0f} s; max R-hat {d.max_rhat:.4f}, min bulk ESS "
+            f"{d.min_ess_bulk:.0f}, divergences {d.divergences}",
+            flush=True,
+        )
     draws = {law: predictive_draws(fits[law], test, a.seed) for law in LAWS}
     stack = mixture(draws["annealing"], draws["multipower"], cal["w_annealing"], a.seed)
     from bayescpt.curves.forecast.predict import predict_frame
 
     other = predict_frame(fits["multipower"], test, prob=PROB, seed=a.seed)
-    sizes, runs = compare_methods(get_law("annealing"), train, test, fits["annealing"],
-                                  {"stack": stack, "bayes_multipower": other}, a.seed, a.boot)
-    store_scores(a.json, a.set, {"calibration": cal, "backtest_s": t_cal, "full_fits": full},
-                 fits["annealing"].diagnostics(prior_check=False), sizes, runs)
+    sizes, runs = compare_methods(
+        get_law("annealing"),
+        train,
+        test,
+        fits["annealing"],
+        {"stack": stack, "bayes_multipower": other},
+        a.seed,
+        a.boot,
+    )
+    store_scores(
+        a.json,
+        a.set,
+        {"calibration": cal, "backtest_s": t_cal, "full_fits": full},
+        fits["annealing"].diagnostics(prior_check=False),
+        sizes,
+        runs,
+    )
 
 
 if __name__ == "__main__":

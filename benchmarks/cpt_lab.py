@@ -33,12 +33,12 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bayescpt.curves.model.laws.cpt_options import cpt_law_options
 from bayescpt.curves.data.thinning import thin_cpt
 from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.model.fit import Fit
-from bayescpt.lab.config import load_config
 from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.laws.cpt_options import cpt_law_options
+from bayescpt.lab.config import load_config
 
 HERE = Path(__file__).resolve().parent
 GRID = ROOT / "bayescpt" / "lab" / "configs" / "grid.toml"
@@ -77,9 +77,11 @@ def score(pred: pd.DataFrame) -> dict:
     out = {}
     for vs, g in p.groupby("val_set"):
         inside = (g["loss"] >= g["lower"]) & (g["loss"] <= g["upper"])
-        out[vs] = {"points": int(len(g)),
-                   "mre_pct": round(100 * float((g["median"] / g["loss"] - 1).abs().mean()), 3),
-                   "coverage90": round(float(inside.mean()), 3)}
+        out[vs] = {
+            "points": int(len(g)),
+            "mre_pct": round(100 * float((g["median"] / g["loss"] - 1).abs().mean()), 3),
+            "coverage90": round(float(inside.mean()), 3),
+        }
     return out
 
 
@@ -99,8 +101,12 @@ def main(argv=None):
     ap.add_argument("--runs", type=Path, default=None, help="runs.csv (default: beside --data)")
     ap.add_argument("--draws", type=int, default=None, help="default: the law's (mode's)")
     ap.add_argument("--tune", type=int, default=None)
-    ap.add_argument("--every", type=int, default=50,
-                    help="fit the losses every N steps (and the early CPT ones); 0: all")
+    ap.add_argument(
+        "--every",
+        type=int,
+        default=50,
+        help="fit the losses every N steps (and the early CPT ones); 0: all",
+    )
     ap.add_argument("--json", type=Path, default=HERE / "cpt_lab.json")
     ap.add_argument("--plot", type=Path, default=HERE / "cpt_lab.png")
     a = ap.parse_args(argv)
@@ -112,28 +118,47 @@ def main(argv=None):
     held_runs = set(runs.loc[held_sched | held_replay, "run"])
     train = df[~df["run"].isin(held_runs)]
     opts = cpt_law_options(train, anchored=True)
-    print(f"fit on {train['run'].nunique()} runs ({opts}); held out: "
-          f"{int(held_sched.sum())} WSD runs, {int(held_replay.sum())} replay-0.25 runs", flush=True)
+    print(
+        f"fit on {train['run'].nunique()} runs ({opts}); held out: "
+        f"{int(held_sched.sum())} WSD runs, {int(held_replay.sum())} replay-0.25 runs",
+        flush=True,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = Fit.run(thin_cpt(train, a.every), law="cpt", law_options=opts, draws=a.draws,
-                      tune=a.tune, progress=False, warn=False)
+        fit = Fit.run(
+            thin_cpt(train, a.every),
+            law="cpt",
+            law_options=opts,
+            draws=a.draws,
+            tune=a.tune,
+            progress=False,
+            warn=False,
+        )
     d = fit.diagnostics()
-    out = {"runs_fitted": int(train["run"].nunique()), "law_options": opts,
-           "every": a.every, "points_fitted": int(len(fit.idata.observed_data["y"])),
-           "sampler": {k: fit.config["sampler"].get(k) for k in ("chains", "draws", "tune")},
-           "anchor_s1": fit.config["settings"].get("anchor_s1"),
-           "seconds": round(fit.fit_seconds, 1), "max_rhat": round(d.max_rhat, 4),
-           "min_ess_bulk": round(d.min_ess_bulk, 1), "divergences": d.divergences,
-           "diagnostics_ok": d.ok, "problems": d.problems()}
+    out = {
+        "runs_fitted": int(train["run"].nunique()),
+        "law_options": opts,
+        "every": a.every,
+        "points_fitted": int(len(fit.idata.observed_data["y"])),
+        "sampler": {k: fit.config["sampler"].get(k) for k in ("chains", "draws", "tune")},
+        "anchor_s1": fit.config["settings"].get("anchor_s1"),
+        "seconds": round(fit.fit_seconds, 1),
+        "max_rhat": round(d.max_rhat, 4),
+        "min_ess_bulk": round(d.min_ess_bulk, 1),
+        "divergences": d.divergences,
+        "diagnostics_ok": d.ok,
+        "problems": d.problems(),
+    }
     print(json.dumps(out), flush=True)
     out["r2_in_sample"] = r2(fitted_frame(fit, train))
     out["r2_in_sample_as_new_runs"] = r2(predict_frame(fit, train, prob=0.9))
     out["paper_r2"] = {"general": 0.994, "domain": 0.999}
     print("R^2 in sample:", out["r2_in_sample"], flush=True)
     preds = {}
-    for name, ids in (("heldout_schedule_wsd", runs.loc[held_sched & ~held_replay, "run"]),
-                      ("heldout_replay_0.25", runs.loc[held_replay & ~held_sched, "run"])):
+    for name, ids in (
+        ("heldout_schedule_wsd", runs.loc[held_sched & ~held_replay, "run"]),
+        ("heldout_replay_0.25", runs.loc[held_replay & ~held_sched, "run"]),
+    ):
         pred = predict_frame(fit, df[df["run"].isin(set(ids))], prob=0.9)
         preds[name] = pred
         out[name] = score(pred)
@@ -164,8 +189,7 @@ def _plot(preds, runs, path):
                 t0 = info.loc[run, "transfer"]
                 x = g["step"] - t0
                 ax.fill_between(x, g["lower"], g["upper"], color=c, alpha=0.2, lw=0)
-                ax.plot(x, g["median"], color=c, lw=1, label=f"{info.loc[run, 'size']} from "
-                        f"{t0}")
+                ax.plot(x, g["median"], color=c, lw=1, label=f"{info.loc[run, 'size']} from {t0}")
                 o = g[g["loss"].notna()]
                 ax.plot(o["step"] - t0, o["loss"], ".", color=c, ms=3)
             ax.set_title(f"{name}: {vs}", fontsize=9)
@@ -173,8 +197,11 @@ def _plot(preds, runs, path):
             ax.set_ylabel("validation loss (nats/byte)")
             ax.grid(alpha=0.3)
         row[0].legend(fontsize=6, ncol=2)
-    fig.suptitle("CPT law on the lab grid: held-out runs, dots observed, lines median, "
-                 "bands 90 % predictive", fontsize=10)
+    fig.suptitle(
+        "CPT law on the lab grid: held-out runs, dots observed, lines median, "
+        "bands 90 % predictive",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

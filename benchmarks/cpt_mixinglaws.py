@@ -27,15 +27,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.curves.model.laws.cpt_options import cpt_law_options
+from bayescpt.curves.forecast.predict import predict_frame
 from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.laws.cpt_options import cpt_law_options
 from bayescpt.datasets.mixinglaws import (
     CPT_SCHEDULES,
     DEFAULT_CPT_SCHEDULE,
     TRANSFER,
     load_mixinglaws_ct,
 )
-from bayescpt.curves.forecast.predict import predict_frame
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "mixinglaws"
 HERE = Path(__file__).resolve().parent
@@ -44,14 +44,27 @@ HERE = Path(__file__).resolve().parent
 def fit(df, draws, tune, seed=0):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return Fit.run(df, law="cpt", law_options=cpt_law_options(df), draws=draws, tune=tune,
-                       seed=seed, progress=False, warn=False)
+        return Fit.run(
+            df,
+            law="cpt",
+            law_options=cpt_law_options(df),
+            draws=draws,
+            tune=tune,
+            seed=seed,
+            progress=False,
+            warn=False,
+        )
 
 
 def diag_dict(f):
     d = f.diagnostics()
-    return {"max_rhat": round(d.max_rhat, 4), "min_ess_bulk": round(d.min_ess_bulk, 1),
-            "divergences": d.divergences, "ok": d.ok, "seconds": round(f.fit_seconds, 1)}
+    return {
+        "max_rhat": round(d.max_rhat, 4),
+        "min_ess_bulk": round(d.min_ess_bulk, 1),
+        "divergences": d.divergences,
+        "ok": d.ok,
+        "seconds": round(f.fit_seconds, 1),
+    }
 
 
 def main(argv=None):
@@ -65,8 +78,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
     import arviz as az
 
-    out = {"draws": a.draws, "tune": a.tune, "schedules": {},
-           "law_options": cpt_law_options(load_mixinglaws_ct(a.root))}
+    out = {
+        "draws": a.draws,
+        "tune": a.tune,
+        "schedules": {},
+        "law_options": cpt_law_options(load_mixinglaws_ct(a.root)),
+    }
     print(f"cpt law options (from the data): {out['law_options']}")
     print("1. which CPT schedule do the data support? (joint fit on all five shares)")
     loos = {}
@@ -81,15 +98,22 @@ def main(argv=None):
         pred = predict_frame(f, df, prob=0.9)
         pred = pred[pred["loss"].notna()]
         rel = (pred["median"] / pred["loss"] - 1).abs()
-        res = {"elpd_loo": round(float(loo.elpd_loo), 2), "se": round(float(loo.se), 2),
-               "p_loo": round(float(loo.p_loo), 2),
-               "pareto_k_over_0.7": int((loo.pareto_k > 0.7).sum()),
-               "in_sample_mre_pct": round(100 * float(rel.mean()), 3), **diag_dict(f)}
+        res = {
+            "elpd_loo": round(float(loo.elpd_loo), 2),
+            "se": round(float(loo.se), 2),
+            "p_loo": round(float(loo.p_loo), 2),
+            "pareto_k_over_0.7": int((loo.pareto_k > 0.7).sum()),
+            "in_sample_mre_pct": round(100 * float(rel.mean()), 3),
+            **diag_dict(f),
+        }
         out["schedules"][kind] = res
-        print(f"  {kind:16s} elpd_loo {res['elpd_loo']:8.2f} (se {res['se']:.2f}, "
-              f"k>0.7: {res['pareto_k_over_0.7']}), in-sample MRE {res['in_sample_mre_pct']:.3f} %,"
-              f" R-hat {res['max_rhat']}, ESS {res['min_ess_bulk']}, div {res['divergences']},"
-              f" {res['seconds']} s", flush=True)
+        print(
+            f"  {kind:16s} elpd_loo {res['elpd_loo']:8.2f} (se {res['se']:.2f}, "
+            f"k>0.7: {res['pareto_k_over_0.7']}), in-sample MRE {res['in_sample_mre_pct']:.3f} %,"
+            f" R-hat {res['max_rhat']}, ESS {res['min_ess_bulk']}, div {res['divergences']},"
+            f" {res['seconds']} s",
+            flush=True,
+        )
     # The package's default schedule stays unless another beats it by more than two standard
     # errors of the elpd difference (az.compare's dse): a tie is not evidence for a change.
     with warnings.catch_warnings():
@@ -97,16 +121,23 @@ def main(argv=None):
         cmp = az.compare(loos)
     top = cmp.index[0]
     dse = float(cmp.loc[DEFAULT_CPT_SCHEDULE, "dse"]) if DEFAULT_CPT_SCHEDULE in cmp.index else 0.0
-    gap = float(cmp.loc[top, "elpd_loo"] - cmp.loc[DEFAULT_CPT_SCHEDULE, "elpd_loo"]) \
-        if DEFAULT_CPT_SCHEDULE in cmp.index else np.inf
+    gap = (
+        float(cmp.loc[top, "elpd_loo"] - cmp.loc[DEFAULT_CPT_SCHEDULE, "elpd_loo"])
+        if DEFAULT_CPT_SCHEDULE in cmp.index
+        else np.inf
+    )
     best = top if gap > 2 * dse else DEFAULT_CPT_SCHEDULE
-    out["compare"] = {k: {"elpd_diff": round(float(r["elpd_diff"]), 2),
-                          "dse": round(float(r["dse"]), 2)} for k, r in cmp.iterrows()}
+    out["compare"] = {
+        k: {"elpd_diff": round(float(r["elpd_diff"]), 2), "dse": round(float(r["dse"]), 2)}
+        for k, r in cmp.iterrows()
+    }
     for k, r in cmp.iterrows():
         print(f"  {k:16s} elpd difference to the best {r['elpd_diff']:7.2f} (se {r['dse']:.2f})")
     out["chosen_schedule"] = best
-    print(f"  -> {best} (the package default {DEFAULT_CPT_SCHEDULE!r} unless another is better "
-          "by more than 2 se of the difference)")
+    print(
+        f"  -> {best} (the package default {DEFAULT_CPT_SCHEDULE!r} unless another is better "
+        "by more than 2 se of the difference)"
+    )
 
     print(f"2. hold out one Pile share at a time (schedule {best})")
     df = load_mixinglaws_ct(a.root, cpt_schedule=best)
@@ -133,8 +164,10 @@ def main(argv=None):
     for vs in ("general", "domain"):
         out[f"holdout_{vs}_mre_pct"] = round(float(tab[f"{vs}_mre_pct"].mean()), 3)
         out[f"holdout_{vs}_coverage90"] = round(float(tab[f"{vs}_coverage90"].mean()), 3)
-        print(f"  {vs}: mean MRE {out[f'holdout_{vs}_mre_pct']} %, "
-              f"90 % coverage {out[f'holdout_{vs}_coverage90']}")
+        print(
+            f"  {vs}: mean MRE {out[f'holdout_{vs}_mre_pct']} %, "
+            f"90 % coverage {out[f'holdout_{vs}_coverage90']}"
+        )
     a.json.write_text(json.dumps(out, indent=1))
     print(f"wrote {a.json}")
     _plot(pd.concat(preds), df, a.plot, best)
@@ -163,8 +196,11 @@ def _plot(pred, df, path, kind):
         ax.set_ylabel("validation loss (nats)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"CPT law, each Pile share predicted from the other four (CPT schedule "
-                 f"assumed: {kind}); dots observed, bands 90 % predictive", fontsize=10)
+    fig.suptitle(
+        f"CPT law, each Pile share predicted from the other four (CPT schedule "
+        f"assumed: {kind}); dots observed, bands 90 % predictive",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

@@ -26,10 +26,9 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.cpt.simulate import PAPER_FIG3
-from bayescpt.curves.model.fit import CompiledFit, Fit
+from bayescpt.cpt.simulate import PAPER_FIG3, simulate_cpt
 from bayescpt.curves.forecast.predict import predict_frame
-from bayescpt.cpt.simulate import simulate_cpt
+from bayescpt.curves.model.fit import CompiledFit, Fit
 
 HERE = Path(__file__).resolve().parent
 PARAMS = ("L0", "A", "alpha", "C1", "C2", "Bref", "E", "beta")
@@ -46,17 +45,25 @@ def held_out(seed: int) -> dict:
     pred = pred[pred["loss"].notna() & (pred["phase"] == "cpt")].copy()
     pred["rel"] = (pred["median"] / pred["loss"] - 1).abs()
     pred["inside"] = (pred["loss"] >= pred["lower"]) & (pred["loss"] <= pred["upper"])
-    out = {"seconds": round(fit.fit_seconds, 1), "max_rhat": round(d.max_rhat, 4),
-           "min_ess_bulk": round(d.min_ess_bulk, 1), "divergences": d.divergences,
-           "diagnostics_ok": d.ok, "problems": d.problems()}
+    out = {
+        "seconds": round(fit.fit_seconds, 1),
+        "max_rhat": round(d.max_rhat, 4),
+        "min_ess_bulk": round(d.min_ess_bulk, 1),
+        "divergences": d.divergences,
+        "diagnostics_ok": d.ok,
+        "problems": d.problems(),
+    }
     post = fit.idata.posterior
     for vs, g in pred.groupby("val_set"):
         out[f"{vs}_mre_pct"] = round(100 * float(g["rel"].mean()), 3)
         out[f"{vs}_coverage90"] = round(float(g["inside"].mean()), 3)
         true = float(truth.set_index("val_set").loc[vs, "Bref"])
         lo, hi = np.quantile(post["Bref"].sel(group=vs).values.ravel(), [0.05, 0.95])
-        out[f"{vs}_Bref"] = {"true": round(true, 4), "lower": round(float(lo), 4),
-                             "upper": round(float(hi), 4)}
+        out[f"{vs}_Bref"] = {
+            "true": round(true, 4),
+            "lower": round(float(lo), 4),
+            "upper": round(float(hi), 4),
+        }
     return out
 
 
@@ -66,8 +73,10 @@ def recovery(n_sets: int, draws: int, tune: int) -> dict:
     for i in range(n_sets):
         t = {}
         for role, th in PAPER_FIG3.items():
-            t[role] = {k: v * float(np.exp((0.02 if k == "L0" else 0.15) * rng.standard_normal()))
-                       for k, v in th.items()}
+            t[role] = {
+                k: v * float(np.exp((0.02 if k == "L0" else 0.15) * rng.standard_normal()))
+                for k, v in th.items()
+            }
         truths.append(t)
     template, _ = simulate_cpt(truths[0], seed=0)
     t0 = time.perf_counter()
@@ -79,27 +88,40 @@ def recovery(n_sets: int, draws: int, tune: int) -> dict:
         curves, table = simulate_cpt(t, seed=100 + i)
         fit = compiled.fit(curves, seed=i)
         d = fit.diagnostics()
-        diags.append({"max_rhat": d.max_rhat, "min_ess_bulk": d.min_ess_bulk,
-                      "divergences": d.divergences, "seconds": fit.fit_seconds})
+        diags.append(
+            {
+                "max_rhat": d.max_rhat,
+                "min_ess_bulk": d.min_ess_bulk,
+                "divergences": d.divergences,
+                "seconds": fit.fit_seconds,
+            }
+        )
         post = fit.idata.posterior
         truth = table.set_index("val_set")
         for p in PARAMS:
             for vs in ("general", "domain"):
                 lo, hi = np.quantile(post[p].sel(group=vs).values.ravel(), [0.05, 0.95])
                 hits[p].append(bool(lo <= truth.loc[vs, p] <= hi))
-        print(f"  set {i + 1}/{n_sets}: R-hat {d.max_rhat:.3f}, ESS {d.min_ess_bulk:.0f}, "
-              f"div {d.divergences}, {fit.fit_seconds:.1f} s", flush=True)
+        print(
+            f"  set {i + 1}/{n_sets}: R-hat {d.max_rhat:.3f}, ESS {d.min_ess_bulk:.0f}, "
+            f"div {d.divergences}, {fit.fit_seconds:.1f} s",
+            flush=True,
+        )
     n = 2 * n_sets
     lo, hi = stats.binom.ppf([0.05, 0.95], n, 0.9) / n
     rates = {p: round(float(np.mean(h)), 3) for p, h in hits.items()}
     every = np.concatenate([np.asarray(h) for h in hits.values()])
-    return {"sets": n_sets, "pairs_per_param": n, "rate_per_param": rates,
-            "rate_all": round(float(every.mean()), 3),
-            "binomial_90pct_range_per_param": [round(float(lo), 3), round(float(hi), 3)],
-            "max_rhat": round(max(x["max_rhat"] for x in diags), 4),
-            "min_ess_bulk": round(min(x["min_ess_bulk"] for x in diags), 1),
-            "divergences": int(sum(x["divergences"] for x in diags)),
-            "mean_seconds": round(float(np.mean([x["seconds"] for x in diags])), 1)}
+    return {
+        "sets": n_sets,
+        "pairs_per_param": n,
+        "rate_per_param": rates,
+        "rate_all": round(float(every.mean()), 3),
+        "binomial_90pct_range_per_param": [round(float(lo), 3), round(float(hi), 3)],
+        "max_rhat": round(max(x["max_rhat"] for x in diags), 4),
+        "min_ess_bulk": round(min(x["min_ess_bulk"] for x in diags), 1),
+        "divergences": int(sum(x["divergences"] for x in diags)),
+        "mean_seconds": round(float(np.mean([x["seconds"] for x in diags])), 1),
+    }
 
 
 def main(argv=None):

@@ -26,10 +26,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bayescpt.curves.model.fit import CompiledFit  # noqa: E402
-from bayescpt.curves.forecast.predict import predict_frame  # noqa: E402
-from bayescpt.curves.evaluate.scores import percent_text, score  # noqa: E402
 from bayescpt.curves.data.validate import read_curves  # noqa: E402
+from bayescpt.curves.evaluate.scores import percent_text, score  # noqa: E402
+from bayescpt.curves.forecast.predict import predict_frame  # noqa: E402
+from bayescpt.curves.model.fit import CompiledFit  # noqa: E402
 from bayescpt.datasets.bundled import TRAIN_SCHEDULES, bundled_multipowerlaw  # noqa: E402
 from bayescpt.parallel.cv import group_labels, run_cv  # noqa: E402
 from bayescpt.parallel.engine import Cluster  # noqa: E402
@@ -51,8 +51,15 @@ def main(argv=None):
         data = Path(tmp) / "multipowerlaw.csv"
         df.to_csv(data, index=False)
         t0 = time.perf_counter()
-        res = run_cv(data, Path(tmp) / "cv", StudyFit(a.law, seed=a.seed), by="schedule",
-                     train=list(TRAIN_SCHEDULES), cluster=Cluster(a.workers), say=print)
+        res = run_cv(
+            data,
+            Path(tmp) / "cv",
+            StudyFit(a.law, seed=a.seed),
+            by="schedule",
+            train=list(TRAIN_SCHEDULES),
+            cluster=Cluster(a.workers),
+            say=print,
+        )
         t_cv = time.perf_counter() - t0
         # the protocol's split of the table as the cv command reads it (read_curves sorts the
         # rows, which orders the curves and so the model's coordinates: same order, same draws)
@@ -72,12 +79,23 @@ def main(argv=None):
     print("\n== per held-out schedule and size")
     print(percent_text(res.table.drop(columns=["fold", "r2"])))
     if a.json:
-        a.json.write_text(json.dumps({
-            "law": a.law, "seed": a.seed, "max_difference": diff, "cv_seconds": t_cv,
-            "direct_seconds": t_direct, "by_size": res.by_size.to_dict("records"),
-            "direct": direct.to_dict("records"), "per_schedule": res.table.to_dict("records"),
-            "fit": res.fits.iloc[0][["max_rhat", "min_ess_bulk", "divergences"]].to_dict()},
-            indent=1, default=float))
+        a.json.write_text(
+            json.dumps(
+                {
+                    "law": a.law,
+                    "seed": a.seed,
+                    "max_difference": diff,
+                    "cv_seconds": t_cv,
+                    "direct_seconds": t_direct,
+                    "by_size": res.by_size.to_dict("records"),
+                    "direct": direct.to_dict("records"),
+                    "per_schedule": res.table.to_dict("records"),
+                    "fit": res.fits.iloc[0][["max_rhat", "min_ess_bulk", "divergences"]].to_dict(),
+                },
+                indent=1,
+                default=float,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -44,15 +44,19 @@ def nutpie_gradient(compiled):
     out = np.zeros(n)
     logp = np.zeros(())
     fn = compiled.compiled_logp_func.ctypes
-    args = (ctypes.c_uint64(n), x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-            out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-            logp.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-            ctypes.c_void_p(compiled.user_data.ctypes.data))
+    args = (
+        ctypes.c_uint64(n),
+        x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        logp.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        ctypes.c_void_p(compiled.user_data.ctypes.data),
+    )
 
-    def call(keep=(compiled, x, out, logp)):   # the callback reads these: keep them alive
+    def call(keep=(compiled, x, out, logp)):  # the callback reads these: keep them alive
         rc = fn(*args)
         if rc != 0:
             raise RuntimeError(f"logp callback returned {rc}")
+
     call()
     return call
 
@@ -94,12 +98,16 @@ def profile(model, n_apply: int = 15, calls: int = 300) -> None:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--law", nargs="+", default=["multipower", "annealing"],
-                    choices=["multipower", "annealing"])
+    ap.add_argument(
+        "--law", nargs="+", default=["multipower", "annealing"], choices=["multipower", "annealing"]
+    )
     ap.add_argument("--calls", type=int, default=50, help="calls per timed block")
     ap.add_argument("--repeats", type=int, default=30, help="blocks per callable, interleaved")
-    ap.add_argument("--c-backend", action="store_true",
-                    help="also time PyTensor's C-backend compile_dlogp (the protocol's number)")
+    ap.add_argument(
+        "--c-backend",
+        action="store_true",
+        help="also time PyTensor's C-backend compile_dlogp (the protocol's number)",
+    )
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
@@ -109,9 +117,12 @@ def main(argv=None):
     for name in a.law:
         t0 = time.perf_counter()
         cf = CompiledFit(train, name)
-        print(f"== {name}: {len(cf.prep.points)} points, {cf.compiled.n_dim} parameters; "
-              f"built and compiled in {time.perf_counter() - t0:.1f} s "
-              f"(nutpie compile {cf.compile_seconds:.1f} s)", flush=True)
+        print(
+            f"== {name}: {len(cf.prep.points)} points, {cf.compiled.n_dim} parameters; "
+            f"built and compiled in {time.perf_counter() - t0:.1f} s "
+            f"(nutpie compile {cf.compile_seconds:.1f} s)",
+            flush=True,
+        )
         fns = {"gradient": nutpie_gradient(cf.compiled), "numpy": numpy_mean(cf)}
         if a.c_backend:
             dlogp, ip = cf.model.compile_dlogp(), cf.model.initial_point()
@@ -121,12 +132,18 @@ def main(argv=None):
         ratio = t["gradient"][0] / t["numpy"][0]
         for k, (med, best) in t.items():
             print(f"  {k:9s} median {med * 1e3:7.3f} ms, best block {best * 1e3:7.3f} ms")
-        print(f"  gradient / numpy mean: {ratio:.2f}x (median), "
-              f"{t['gradient'][1] / t['numpy'][1]:.2f}x (best blocks)", flush=True)
-        out[name] = {"points": len(cf.prep.points), "n_dim": int(cf.compiled.n_dim),
-                     "seconds": {k: {"median": v[0], "best": v[1]} for k, v in t.items()},
-                     "gradient_over_numpy": ratio,
-                     "design_shapes": {k: [int(s) for s in v.shape] for k, v in cf.prep.X.items()}}
+        print(
+            f"  gradient / numpy mean: {ratio:.2f}x (median), "
+            f"{t['gradient'][1] / t['numpy'][1]:.2f}x (best blocks)",
+            flush=True,
+        )
+        out[name] = {
+            "points": len(cf.prep.points),
+            "n_dim": int(cf.compiled.n_dim),
+            "seconds": {k: {"median": v[0], "best": v[1]} for k, v in t.items()},
+            "gradient_over_numpy": ratio,
+            "design_shapes": {k: [int(s) for s in v.shape] for k, v in cf.prep.X.items()},
+        }
         if a.profile:
             profile(cf.model)
     if a.json:

@@ -39,22 +39,32 @@ def write_table(path: Path, rows: int, runs: int, seed: int = 0) -> None:
         for r in range(runs):
             step = np.arange(per) + 1
             warm = max(per // 50, 1)
-            lr = np.where(step < warm, 3e-4 * step / warm,
-                          3e-4 * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * step / per))))
+            lr = np.where(
+                step < warm,
+                3e-4 * step / warm,
+                3e-4 * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * step / per))),
+            )
             s1 = np.cumsum(lr)
             loss = (2.5 + 0.5 * (s1 + 1e-3) ** -0.5) * np.exp(0.003 * rng.standard_normal(per))
-            pd.DataFrame({"run": f"run{r}", "step": step, "lr": lr, "loss": loss,
-                          "model_size": sizes[r % 3], "val_set": "default"}).to_csv(
-                fh, header=False, index=False, float_format="%.6g")
+            pd.DataFrame(
+                {
+                    "run": f"run{r}",
+                    "step": step,
+                    "lr": lr,
+                    "loss": loss,
+                    "model_size": sizes[r % 3],
+                    "val_set": "default",
+                }
+            ).to_csv(fh, header=False, index=False, float_format="%.6g")
 
 
 def measure(path: str, thin: bool = True) -> dict:
     """Stage times and the peak RSS of this process (run in a fresh one per table)."""
+    from bayescpt.curves.data.thinning import thin_long_curves
     from bayescpt.curves.data.validate import read_curves
     from bayescpt.curves.model.config import make_config
     from bayescpt.curves.model.hierarchy import prepare
     from bayescpt.curves.model.laws import get_law
-    from bayescpt.curves.data.thinning import thin_long_curves
 
     out = {}
     t = time.perf_counter()
@@ -78,27 +88,39 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", default="1e4,1e5,1e6,3e6")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--dir", type=Path, default=None, help="scratch folder (default: a temp one)")
-    ap.add_argument("--all-points", action="store_true",
-                    help="skip the automatic thinning (what `fit --all-points` prepares)")
+    ap.add_argument(
+        "--all-points",
+        action="store_true",
+        help="skip the automatic thinning (what `fit --all-points` prepares)",
+    )
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.measure:
         print(json.dumps(measure(a.measure, thin=not a.all_points)))
         return
-    print(f"{'rows':>9} {'MB':>6} {'read s':>7} {'thin s':>7} {'prep s':>7} {'peak MB':>8} "
-          f"{'points':>7}")
+    print(
+        f"{'rows':>9} {'MB':>6} {'read s':>7} {'thin s':>7} {'prep s':>7} {'peak MB':>8} "
+        f"{'points':>7}"
+    )
     with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
         for n in (int(float(x)) for x in a.rows.split(",")):
             path = Path(tmp) / f"large_{n}.csv"
             write_table(path, n, a.runs)
-            res = subprocess.run([sys.executable, __file__, "--measure", str(path)]
-                                 + (["--all-points"] if a.all_points else []),
-                                 capture_output=True, text=True, env=dict(os.environ),
-                                 check=True)
+            res = subprocess.run(
+                [sys.executable, __file__, "--measure", str(path)]
+                + (["--all-points"] if a.all_points else []),
+                capture_output=True,
+                text=True,
+                env=dict(os.environ),
+                check=True,
+            )
             m = json.loads(res.stdout.strip().splitlines()[-1])
-            print(f"{n:>9} {path.stat().st_size / 1e6:>6.1f} {m['read_s']:>7.2f} "
-                  f"{m['thin_s']:>7.2f} {m['prepare_s']:>7.2f} {m['peak_rss_mb']:>8.0f} "
-                  f"{m['points']:>7}", flush=True)
+            print(
+                f"{n:>9} {path.stat().st_size / 1e6:>6.1f} {m['read_s']:>7.2f} "
+                f"{m['thin_s']:>7.2f} {m['prepare_s']:>7.2f} {m['peak_rss_mb']:>8.0f} "
+                f"{m['points']:>7}",
+                flush=True,
+            )
             path.unlink()
 
 

@@ -28,13 +28,13 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bayescpt.curves.evaluate import baseline
 from bayescpt.curves.data.table import schedules_of
-from bayescpt.datasets.bundled import bundled_multipowerlaw, split
+from bayescpt.curves.evaluate import baseline
 from bayescpt.curves.evaluate.scores import percent_text, score
+from bayescpt.curves.forecast.predict import predict_frame
 from bayescpt.curves.model.fit import CompiledFit, Fit
 from bayescpt.curves.model.laws import get_law
-from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 
 
 def after_warmup(df):
@@ -68,8 +68,10 @@ def practitioner(law, train, test, n_boot, seed=0):
         t_boot += time.perf_counter() - t0
         Xt, _, rows = design_of(law, test[test["model_size"] == size], settings)
         point = law.mean(np, theta, Xt)
-        bt = {p.name: (np.exp(boots[:, i]) if p.positive else boots[:, i])[:, None]
-              for i, p in enumerate(law.params)}
+        bt = {
+            p.name: (np.exp(boots[:, i]) if p.positive else boots[:, i])[:, None]
+            for i, p in enumerate(law.params)
+        }
         with np.errstate(all="ignore"):
             curves = law.mean(np, bt, Xt)
         lo, hi = np.nanquantile(curves, [0.05, 0.95], axis=0)
@@ -105,7 +107,7 @@ def mre_mcse(fit, test, pred) -> dict:
             theta = parameter_draws(fit, vs, size, np.random.default_rng(0))
             X = fit.law.design(sched[run], r["step"].to_numpy(), fit.config["settings"], info)
             c = curve_draws(fit, theta, X)
-            c = 0.5 * (c[:len(g)] + c[len(g):])        # each draw's antithetic pair
+            c = 0.5 * (c[: len(g)] + c[len(g) :])  # each draw's antithetic pair
             y = r["loss"].to_numpy()
             g += (np.sign(r["mean"].to_numpy() - y) / y * c).sum(axis=1)
         out[f"{size / 1e6:g}M"] = float(np.ravel(az.mcse(g.reshape(shape) / len(hs)))[0])
@@ -137,18 +139,33 @@ def main(argv=None):
     ap.add_argument("--boot", type=int, default=100)
     ap.add_argument("--sampler", default="auto")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--draws", type=int, default=None,
-                    help="draws per chain (default: the package's, 1000); more draws shrink the "
-                         "Monte Carlo error of the posterior mean")
-    ap.add_argument("--tune", type=int, default=None,
-                    help="tuning steps per chain (default: the law's; the LR-annealing law's is 300 "
-                         "from 2026-12-05, the package's 1000 before)")
+    ap.add_argument(
+        "--draws",
+        type=int,
+        default=None,
+        help="draws per chain (default: the package's, 1000); more draws shrink the "
+        "Monte Carlo error of the posterior mean",
+    )
+    ap.add_argument(
+        "--tune",
+        type=int,
+        default=None,
+        help="tuning steps per chain (default: the law's; the LR-annealing law's is 300 "
+        "from 2026-12-05, the package's 1000 before)",
+    )
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--law-options", type=json.loads, default={},
-                    help='the law\'s options as JSON, e.g. \'{"progress": true}\' (multipower)')
-    ap.add_argument("--warm-only", action="store_true",
-                    help="one nutpie run on a precompiled model (cold = compile + warm); halves the "
-                         "cost on a busy machine")
+    ap.add_argument(
+        "--law-options",
+        type=json.loads,
+        default={},
+        help="the law's options as JSON, e.g. '{\"progress\": true}' (multipower)",
+    )
+    ap.add_argument(
+        "--warm-only",
+        action="store_true",
+        help="one nutpie run on a precompiled model (cold = compile + warm); halves the "
+        "cost on a busy machine",
+    )
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
 
@@ -158,12 +175,18 @@ def main(argv=None):
     draws = {} if a.draws is None else {"draws": a.draws}
     if a.tune is not None:
         draws["tune"] = a.tune
-    print(f"== {a.law} law: train {train['run'].nunique()} curves, "
-          f"test {test['run'].nunique()} curves ({int(test['loss'].notna().sum())} points)", flush=True)
+    print(
+        f"== {a.law} law: train {train['run'].nunique()} curves, "
+        f"test {test['run'].nunique()} curves ({int(test['loss'].notna().sum())} points)",
+        flush=True,
+    )
 
     pred_pt, t_point, t_boot = practitioner(law, train, test, a.boot, a.seed)
-    print(f"point fit (16-start L-BFGS, 3 sizes): {t_point:.2f} s; bootstrap x{a.boot}: "
-          f"{t_boot:.2f} s", flush=True)
+    print(
+        f"point fit (16-start L-BFGS, 3 sizes): {t_point:.2f} s; bootstrap x{a.boot}: "
+        f"{t_boot:.2f} s",
+        flush=True,
+    )
 
     if a.warm_only:
         # One NUTS run on a model compiled first: it gives the warm time, and compile + warm is
@@ -174,26 +197,42 @@ def main(argv=None):
         t_warm = time.perf_counter() - t0
         t_cold = compiled.compile_seconds + t_warm
         diag = fit.diagnostics()
-        print(f"NUTS warm (model compiled once, {compiled.compile_seconds:.1f} s): {t_warm:.1f} s; "
-              f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
-              f"divergences {diag.divergences}", flush=True)
+        print(
+            f"NUTS warm (model compiled once, {compiled.compile_seconds:.1f} s): {t_warm:.1f} s; "
+            f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
+            f"divergences {diag.divergences}",
+            flush=True,
+        )
     else:
         t0 = time.perf_counter()
-        fit = Fit.run(train, law=a.law, law_options=a.law_options, sampler=a.sampler,
-                      seed=a.seed, warn=False, **draws)
+        fit = Fit.run(
+            train,
+            law=a.law,
+            law_options=a.law_options,
+            sampler=a.sampler,
+            seed=a.seed,
+            warn=False,
+            **draws,
+        )
         t_cold = time.perf_counter() - t0
         diag = fit.diagnostics()
-        print(f"NUTS cold (compile + sample, {fit.config['sampler']['sampler']}): {t_cold:.1f} s; "
-              f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
-              f"divergences {diag.divergences}", flush=True)
+        print(
+            f"NUTS cold (compile + sample, {fit.config['sampler']['sampler']}): {t_cold:.1f} s; "
+            f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
+            f"divergences {diag.divergences}",
+            flush=True,
+        )
         t_warm = None
         if fit.config["sampler"]["sampler"] == "nutpie":
             compiled = CompiledFit(train, a.law, law_options=a.law_options, **draws)
             t0 = time.perf_counter()
             compiled.fit(train, seed=a.seed)
             t_warm = time.perf_counter() - t0
-            print(f"NUTS warm (model compiled once, {compiled.compile_seconds:.1f} s): "
-                  f"{t_warm:.1f} s", flush=True)
+            print(
+                f"NUTS warm (model compiled once, {compiled.compile_seconds:.1f} s): "
+                f"{t_warm:.1f} s",
+                flush=True,
+            )
 
     pred = predict_frame(fit, test, prob=0.9, seed=a.seed)
     bayes = score(pred)
@@ -204,29 +243,43 @@ def main(argv=None):
         ss_res = np.sum((g["loss"] - g["mean"]) ** 2)
         ss_tot = np.sum((g["loss"] - g["loss"].mean()) ** 2)
         inside = (g["loss"] >= g["lower"]) & (g["loss"] <= g["upper"])
-        base_rows.append({"model_size": f"{size / 1e6:g}M", "mean_rel_err": rel.mean(),
-                          "worst_rel_err": rel.max(), "r2": 1 - ss_res / ss_tot,
-                          "coverage": inside.mean()})
+        base_rows.append(
+            {
+                "model_size": f"{size / 1e6:g}M",
+                "mean_rel_err": rel.mean(),
+                "worst_rel_err": rel.max(),
+                "r2": 1 - ss_res / ss_tot,
+                "coverage": inside.mean(),
+            }
+        )
     base = pd.DataFrame(base_rows)
     table = bayes.merge(base, on="model_size", suffixes=("", "_point"))
     mcse = mre_mcse(fit, test, pred)
-    table.insert(table.columns.get_loc("mean_rel_err") + 1, "mre_mcse",
-                 table["model_size"].map(mcse))
-    print("\nper size (Bayesian posterior mean / 90 % predictive interval vs point fit / 90 % "
-          "bootstrap band):")
+    table.insert(
+        table.columns.get_loc("mean_rel_err") + 1, "mre_mcse", table["model_size"].map(mcse)
+    )
+    print(
+        "\nper size (Bayesian posterior mean / 90 % predictive interval vs point fit / 90 % "
+        "bootstrap band):"
+    )
     print(percent_text(table, digits=4))
-    print("(mre_mcse: Monte Carlo standard error of the posterior-mean relative error; the "
-          "Bayesian and point errors differ beyond Monte Carlo noise only where the gap is a few "
-          "times it)")
+    print(
+        "(mre_mcse: Monte Carlo standard error of the posterior-mean relative error; the "
+        "Bayesian and point errors differ beyond Monte Carlo noise only where the gap is a few "
+        "times it)"
+    )
     h2 = pred[pred["loss"].notna()].assign(
         inside=lambda d: (d["loss"] >= d["lower"]) & (d["loss"] <= d["upper"]),
-        rel=lambda d: np.abs(d["mean"] / d["loss"] - 1))
-    per_run = h2.groupby("run").agg(points=("rel", "size"), mean_rel_err=("rel", "mean"),
-                                    coverage=("inside", "mean"))
+        rel=lambda d: np.abs(d["mean"] / d["loss"] - 1),
+    )
+    per_run = h2.groupby("run").agg(
+        points=("rel", "size"), mean_rel_err=("rel", "mean"), coverage=("inside", "mean")
+    )
     print("\nper held-out run (Bayesian):")
     print(per_run.to_string(float_format=lambda v: f"{v:.4f}"))
 
     from bayescpt.curves.model.hierarchy import build_model, prepare
+
     prep = prepare(train, fit.law, fit.config["settings"])
     model = build_model(fit.law, prep, fit.config)
     post = fit.idata.posterior
@@ -236,45 +289,80 @@ def main(argv=None):
     for p in fit.law.params:
         v = post[p.name]
         q = v.quantile([0.05, 0.95], dim=("chain", "draw")).values
-        params[p.name] = {"mean": np.atleast_1d(v.mean(("chain", "draw")).values).tolist(),
-                          "q05": np.atleast_1d(q[0]).tolist(), "q95": np.atleast_1d(q[1]).tolist()}
+        params[p.name] = {
+            "mean": np.atleast_1d(v.mean(("chain", "draw")).values).tolist(),
+            "q05": np.atleast_1d(q[0]).tolist(),
+            "q95": np.atleast_1d(q[1]).tolist(),
+        }
     for name in ("kappa",):
         if name in params:
-            print(f"{name}: posterior mean {params[name]['mean']}, 90 % interval "
-                  f"{params[name]['q05']} .. {params[name]['q95']} (per group)")
+            print(
+                f"{name}: posterior mean {params[name]['mean']}, 90 % interval "
+                f"{params[name]['q05']} .. {params[name]['q95']} (per group)"
+            )
     t_grad, t_np, t_nutpie = gradient_vs_numpy(
-        model, fit.law, prep, theta_g, compiled=compiled.compiled if t_warm else None)
+        model, fit.law, prep, theta_g, compiled=compiled.compiled if t_warm else None
+    )
     baseline_total = t_point + t_boot
-    ratios = {"nuts_cold_over_point_plus_bootstrap": t_cold / baseline_total,
-              "nuts_warm_over_point_plus_bootstrap": (t_warm / baseline_total) if t_warm else None,
-              "gradient_over_numpy_eval": t_grad / t_np,
-              "nutpie_gradient_over_numpy_eval": (t_nutpie / t_np) if t_nutpie else None}
-    print(f"\ntimes: point {t_point:.2f} s + bootstrap {t_boot:.2f} s = {baseline_total:.2f} s; "
-          f"NUTS cold {t_cold:.1f} s ({ratios['nuts_cold_over_point_plus_bootstrap']:.2f}x)"
-          + (f", warm {t_warm:.1f} s ({ratios['nuts_warm_over_point_plus_bootstrap']:.2f}x)"
-             if t_warm else ""))
-    print(f"one gradient (PyMC dlogp, {len(prep.points)} points): {t_grad * 1e3:.2f} ms; one "
-          f"numpy evaluation: {t_np * 1e3:.3f} ms ({ratios['gradient_over_numpy_eval']:.1f}x)"
-          + (f"; nutpie's compiled logp + gradient (what the sampler calls): "
-             f"{t_nutpie * 1e3:.2f} ms ({ratios['nutpie_gradient_over_numpy_eval']:.2f}x)"
-             if t_nutpie else ""))
-    print(f"diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
-          f"divergences {diag.divergences} -> {'OK' if diag.ok else 'FAIL'}")
+    ratios = {
+        "nuts_cold_over_point_plus_bootstrap": t_cold / baseline_total,
+        "nuts_warm_over_point_plus_bootstrap": (t_warm / baseline_total) if t_warm else None,
+        "gradient_over_numpy_eval": t_grad / t_np,
+        "nutpie_gradient_over_numpy_eval": (t_nutpie / t_np) if t_nutpie else None,
+    }
+    print(
+        f"\ntimes: point {t_point:.2f} s + bootstrap {t_boot:.2f} s = {baseline_total:.2f} s; "
+        f"NUTS cold {t_cold:.1f} s ({ratios['nuts_cold_over_point_plus_bootstrap']:.2f}x)"
+        + (
+            f", warm {t_warm:.1f} s ({ratios['nuts_warm_over_point_plus_bootstrap']:.2f}x)"
+            if t_warm
+            else ""
+        )
+    )
+    print(
+        f"one gradient (PyMC dlogp, {len(prep.points)} points): {t_grad * 1e3:.2f} ms; one "
+        f"numpy evaluation: {t_np * 1e3:.3f} ms ({ratios['gradient_over_numpy_eval']:.1f}x)"
+        + (
+            f"; nutpie's compiled logp + gradient (what the sampler calls): "
+            f"{t_nutpie * 1e3:.2f} ms ({ratios['nutpie_gradient_over_numpy_eval']:.2f}x)"
+            if t_nutpie
+            else ""
+        )
+    )
+    print(
+        f"diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
+        f"divergences {diag.divergences} -> {'OK' if diag.ok else 'FAIL'}"
+    )
     if a.json:
-        a.json.write_text(json.dumps({"law": a.law, "law_options": a.law_options, "seed": a.seed,
-                                      "sampler": fit.config["sampler"],
-                                      "table": table.to_dict(orient="records"),
-                                      "per_run": per_run.reset_index().to_dict(orient="records"),
-                                      "times": {"point": t_point, "bootstrap": t_boot,
-                                                "nuts_cold": t_cold, "nuts_warm": t_warm,
-                                                "gradient": t_grad, "numpy_eval": t_np,
-                                                "nutpie_gradient": t_nutpie},
-                                      "ratios": ratios,
-                                      "params": params,
-                                      "diagnostics": {"max_rhat": diag.max_rhat,
-                                                      "min_ess_bulk": diag.min_ess_bulk,
-                                                      "divergences": diag.divergences}},
-                                     indent=2))
+        a.json.write_text(
+            json.dumps(
+                {
+                    "law": a.law,
+                    "law_options": a.law_options,
+                    "seed": a.seed,
+                    "sampler": fit.config["sampler"],
+                    "table": table.to_dict(orient="records"),
+                    "per_run": per_run.reset_index().to_dict(orient="records"),
+                    "times": {
+                        "point": t_point,
+                        "bootstrap": t_boot,
+                        "nuts_cold": t_cold,
+                        "nuts_warm": t_warm,
+                        "gradient": t_grad,
+                        "numpy_eval": t_np,
+                        "nutpie_gradient": t_nutpie,
+                    },
+                    "ratios": ratios,
+                    "params": params,
+                    "diagnostics": {
+                        "max_rhat": diag.max_rhat,
+                        "min_ess_bulk": diag.min_ess_bulk,
+                        "divergences": diag.divergences,
+                    },
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from multipower_protocol import after_warmup, practitioner  # noqa: E402
 
-from bayescpt.datasets.public import load_olmo_ladder
 from bayescpt.curves.evaluate.scores import score
+from bayescpt.curves.forecast.predict import predict_frame
 from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.laws import get_law
-from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.datasets.public import load_olmo_ladder
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "olmo-ladder" / "peteish-moreeval"
 SIZES = ("190M", "370M", "760M", "1B", "3B")
@@ -62,23 +62,38 @@ def main(argv=None):
     pred = predict_frame(fit, test, prob=0.9)
     table = score(pred)
     h = pred_pt[pred_pt["loss"].notna()]
-    table["mean_rel_err_point"] = [np.mean(np.abs(g["mean"] / g["loss"] - 1))
-                                   for _, g in h.groupby("model_size")]
-    table["coverage_bootstrap"] = [np.mean((g["loss"] >= g["lower"]) & (g["loss"] <= g["upper"]))
-                                   for _, g in h.groupby("model_size")]
-    print(f"OLMo ladder, {a.val_set}: train {train['run'].nunique()} runs, test "
-          f"{test['run'].nunique()} runs")
+    table["mean_rel_err_point"] = [
+        np.mean(np.abs(g["mean"] / g["loss"] - 1)) for _, g in h.groupby("model_size")
+    ]
+    table["coverage_bootstrap"] = [
+        np.mean((g["loss"] >= g["lower"]) & (g["loss"] <= g["upper"]))
+        for _, g in h.groupby("model_size")
+    ]
+    print(
+        f"OLMo ladder, {a.val_set}: train {train['run'].nunique()} runs, test "
+        f"{test['run'].nunique()} runs"
+    )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print(f"NUTS {t_fit:.1f} s (cold) vs point {t_point:.2f} s + bootstrap {t_boot:.2f} s; "
-          f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
-          f"divergences {diag.divergences}")
+    print(
+        f"NUTS {t_fit:.1f} s (cold) vs point {t_point:.2f} s + bootstrap {t_boot:.2f} s; "
+        f"max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
+        f"divergences {diag.divergences}"
+    )
     if a.json:
-        a.json.write_text(json.dumps({"table": table.to_dict(orient="records"),
-                                      "diagnostics": {"max_rhat": diag.max_rhat,
-                                                      "min_ess_bulk": diag.min_ess_bulk,
-                                                      "divergences": diag.divergences},
-                                      "times": {"nuts_cold": t_fit, "point": t_point,
-                                                "bootstrap": t_boot}}, indent=2))
+        a.json.write_text(
+            json.dumps(
+                {
+                    "table": table.to_dict(orient="records"),
+                    "diagnostics": {
+                        "max_rhat": diag.max_rhat,
+                        "min_ess_bulk": diag.min_ess_bulk,
+                        "divergences": diag.divergences,
+                    },
+                    "times": {"nuts_cold": t_fit, "point": t_point, "bootstrap": t_boot},
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -27,14 +27,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.curves.data.validate import read_curves
-from bayescpt.datasets.bundled import PLAN
-from bayescpt.curves.model.fit import Fit
 from bayescpt.cpt.plan.decide import Criterion, decide
 from bayescpt.cpt.plan.evaluate import Evaluation, designs, evaluate
 from bayescpt.cpt.plan.files import pt_schedule_from_table
 from bayescpt.cpt.plan.grid import plan_grid
+from bayescpt.curves.data.validate import read_curves
+from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.hierarchy import parameter_draws
+from bayescpt.datasets.bundled import PLAN
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -53,12 +53,17 @@ def grid(n_plans: int):
 def plain_numpy(fit, X, n_draws, seed=0):
     """Plan by plan: the law over (draws, points) for one plan at a time."""
     rng = np.random.default_rng(seed)
-    th = {role: {k: v[:, None] for k, v in parameter_draws(
-        fit, role, None, rng, antithetic=False).items() if not k.startswith("_")}
-        for role in ("general", "domain")}
+    th = {
+        role: {
+            k: v[:, None]
+            for k, v in parameter_draws(fit, role, None, rng, antithetic=False).items()
+            if not k.startswith("_")
+        }
+        for role in ("general", "domain")
+    }
     n_plans = X["cpt_steps"].shape[0]
     out = np.empty((5, n_draws, n_plans))
-    for i in range(n_plans):   # the same outcomes as evaluate(): final losses, rise, peak, turn
+    for i in range(n_plans):  # the same outcomes as evaluate(): final losses, rise, peak, turn
         gen = fit.law.mean(np, th["general"], {k: v[i] for k, v in X["general"].items()})
         dom = fit.law.mean(np, th["domain"], {k: v[i] for k, v in X["domain"].items()})
         peak = gen.argmax(axis=1)
@@ -85,15 +90,26 @@ def main(argv=None):
     X = designs(fit, pt, plans, a.points)
     t_design = time.perf_counter() - t0
     total_steps = int(plans["steps"].sum() + plans["transfer"].sum())
-    out = {"fit": str(a.fit.relative_to(ROOT)) if a.fit.is_relative_to(ROOT) else str(a.fit),
-           "plans": len(plans), "points_per_plan": a.points,
-           "schedule_steps_total": total_steps, "design_seconds": round(t_design, 2)}
+    out = {
+        "fit": str(a.fit.relative_to(ROOT)) if a.fit.is_relative_to(ROOT) else str(a.fit),
+        "plans": len(plans),
+        "points_per_plan": a.points,
+        "schedule_steps_total": total_steps,
+        "design_seconds": round(t_design, 2),
+    }
     res, draws = {}, {}
     for backend in ("numpy", "jax"):
         try:
-            evaluate(fit, pt, plans.head(8), Evaluation(a.points, backend),
-                     X={k: (v[:8] if k == "cpt_steps" else {f: x[:8] for f, x in v.items()})
-                        for k, v in X.items()})
+            evaluate(
+                fit,
+                pt,
+                plans.head(8),
+                Evaluation(a.points, backend),
+                X={
+                    k: (v[:8] if k == "cpt_steps" else {f: x[:8] for f, x in v.items()})
+                    for k, v in X.items()
+                },
+            )
         except ImportError:
             continue
         t0 = time.perf_counter()
@@ -113,28 +129,44 @@ def main(argv=None):
     # so its P(rise <= eps) for the chosen plan is an independent estimate.
     demo = plan_grid(PLAN["transfers"], PLAN["shapes"], PLAN["peak_lrs"], PLAN["steps"])
     Xd = designs(fit, pt, demo, a.points)
-    table = decide(evaluate(fit, pt, demo, Evaluation(a.points, "numpy"), X=Xd),
-                   Criterion(PLAN["tolerance"], PLAN["risk"]))
+    table = decide(
+        evaluate(fit, pt, demo, Evaluation(a.points, "numpy"), X=Xd),
+        Criterion(PLAN["tolerance"], PLAN["risk"]),
+    )
     plain = plain_numpy(fit, Xd, out["draws"], seed=12345)
     front = table[table["pareto"]].sort_values("p_within_tolerance")
-    out["decision"] = {"plans": len(demo), "tolerance": PLAN["tolerance"], "risk": PLAN["risk"],
-                       "feasible_plans": int(table["feasible"].sum()),
-                       "pareto_plans": int(len(front)),
-                       "pareto_monotone": bool(front["domain_mean"].is_monotonic_increasing)}
+    out["decision"] = {
+        "plans": len(demo),
+        "tolerance": PLAN["tolerance"],
+        "risk": PLAN["risk"],
+        "feasible_plans": int(table["feasible"].sum()),
+        "pareto_plans": int(len(front)),
+        "pareto_monotone": bool(front["domain_mean"].is_monotonic_increasing),
+    }
     if table["chosen"].any():
         i = int(np.flatnonzero(table["chosen"].to_numpy())[0])
         p_ind = float((plain[2, :, i] <= PLAN["tolerance"]).mean())
         se = float(np.sqrt(p_ind * (1 - p_ind) / plain.shape[1]))
         c = table.iloc[i]
-        out["decision"].update({
-            "chosen": {k: (None if not isinstance(c[k], str) and np.isnan(c[k]) else
-                           c[k].item() if hasattr(c[k], "item") else c[k])
-                       for k in ("transfer", "shape", "peak_lr", "steps", "decay_frac")},
-            "chosen_domain_mean": round(float(c["domain_mean"]), 5),
-            "p_within_tolerance_planner": round(float(c["p_within_tolerance"]), 4),
-            "p_within_tolerance_independent": round(p_ind, 4),
-            "independent_se": round(se, 4),
-            "meets_1_minus_risk": bool(p_ind >= 1 - PLAN["risk"] - 2 * se)})
+        out["decision"].update(
+            {
+                "chosen": {
+                    k: (
+                        None
+                        if not isinstance(c[k], str) and np.isnan(c[k])
+                        else c[k].item()
+                        if hasattr(c[k], "item")
+                        else c[k]
+                    )
+                    for k in ("transfer", "shape", "peak_lr", "steps", "decay_frac")
+                },
+                "chosen_domain_mean": round(float(c["domain_mean"]), 5),
+                "p_within_tolerance_planner": round(float(c["p_within_tolerance"]), 4),
+                "p_within_tolerance_independent": round(p_ind, 4),
+                "independent_se": round(se, 4),
+                "meets_1_minus_risk": bool(p_ind >= 1 - PLAN["risk"] - 2 * se),
+            }
+        )
     print(json.dumps(out, indent=1))
     a.json.write_text(json.dumps(out, indent=1) + "\n")
 

@@ -52,11 +52,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bayescpt.curves.model.fit import Fit  # noqa: E402
+from bayescpt.curves.evaluate.scores import percent_text, score  # noqa: E402
 from bayescpt.curves.forecast.predict import predict_frame  # noqa: E402
 from bayescpt.curves.forecast.prefix import forecast_with_prefix  # noqa: E402
-from bayescpt.curves.evaluate.scores import percent_text, score  # noqa: E402
 from bayescpt.curves.forecast.watch import Watch  # noqa: E402
+from bayescpt.curves.model.fit import Fit  # noqa: E402
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split  # noqa: E402
 
 OLMO = ROOT.parent / "shared" / "data" / "olmo-ladder" / "peteish-moreeval"
@@ -78,16 +78,19 @@ def lab_pt_fit(law: str, fits: Path, seed: int) -> str:
         fit = Fit.run(train, law=law, seed=seed, warn=False)
         fit.meta["discrepancy"] = learn_discrepancy(fit, train).to_json()
         d = fit.diagnostics()
-        print(f"lab_pt {law}: fitted in {time.perf_counter() - t0:.0f} s; R-hat "
-              f"{d.max_rhat:.4f}, bulk ESS {d.min_ess_bulk:.0f}, divergences {d.divergences}",
-              flush=True)
+        print(
+            f"lab_pt {law}: fitted in {time.perf_counter() - t0:.0f} s; R-hat "
+            f"{d.max_rhat:.4f}, bulk ESS {d.min_ess_bulk:.0f}, divergences {d.divergences}",
+            flush=True,
+        )
         fits.mkdir(parents=True, exist_ok=True)
         fit.save(path)
     return str(path)
 
 
-def held_out_sets(names, lab_laws=("annealing", "multipower"), fits: Path | None = None,
-                  seed: int = 0) -> list[tuple[str, str, pd.DataFrame]]:
+def held_out_sets(
+    names, lab_laws=("annealing", "multipower"), fits: Path | None = None, seed: int = 0
+) -> list[tuple[str, str, pd.DataFrame]]:
     """(set, fit file, held-out table) for each named set that is available."""
     out = []
     if "multipowerlaw" in names:
@@ -99,8 +102,9 @@ def held_out_sets(names, lab_laws=("annealing", "multipower"), fits: Path | None
             from bayescpt.datasets.public import load_olmo_ladder
 
             sizes = ("190M", "370M", "760M", "1B", "3B")
-            test = load_olmo_ladder(OLMO, val_sets=("c4_en",),
-                                    runs=[f"{s}-{m}" for s in sizes for m in ("5xC", "10xC")])
+            test = load_olmo_ladder(
+                OLMO, val_sets=("c4_en",), runs=[f"{s}-{m}" for s in sizes for m in ("5xC", "10xC")]
+            )
             out.append(("olmo", str(ROOT / "models" / "annealing_olmo_c4.nc"), test))
         else:
             print(f"olmo: {OLMO} not found, skipped")
@@ -109,8 +113,9 @@ def held_out_sets(names, lab_laws=("annealing", "multipower"), fits: Path | None
 
         test = lab_pt_split()[1]
         for law in lab_laws:
-            out.append(("lab_pt", lab_pt_fit(law, fits or ROOT / "benchmarks" / "fits", seed),
-                        test))
+            out.append(
+                ("lab_pt", lab_pt_fit(law, fits or ROOT / "benchmarks" / "fits", seed), test)
+            )
     return out
 
 
@@ -129,31 +134,45 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="multipowerlaw,olmo")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--watch-laws", default="annealing",
-                    help="laws whose fits replay the held-out runs through the watch (the "
-                         "multi-power law's forecasts cost about 10x more)")
-    ap.add_argument("--discrepancy", default="auto",
-                    help="auto (the fit's stored discrepancy model) or iid (the iid weights)")
-    ap.add_argument("--lab-laws", default="annealing,multipower",
-                    help="laws fitted on the lab PT set's training runs (set lab_pt)")
-    ap.add_argument("--fits", type=Path, default=ROOT / "benchmarks" / "fits",
-                    help="where the lab_pt fits are saved and looked for")
+    ap.add_argument(
+        "--watch-laws",
+        default="annealing",
+        help="laws whose fits replay the held-out runs through the watch (the "
+        "multi-power law's forecasts cost about 10x more)",
+    )
+    ap.add_argument(
+        "--discrepancy",
+        default="auto",
+        help="auto (the fit's stored discrepancy model) or iid (the iid weights)",
+    )
+    ap.add_argument(
+        "--lab-laws",
+        default="annealing,multipower",
+        help="laws fitted on the lab PT set's training runs (set lab_pt)",
+    )
+    ap.add_argument(
+        "--fits",
+        type=Path,
+        default=ROOT / "benchmarks" / "fits",
+        help="where the lab_pt fits are saved and looked for",
+    )
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     rows, alarms, models = [], [], {}
-    for name, path, test in held_out_sets(a.sets.split(","), a.lab_laws.split(","), a.fits,
-                                          a.seed):
+    for name, path, test in held_out_sets(a.sets.split(","), a.lab_laws.split(","), a.fits, a.seed):
         fit = Fit.load(path)
-        models[f"{name}/{fit.law.name}"] = fit.meta.get("discrepancy") \
-            if a.discrepancy == "auto" else a.discrepancy
+        models[f"{name}/{fit.law.name}"] = (
+            fit.meta.get("discrepancy") if a.discrepancy == "auto" else a.discrepancy
+        )
         print(f"{name} {fit.law.name}: discrepancy {models[f'{name}/{fit.law.name}']}")
         plain = predict_frame(fit, test, prob=0.9, seed=a.seed)
         for frac in FRACTIONS:
             observed, scored = with_prefix(test, frac)
             t0 = time.perf_counter()
-            pred = forecast_with_prefix(fit, observed, prob=0.9, seed=a.seed,
-                                        discrepancy=a.discrepancy)
+            pred = forecast_with_prefix(
+                fit, observed, prob=0.9, seed=a.seed, discrepancy=a.discrepancy
+            )
             seconds = time.perf_counter() - t0
             # both keep the table's index (rows with step >= 1): score the same rows
             keep = test.index[scored]
@@ -162,17 +181,31 @@ def main(argv=None):
             base = plain.loc[mine.index]
             for label, p in (("prefix", mine), ("no prefix", base)):
                 for r in score(p).to_dict("records"):
-                    rows.append({"set": name, "law": fit.law.name, "fraction": frac,
-                                 "forecast": label, **r,
-                                 **({"min_ess": float(mine["ess"].min()), "seconds": seconds}
-                                    if label == "prefix" else {})})
-            print(f"{name} {fit.law.name} prefix {frac:.0%}: {seconds:.1f} s, min ESS "
-                  f"{mine['ess'].min():.0f}", flush=True)
+                    rows.append(
+                        {
+                            "set": name,
+                            "law": fit.law.name,
+                            "fraction": frac,
+                            "forecast": label,
+                            **r,
+                            **(
+                                {"min_ess": float(mine["ess"].min()), "seconds": seconds}
+                                if label == "prefix"
+                                else {}
+                            ),
+                        }
+                    )
+            print(
+                f"{name} {fit.law.name} prefix {frac:.0%}: {seconds:.1f} s, min ESS "
+                f"{mine['ess'].min():.0f}",
+                flush=True,
+            )
         if fit.law.name in a.watch_laws.split(","):
             t0 = time.perf_counter()
             alarms.append(false_alerts(name, fit, test, a.seed, a.discrepancy))
-            print(f"{name} {fit.law.name} watch replay: {time.perf_counter() - t0:.0f} s",
-                  flush=True)
+            print(
+                f"{name} {fit.law.name} watch replay: {time.perf_counter() - t0:.0f} s", flush=True
+            )
     table = pd.DataFrame(rows)
     alarm = pd.concat(alarms, ignore_index=True)
     for (name, law), g in table.groupby(["set", "law"], sort=False):
@@ -180,28 +213,45 @@ def main(argv=None):
         show = g[["fraction", "forecast", "model_size"] + COLS].copy()
         show["fraction"] = (show["fraction"] * 100).round().astype(int).astype(str) + " %"
         print(percent_text(show))
-    print("\n== the watch on the held-out runs: evaluations outside the 99 % band of the "
-          "forecast before them (ten batches per run)")
+    print(
+        "\n== the watch on the held-out runs: evaluations outside the 99 % band of the "
+        "forecast before them (ten batches per run)"
+    )
     summary = alarm.groupby(["set", "law", "model_size"]).agg(
-        runs=("run", "nunique"), checked=("outside", "size"), outside=("outside", "sum"),
-        alerts=("alert", "sum"))
+        runs=("run", "nunique"),
+        checked=("outside", "size"),
+        outside=("outside", "sum"),
+        alerts=("alert", "sum"),
+    )
     summary["outside %"] = (100 * summary["outside"] / summary["checked"]).round(2)
     print(summary.to_string())
     runs = alarm.groupby(["set", "law", "run"])["alert"].sum()
-    print(f"runs with at least one alert (2 in a row outside, the default): "
-          f"{int((runs > 0).sum())} of {len(runs)}")
+    print(
+        f"runs with at least one alert (2 in a row outside, the default): "
+        f"{int((runs > 0).sum())} of {len(runs)}"
+    )
     if a.json:
-        per_run = alarm.groupby(["set", "law", "model_size", "run"], sort=False).agg(
-            checked=("outside", "size"), outside=("outside", "sum"),
-            alerts=("alert", "sum")).reset_index()
-        a.json.write_text(json.dumps({"discrepancy": models,
-                                      "scores": table.to_dict("records"),
-                                      "watch_per_run": per_run.to_dict("records")},
-                                     indent=1, default=float))
+        per_run = (
+            alarm.groupby(["set", "law", "model_size", "run"], sort=False)
+            .agg(checked=("outside", "size"), outside=("outside", "sum"), alerts=("alert", "sum"))
+            .reset_index()
+        )
+        a.json.write_text(
+            json.dumps(
+                {
+                    "discrepancy": models,
+                    "scores": table.to_dict("records"),
+                    "watch_per_run": per_run.to_dict("records"),
+                },
+                indent=1,
+                default=float,
+            )
+        )
 
 
-def false_alerts(name: str, fit, test: pd.DataFrame, seed: int, discrepancy="auto",
-                 batches: int = 10) -> pd.DataFrame:
+def false_alerts(
+    name: str, fit, test: pd.DataFrame, seed: int, discrepancy="auto", batches: int = 10
+) -> pd.DataFrame:
     """Every held-out run fed to a :class:`Watch` in ``batches`` batches of its evaluations."""
     out = []
     for run, g in test.groupby("run", sort=False):
@@ -211,8 +261,9 @@ def false_alerts(name: str, fit, test: pd.DataFrame, seed: int, discrepancy="aut
         for hi in edges[1:]:
             update = watch.update(ev[ev["step"] <= hi])
             if update is not None and len(update.checks):
-                c = update.checks.assign(set=name, law=fit.law.name,
-                                         model_size=f"{g['model_size'].iloc[0] / 1e6:g}M")
+                c = update.checks.assign(
+                    set=name, law=fit.law.name, model_size=f"{g['model_size'].iloc[0] / 1e6:g}M"
+                )
                 out.append(c)
     return pd.concat(out, ignore_index=True)
 

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration_sets import PROB, load_set, summarize  # noqa: E402
 
-from bayescpt.curves.model.fit import Fit  # noqa: E402
 from bayescpt.curves.forecast.predict import predict_frame  # noqa: E402
+from bayescpt.curves.model.fit import Fit  # noqa: E402
 
 
 def run(spec: str, train, test) -> dict:
@@ -47,14 +47,21 @@ def run(spec: str, train, test) -> dict:
     k = max(1, post.sizes["chain"] * post.sizes["draw"] // 1000)
     thin = dataclasses.replace(fit, idata=fit.idata.isel(draw=slice(None, None, k)))
     sizes, _ = summarize({"bayes": predict_frame(thin, test, prob=PROB, seed=seed)})
-    return {"law": law, "seed": seed,
-            "L0_loc": loc if not scale else f"{loc} sd {scale[0]}", "seconds": round(seconds, 1),
-            "draws": d.draws, "max_rhat": d.max_rhat, "min_ess_bulk": d.min_ess_bulk,
-            "divergences": d.divergences, "ok": d.ok,
-            "conflicts": [[c.name, round(c.median, 3), round(c.z, 2)] for c in d.conflicts],
-            "problems": d.problems(),
-            "L0_median": np.round(np.median(fit.flat("L0"), axis=0), 3).tolist(),
-            "sizes": sizes.drop(columns=["method"]).to_dict("records")}
+    return {
+        "law": law,
+        "seed": seed,
+        "L0_loc": loc if not scale else f"{loc} sd {scale[0]}",
+        "seconds": round(seconds, 1),
+        "draws": d.draws,
+        "max_rhat": d.max_rhat,
+        "min_ess_bulk": d.min_ess_bulk,
+        "divergences": d.divergences,
+        "ok": d.ok,
+        "conflicts": [[c.name, round(c.median, 3), round(c.z, 2)] for c in d.conflicts],
+        "problems": d.problems(),
+        "L0_median": np.round(np.median(fit.flat("L0"), axis=0), 3).tolist(),
+        "sizes": sizes.drop(columns=["method"]).to_dict("records"),
+    }
 
 
 def main(argv=None) -> None:
@@ -63,9 +70,25 @@ def main(argv=None) -> None:
     train, test = load_set("lab_pt")
     for spec in specs:
         rec = run(spec, train, test)
-        print(json.dumps({k: rec[k] for k in ("law", "seed", "L0_loc", "seconds", "draws",
-                                              "max_rhat", "min_ess_bulk", "divergences",
-                                              "conflicts")}), flush=True)
+        print(
+            json.dumps(
+                {
+                    k: rec[k]
+                    for k in (
+                        "law",
+                        "seed",
+                        "L0_loc",
+                        "seconds",
+                        "draws",
+                        "max_rhat",
+                        "min_ess_bulk",
+                        "divergences",
+                        "conflicts",
+                    )
+                }
+            ),
+            flush=True,
+        )
         with open(out, "a") as f:
             f.write(json.dumps(rec, default=float) + "\n")
 

@@ -55,35 +55,51 @@ def main(argv=None) -> int:
 
     def fit(seed):
         t0 = time.perf_counter()
-        f = Fit.run(df, law=a.law, seed=seed, warn=False, chains=a.chains, draws=a.draws,
-                    tune=a.tune)
+        f = Fit.run(
+            df, law=a.law, seed=seed, warn=False, chains=a.chains, draws=a.draws, tune=a.tune
+        )
         wall = time.perf_counter() - t0
         post = f.idata.posterior
         draws = np.concatenate([post[v].values.ravel() for v in sorted(post.data_vars)])
         return wall, draws, f.diagnostics().max_rhat
 
-    fit(seeds[0] + 1000)                     # imports, library warm-up: not timed
+    fit(seeds[0] + 1000)  # imports, library warm-up: not timed
     rows = []
     for mode in ("cold", "cached"):
         for seed in seeds:
             if mode == "cold":
                 modelcache.clear()
             wall, draws, rhat = fit(seed)
-            rows.append({"mode": mode, "seed": seed, "wall_s": round(wall, 2),
-                         "max_rhat": round(float(rhat), 4), "_draws": draws})
+            rows.append(
+                {
+                    "mode": mode,
+                    "seed": seed,
+                    "wall_s": round(wall, 2),
+                    "max_rhat": round(float(rhat), 4),
+                    "_draws": draws,
+                }
+            )
             print(f"{mode:6s} seed {seed}: {wall:6.1f} s  (R-hat {rhat:.4f})", flush=True)
     cold = [r for r in rows if r["mode"] == "cold"]
     warm = [r for r in rows if r["mode"] == "cached"]
     same = [bool(np.array_equal(c["_draws"], w["_draws"])) for c, w in zip(cold, warm)]
     mc, mw = np.mean([r["wall_s"] for r in cold]), np.mean([r["wall_s"] for r in warm])
-    print(f"mean per fit: cold {mc:.1f} s, cached {mw:.1f} s: cached/cold = {mw / mc:.2f}; "
-          f"same draws at every seed: {all(same)}")
-    out = {"law": a.law, "data": "data/multipowerlaw.csv", "seeds": seeds,
-           "sampler": {"chains": a.chains, "draws": a.draws, "tune": a.tune},
-           "fits": [{k: v for k, v in r.items() if k != "_draws"} for r in rows],
-           "mean_cold_s": round(float(mc), 2), "mean_cached_s": round(float(mw), 2),
-           "ratio_cached_over_cold": round(float(mw / mc), 3), "same_draws": same,
-           "date": time.strftime("%Y-%m-%d")}
+    print(
+        f"mean per fit: cold {mc:.1f} s, cached {mw:.1f} s: cached/cold = {mw / mc:.2f}; "
+        f"same draws at every seed: {all(same)}"
+    )
+    out = {
+        "law": a.law,
+        "data": "data/multipowerlaw.csv",
+        "seeds": seeds,
+        "sampler": {"chains": a.chains, "draws": a.draws, "tune": a.tune},
+        "fits": [{k: v for k, v in r.items() if k != "_draws"} for r in rows],
+        "mean_cold_s": round(float(mc), 2),
+        "mean_cached_s": round(float(mw), 2),
+        "ratio_cached_over_cold": round(float(mw / mc), 3),
+        "same_draws": same,
+        "date": time.strftime("%Y-%m-%d"),
+    }
     Path(a.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0 if all(same) else 1
 

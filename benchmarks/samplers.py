@@ -38,8 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.curves.model.fit import Fit
+from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 
 
 def jax_device() -> str | None:
@@ -58,34 +58,47 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--against", type=Path, help="an earlier run's JSON to compare times with")
-    ap.add_argument("--append", action="store_true",
-                    help="keep the other samplers' rows already in --json (one sampler at a time "
-                         "on a slow machine)")
+    ap.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the other samplers' rows already in --json (one sampler at a time "
+        "on a slow machine)",
+    )
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
 
     train, _ = split(bundled_multipowerlaw())
     device = jax_device()
-    print(f"== {a.law} law, {train['run'].nunique()} training curves; machine {platform.node()}, "
-          f"JAX device {device}", flush=True)
+    print(
+        f"== {a.law} law, {train['run'].nunique()} training curves; machine {platform.node()}, "
+        f"JAX device {device}",
+        flush=True,
+    )
     rows = []
     for name in a.samplers.split(","):
         t0 = time.perf_counter()
         try:
             fit = Fit.run(train, law=a.law, sampler=name, seed=a.seed, warn=False)
-        except Exception as e:   # a missing extra or a broken back end: say so, go on
+        except Exception as e:  # a missing extra or a broken back end: say so, go on
             print(f"{name}: failed: {type(e).__name__}: {e}".splitlines()[0], flush=True)
             rows.append({"sampler": name, "error": f"{type(e).__name__}: {e}"})
             continue
         wall = time.perf_counter() - t0
         d = fit.diagnostics()
-        row = {"sampler": name, "wall_s": wall, "max_rhat": d.max_rhat,
-               "min_ess_bulk": d.min_ess_bulk, "divergences": d.divergences,
-               "ess_per_s": d.min_ess_bulk / wall}
+        row = {
+            "sampler": name,
+            "wall_s": wall,
+            "max_rhat": d.max_rhat,
+            "min_ess_bulk": d.min_ess_bulk,
+            "divergences": d.divergences,
+            "ess_per_s": d.min_ess_bulk / wall,
+        }
         rows.append(row)
-        print(f"{name}: {wall:.1f} s, max R-hat {d.max_rhat:.4f}, min bulk ESS "
-              f"{d.min_ess_bulk:.0f}, {d.divergences} divergences, {row['ess_per_s']:.1f} ESS/s",
-              flush=True)
+        print(
+            f"{name}: {wall:.1f} s, max R-hat {d.max_rhat:.4f}, min bulk ESS "
+            f"{d.min_ess_bulk:.0f}, {d.divergences} divergences, {row['ess_per_s']:.1f} ESS/s",
+            flush=True,
+        )
     ok = [r for r in rows if "wall_s" in r]
     if ok:
         ref = ok[0]
@@ -93,21 +106,35 @@ def main(argv=None):
         for r in ok:
             print(f"  {r['sampler']:9s} {r['wall_s'] / ref['wall_s']:.2f}x")
     if a.against:
-        before = {r["sampler"]: r for r in json.loads(a.against.read_text())["runs"]
-                  if "wall_s" in r}
+        before = {
+            r["sampler"]: r for r in json.loads(a.against.read_text())["runs"] if "wall_s" in r
+        }
         print(f"\nthis run ({device}) relative to {a.against}:")
         for r in ok:
             if r["sampler"] in before:
                 b = before[r["sampler"]]
-                print(f"  {r['sampler']:9s} {r['wall_s']:.1f} s vs {b['wall_s']:.1f} s: "
-                      f"{b['wall_s'] / r['wall_s']:.2f}x faster")
+                print(
+                    f"  {r['sampler']:9s} {r['wall_s']:.1f} s vs {b['wall_s']:.1f} s: "
+                    f"{b['wall_s'] / r['wall_s']:.2f}x faster"
+                )
     if a.json:
         if a.append and a.json.exists():
             done = {r["sampler"] for r in rows}
-            rows = [r for r in json.loads(a.json.read_text())["runs"]
-                    if r["sampler"] not in done] + rows
-        a.json.write_text(json.dumps({"law": a.law, "seed": a.seed, "jax_device": device,
-                                      "machine": platform.node(), "runs": rows}, indent=2))
+            rows = [
+                r for r in json.loads(a.json.read_text())["runs"] if r["sampler"] not in done
+            ] + rows
+        a.json.write_text(
+            json.dumps(
+                {
+                    "law": a.law,
+                    "seed": a.seed,
+                    "jax_device": device,
+                    "machine": platform.node(),
+                    "runs": rows,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

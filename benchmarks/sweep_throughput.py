@@ -39,8 +39,12 @@ def task_overhead(workers: int, n: int = 100) -> float:
     """Seconds per no-op task on a fresh LocalCluster (submit to result)."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0",
-                      silence_logs=40) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, dashboard_address=":0", silence_logs=40
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         client.submit(int, 0).result()
         t0 = time.perf_counter()
         client.gather([client.submit(int, i, pure=False) for i in range(n)])
@@ -61,23 +65,57 @@ def main(argv=None):
 
     t0 = time.perf_counter()
     for s in seeds:
-        subprocess.run([str(BIN / "bayescpt"), "fit", str(data), "--law", "annealing", "--seed",
-                        str(s), "--out", str(work / f"serial_{s}.nc"), "--quiet"], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [
+                str(BIN / "bayescpt"),
+                "fit",
+                str(data),
+                "--law",
+                "annealing",
+                "--seed",
+                str(s),
+                "--out",
+                str(work / f"serial_{s}.nc"),
+                "--quiet",
+            ],
+            check=True,
+            capture_output=True,
+        )
     t_serial = time.perf_counter() - t0
 
     sweep = work / "sweep.toml"
-    sweep.write_text(f'[[fit]]\nname = "mpl100m"\ndata = "{data}"\nlaw = "annealing"\n'
-                     f"seeds = {seeds}\n")
+    sweep.write_text(
+        f'[[fit]]\nname = "mpl100m"\ndata = "{data}"\nlaw = "annealing"\nseeds = {seeds}\n'
+    )
     t0 = time.perf_counter()
-    subprocess.run([str(BIN / "bayescpt"), "sweep", str(sweep), "--out", str(work / "out"),
-                    "--workers", str(a.workers), "--quiet"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            str(BIN / "bayescpt"),
+            "sweep",
+            str(sweep),
+            "--out",
+            str(work / "out"),
+            "--workers",
+            str(a.workers),
+            "--quiet",
+        ],
+        check=True,
+        capture_output=True,
+    )
     t_sweep = time.perf_counter() - t0
     summary = pd.read_csv(work / "out" / "summary.csv")
-    diff = max(float(np.max(np.abs(
-        Fit.load(work / "out" / f"mpl100m__seed{s}.nc").idata.posterior[v].values
-        - Fit.load(work / f"serial_{s}.nc").idata.posterior[v].values)))
-        for s in (seeds[0], seeds[-1]) for v in ("L0", "A", "alpha", "C"))
+    diff = max(
+        float(
+            np.max(
+                np.abs(
+                    Fit.load(work / "out" / f"mpl100m__seed{s}.nc").idata.posterior[v].values
+                    - Fit.load(work / f"serial_{s}.nc").idata.posterior[v].values
+                )
+            )
+        )
+        for s in (seeds[0], seeds[-1])
+        for v in ("L0", "A", "alpha", "C")
+    )
     compiled = summary["compiled"].astype(str).str.lower() == "true"
     fit_s = summary["seconds"]
     overhead = task_overhead(a.workers)
@@ -85,15 +123,21 @@ def main(argv=None):
     per_fit_warm = float(fit_s[~compiled].mean())
     sbc_rounds = int(np.ceil(1000 / 100))
     out = {
-        "fits": a.fits, "workers": a.workers, "serial_seconds": round(t_serial, 1),
-        "sweep_seconds": round(t_sweep, 1), "throughput_ratio": round(t_serial / t_sweep, 2),
-        "fits_compiled": int(compiled.sum()), "fits_reusing": int((~compiled).sum()),
+        "fits": a.fits,
+        "workers": a.workers,
+        "serial_seconds": round(t_serial, 1),
+        "sweep_seconds": round(t_sweep, 1),
+        "throughput_ratio": round(t_serial / t_sweep, 2),
+        "fits_compiled": int(compiled.sum()),
+        "fits_reusing": int((~compiled).sum()),
         "fit_seconds_compiling": round(per_fit_fresh, 1),
         "fit_seconds_reusing": round(per_fit_warm, 1),
         "compile_seconds_saved": round((per_fit_fresh - per_fit_warm) * (~compiled).sum(), 1),
-        "task_overhead_ms": round(1000 * overhead, 2), "max_draw_difference": diff,
+        "task_overhead_ms": round(1000 * overhead, 2),
+        "max_draw_difference": diff,
         "sbc_1000_fits_100_workers_minutes": round(
-            (per_fit_fresh + (sbc_rounds - 1) * per_fit_warm + 1000 * overhead) / 60, 1),
+            (per_fit_fresh + (sbc_rounds - 1) * per_fit_warm + 1000 * overhead) / 60, 1
+        ),
     }
     print(json.dumps(out, indent=1))
     if a.json:

@@ -28,7 +28,7 @@ def main(argv=None):
     train, _ = split(bundled_multipowerlaw())
     for tune in tunes:
         c = CompiledFit(train, law, tune=tune, **extra)
-        c.fit(train, seed=99)                      # untimed: first-call costs
+        c.fit(train, seed=99)  # untimed: first-call costs
         for seed in seeds:
             t0 = time.perf_counter()
             f = c.fit(train, seed=seed)
@@ -36,9 +36,22 @@ def main(argv=None):
             d = f.diagnostics()
             ss = f.idata.sample_stats
             lf = float(ss["n_steps"].mean()) if "n_steps" in ss else float("nan")
-            print(json.dumps(dict(law=law, tune=tune, seed=seed, wall=round(wall, 2),
-                                  rhat=round(d.max_rhat, 4), ess=round(d.min_ess_bulk),
-                                  div=int(d.divergences), lf=round(lf, 1), **extra)), flush=True)
+            print(
+                json.dumps(
+                    dict(
+                        law=law,
+                        tune=tune,
+                        seed=seed,
+                        wall=round(wall, 2),
+                        rhat=round(d.max_rhat, 4),
+                        ess=round(d.min_ess_bulk),
+                        div=int(d.divergences),
+                        lf=round(lf, 1),
+                        **extra,
+                    )
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

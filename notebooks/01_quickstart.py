@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from bayescpt.core.tables import data_hash
-from bayescpt.curves.evaluate.compare import parameter_table
 from bayescpt.curves.data.validate import read_curves
-from bayescpt.datasets.bundled import TRAIN_SCHEDULES, split
-from bayescpt.curves.evaluate.scores import percent_text, score
-from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.evaluate.compare import parameter_table
 from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
+from bayescpt.curves.evaluate.scores import percent_text, score
 from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.curves.model.fit import Fit
+from bayescpt.datasets.bundled import TRAIN_SCHEDULES, split
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 FAST = os.environ.get("BAYESCPT_FAST") == "1"
@@ -40,8 +40,10 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 
 curves = read_curves(ROOT / "data" / "multipowerlaw.csv")
 train, test = split(curves)
-print(f"{curves['run'].nunique()} runs; fitting {train['run'].nunique()} "
-      f"({', '.join(TRAIN_SCHEDULES)}), predicting {test['run'].nunique()}")
+print(
+    f"{curves['run'].nunique()} runs; fitting {train['run'].nunique()} "
+    f"({', '.join(TRAIN_SCHEDULES)}), predicting {test['run'].nunique()}"
+)
 
 # %% [markdown]
 # ## Fit and diagnose
@@ -75,8 +77,11 @@ fig = plot_forest(table[table["param"].isin(["L0", "A", "alpha", "C"])])
 pred = predict_frame(fit, test, prob=0.9)
 print(percent_text(score(pred)))
 some = pred[pred["run"].str.startswith("100M/")]
-fig = plot_predictions(some, title="100M: six unseen schedules, 90 % predictive bands",
-                       observed=train[train["run"].str.startswith("100M/")])
+fig = plot_predictions(
+    some,
+    title="100M: six unseen schedules, 90 % predictive bands",
+    observed=train[train["run"].str.startswith("100M/")],
+)
 
 # %% [markdown]
 # ## Save, reload, predict identically

@@ -26,15 +26,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from bayescpt.curves.model.laws.cpt_options import cpt_law_options
-from bayescpt.curves.data.thinning import thin_cpt
-from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.model.fit import Fit
 from bayescpt.cpt.plan.files import pt_schedule_from_table
 from bayescpt.cpt.plan.request import plan_request
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
+from bayescpt.curves.data.thinning import thin_cpt
+from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.laws.cpt_options import cpt_law_options
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 FAST = os.environ.get("BAYESCPT_FAST") == "1"
@@ -67,8 +67,10 @@ print(options)
 diag = fit.diagnostics()
 print(diag.to_text())
 if not diag.ok:
-    print("\nTHE SAMPLER HAS NOT CONVERGED IN THIS RUN: read the predictions and the plan "
-          "below as a demonstration of the workflow, not as a decision.")
+    print(
+        "\nTHE SAMPLER HAS NOT CONVERGED IN THIS RUN: read the predictions and the plan "
+        "below as a demonstration of the workflow, not as a decision."
+    )
 
 # %% [markdown]
 # *Read the diagnostics before anything else.* With the anchored option this fit of the middle
@@ -102,8 +104,10 @@ axes[0].legend(fontsize=7)
 fig.tight_layout()
 scored = cpt[cpt["loss"].notna()]
 inside = (scored["loss"] >= scored["lower"]) & (scored["loss"] <= scored["upper"])
-print(f"held-out CPT points inside the 90 % band: {inside.mean():.0%}; mean relative error "
-      f"{(scored['median'] / scored['loss'] - 1).abs().mean():.2%}")
+print(
+    f"held-out CPT points inside the 90 % band: {inside.mean():.0%}; mean relative error "
+    f"{(scored['median'] / scored['loss'] - 1).abs().mean():.2%}"
+)
 
 # %% [markdown]
 # ## Plan: peak LR x length x replay x schedule shape, from the stable-phase or annealed checkpoint
@@ -111,16 +115,35 @@ print(f"held-out CPT points inside the 90 % band: {inside.mean():.0%}; mean rela
 
 # %%
 pt = pt_schedule_from_table(curves, run="m/pt1200/cos-600/r0")  # PT rows to step 1200
-request = plan_request(tolerance=0.05, risk=0.1, transfers=[900, 1200],
-                       shapes=["cosine", "linear", "constant"], peak_lrs=[5e-4, 1e-3, 2e-3],
-                       steps=[300, 600, 1200], decay_fracs=[0.25],
-                       replay_ratios=[0.0, 0.125, 0.25, 0.5], warmup=50, general="prose",
-                       domain="python")
+request = plan_request(
+    tolerance=0.05,
+    risk=0.1,
+    transfers=[900, 1200],
+    shapes=["cosine", "linear", "constant"],
+    peak_lrs=[5e-4, 1e-3, 2e-3],
+    steps=[300, 600, 1200],
+    decay_fracs=[0.25],
+    replay_ratios=[0.0, 0.125, 0.25, 0.5],
+    warmup=50,
+    general="prose",
+    domain="python",
+)
 res = run_plan(fit, pt, request)
 table, draws = res.table, res.draws
 print(f"{len(table)} plans, {table['feasible'].sum()} feasible at P(rise <= 0.05) >= 0.9")
-cols = ["transfer", "shape", "peak_lr", "steps", "replay_ratio", "domain_mean", "domain_lower",
-        "domain_upper", "general_rise_mean", "p_within_tolerance", "chosen"]
+cols = [
+    "transfer",
+    "shape",
+    "peak_lr",
+    "steps",
+    "replay_ratio",
+    "domain_mean",
+    "domain_lower",
+    "domain_upper",
+    "general_rise_mean",
+    "p_within_tolerance",
+    "chosen",
+]
 print(table[table["pareto"]].sort_values("p_within_tolerance")[cols].to_string(index=False))
 fig = plot_plans(table, tolerance=0.05, risk=0.1)
 
@@ -131,8 +154,12 @@ fig = plot_plans(table, tolerance=0.05, risk=0.1)
 
 # %%
 chosen = table[table["chosen"]].iloc[0] if table["chosen"].any() else table.iloc[0]
-same = table[(table["transfer"] == chosen["transfer"]) & (table["shape"] == chosen["shape"])
-             & (table["peak_lr"] == chosen["peak_lr"]) & (table["steps"] == chosen["steps"])]
+same = table[
+    (table["transfer"] == chosen["transfer"])
+    & (table["shape"] == chosen["shape"])
+    & (table["peak_lr"] == chosen["peak_lr"])
+    & (table["steps"] == chosen["steps"])
+]
 idx = same.index.to_numpy()
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
 for i in idx:

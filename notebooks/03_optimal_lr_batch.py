@@ -71,19 +71,37 @@ losses = np.round(np.arange(1.96, 2.42, 0.04), 3)
 rows = []
 for L in losses:
     r = predict_optimum(fit, 1.07e9, init_loss=float(L), cpt_tokens=2e10)
-    rows.append({"init_loss": L, **{f"{k}_{q}": r[k][q] for k in ("lr_opt", "batch_size_opt",
-                                                                   "C_pre")
-                                    for q in ("median", "lower", "upper")},
-                 "warning": "; ".join(w.split(":")[0] for w in r["warnings"])})
+    rows.append(
+        {
+            "init_loss": L,
+            **{
+                f"{k}_{q}": r[k][q]
+                for k in ("lr_opt", "batch_size_opt", "C_pre")
+                for q in ("median", "lower", "upper")
+            },
+            "warning": "; ".join(w.split(":")[0] for w in r["warnings"]),
+        }
+    )
 cpt = pd.DataFrame(rows)
-cpt[["init_loss", "C_pre_median", "C_pre_lower", "C_pre_upper", "lr_opt_median",
-     "batch_size_opt_median", "warning"]]
+cpt[
+    [
+        "init_loss",
+        "C_pre_median",
+        "C_pre_lower",
+        "C_pre_upper",
+        "lr_opt_median",
+        "batch_size_opt_median",
+        "warning",
+    ]
+]
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
-for ax, k, label in zip(axes, ("C_pre", "lr_opt", "batch_size_opt"),
-                        ("equivalent PT compute C_pre (FLOPs)", "optimal peak LR",
-                         "optimal batch (tokens)")):
+for ax, k, label in zip(
+    axes,
+    ("C_pre", "lr_opt", "batch_size_opt"),
+    ("equivalent PT compute C_pre (FLOPs)", "optimal peak LR", "optimal batch (tokens)"),
+):
     med = cpt[f"{k}_median"].astype(float)
     lo = cpt[f"{k}_lower"].astype(float)
     hi = cpt[f"{k}_upper"].astype(float)
@@ -94,8 +112,13 @@ for ax, k, label in zip(axes, ("C_pre", "lr_opt", "batch_size_opt"),
     ax.set_ylabel(label)
     warned = cpt["warning"] != ""
     if warned.any():
-        ax.axvspan(cpt["init_loss"].min() - 0.02, cpt.loc[warned, "init_loss"].max() + 0.02,
-                   color="red", alpha=0.08, label="predict warns")
+        ax.axvspan(
+            cpt["init_loss"].min() - 0.02,
+            cpt.loc[warned, "init_loss"].max() + 0.02,
+            color="red",
+            alpha=0.08,
+            label="predict warns",
+        )
 axes[0].legend(fontsize=8)
 fig.suptitle("CPT of a 1.07B model for 20B tokens: optimum vs the checkpoint's loss")
 fig.tight_layout()
@@ -110,16 +133,30 @@ plt.show()
 
 # %%
 budgets = np.geomspace(1e9, 1e12, 7)
-rows = [{"cpt_tokens": T, **{f"{k}_{q}": r[k][q] for k in ("lr_opt", "batch_size_opt")
-                             for q in ("median", "lower", "upper")}}
-        for T in budgets
-        for r in [predict_optimum(fit, 1.07e9, init_loss=2.25, cpt_tokens=float(T))]]
+rows = [
+    {
+        "cpt_tokens": T,
+        **{
+            f"{k}_{q}": r[k][q]
+            for k in ("lr_opt", "batch_size_opt")
+            for q in ("median", "lower", "upper")
+        },
+    }
+    for T in budgets
+    for r in [predict_optimum(fit, 1.07e9, init_loss=2.25, cpt_tokens=float(T))]
+]
 by_budget = pd.DataFrame(rows)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-for ax, k, label in zip(axes, ("lr_opt", "batch_size_opt"), ("optimal peak LR",
-                                                               "optimal batch (tokens)")):
-    ax.fill_between(by_budget["cpt_tokens"], by_budget[f"{k}_lower"], by_budget[f"{k}_upper"],
-                    alpha=0.3, label="90 % interval")
+for ax, k, label in zip(
+    axes, ("lr_opt", "batch_size_opt"), ("optimal peak LR", "optimal batch (tokens)")
+):
+    ax.fill_between(
+        by_budget["cpt_tokens"],
+        by_budget[f"{k}_lower"],
+        by_budget[f"{k}_upper"],
+        alpha=0.3,
+        label="90 % interval",
+    )
     ax.plot(by_budget["cpt_tokens"], by_budget[f"{k}_median"], "o-", label="median")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -143,9 +180,11 @@ lrs = np.geomspace(7.5e-4, 4.8e-3, 6)
 batches = np.geomspace(2.6e5, 4.2e6, 5)
 res = predict_optimum(fit, 1.0e9, tokens=1.0e11, grid=(lrs, batches))
 gb = res["grid_best"]
-print(f"grid-best LR {gb['lr']['median']:.3g} [{gb['lr']['lower']:.3g}, {gb['lr']['upper']:.3g}],"
-      f" batch {gb['batch_size']['median']:.3g} [{gb['batch_size']['lower']:.3g}, "
-      f"{gb['batch_size']['upper']:.3g}] tokens")
+print(
+    f"grid-best LR {gb['lr']['median']:.3g} [{gb['lr']['lower']:.3g}, {gb['lr']['upper']:.3g}],"
+    f" batch {gb['batch_size']['median']:.3g} [{gb['batch_size']['lower']:.3g}, "
+    f"{gb['batch_size']['upper']:.3g}] tokens"
+)
 for w in res["warnings"]:
     print("warning:", w)
 prob = np.zeros((len(batches), len(lrs)))
@@ -159,8 +198,15 @@ ax.set_xticks(range(len(lrs)), [f"{x:.2g}" for x in lrs])
 ax.set_yticks(range(len(batches)), [f"{b / 1e6:.2g}M" for b in batches])
 for (i, j), p in np.ndenumerate(prob):
     if p > 0:
-        ax.text(j, i, f"{p:.2f}", ha="center", va="center", fontsize=8,
-                color="white" if p > prob.max() / 2 else "black")
+        ax.text(
+            j,
+            i,
+            f"{p:.2f}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="white" if p > prob.max() / 2 else "black",
+        )
 ax.set_xlabel("learning rate")
 ax.set_ylabel("batch size (tokens)")
 ax.set_title("P(this grid point is the best run): 1B params, 100B tokens", fontsize=10)

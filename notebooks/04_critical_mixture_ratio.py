@@ -64,10 +64,14 @@ budgets = [2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000]
 rep = cmr_report(fit, 70e6, 10000, CmrCriterion(0.0))
 rep["cmr_vs_tokens"] = cmr_vs_tokens(fit, 70e6, budgets, 0.0).to_dict("records")
 c = rep["cmr"]
-print(f"CMR (Python share) median {c['median']:.3f}, 90 % [{c['lower']:.3f}, {c['upper']:.3f}]; "
-      f"at 10 % risk {rep['cmr_at_risk']:.3f}")
-print(f"as the Pile share: {1 - c['median']:.3f} [{1 - c['upper']:.3f}, {1 - c['lower']:.3f}] "
-      "(the authors' point answer: 0.285)")
+print(
+    f"CMR (Python share) median {c['median']:.3f}, 90 % [{c['lower']:.3f}, {c['upper']:.3f}]; "
+    f"at 10 % risk {rep['cmr_at_risk']:.3f}"
+)
+print(
+    f"as the Pile share: {1 - c['median']:.3f} [{1 - c['upper']:.3f}, {1 - c['lower']:.3f}] "
+    "(the authors' point answer: 0.285)"
+)
 fig = plot_cmr(fit, [rep])
 plt.show()
 

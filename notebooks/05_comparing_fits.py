@@ -29,20 +29,23 @@ from pathlib import Path
 
 import arviz as az
 import matplotlib.pyplot as plt
-import numpy as np
 
 from bayescpt.curves.evaluate.compare import differences, loo_table, parameter_table
-from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.evaluate.plots import plot_forest
+from bayescpt.curves.model.fit import Fit
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 warnings.filterwarnings("ignore")
-fits = {name: Fit.load(ROOT / "models" / f"{name}.nc")
-        for name in ("annealing_multipowerlaw", "annealing_olmo_c4", "multipower_multipowerlaw")}
+fits = {
+    name: Fit.load(ROOT / "models" / f"{name}.nc")
+    for name in ("annealing_multipowerlaw", "annealing_olmo_c4", "multipower_multipowerlaw")
+}
 for name, f in fits.items():
     d = f.diagnostics()
-    print(f"{name:26s} {f.law.name:10s} groups {len(f.groups)}  max R-hat {d.max_rhat:.4f}  "
-          f"min ESS {d.min_ess_bulk:.0f}  divergences {d.divergences}")
+    print(
+        f"{name:26s} {f.law.name:10s} groups {len(f.groups)}  max R-hat {d.max_rhat:.4f}  "
+        f"min ESS {d.min_ess_bulk:.0f}  divergences {d.divergences}"
+    )
 
 # %% [markdown]
 # ## One law, two model families
@@ -67,8 +70,15 @@ for ax, p in zip(axes, ("alpha", "C")):
     for j, (label, f) in enumerate(zip(labels, pair)):
         t = table[(table["fit"] == label) & (table["param"] == p)]
         sizes = f.groups.set_index("label").loc[t["group"], "size"].to_numpy(float)
-        ax.errorbar(sizes, t["mean"], yerr=[t["mean"] - t["lower"], t["upper"] - t["mean"]],
-                    fmt="o", color=f"C{j}", capsize=3, label=label)
+        ax.errorbar(
+            sizes,
+            t["mean"],
+            yerr=[t["mean"] - t["lower"], t["upper"] - t["mean"]],
+            fmt="o",
+            color=f"C{j}",
+            capsize=3,
+            label=label,
+        )
     ax.set_xscale("log")
     ax.set_xlabel("model size (parameters)")
     ax.set_ylabel(p)
@@ -102,5 +112,15 @@ plt.show()
 
 # %%
 diff = differences(same, ["annealing", "multipower"], ["L0", "A", "alpha"])
-diff[["param", "group", "reference_mean", "fit_mean", "diff_mean", "diff_lower", "diff_upper",
-      "p_greater"]]
+diff[
+    [
+        "param",
+        "group",
+        "reference_mean",
+        "fit_mean",
+        "diff_mean",
+        "diff_lower",
+        "diff_upper",
+        "p_greater",
+    ]
+]

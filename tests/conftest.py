@@ -19,9 +19,14 @@ def small_curves():
 
     law = get_law("annealing")
     return simulate.simulate_hierarchy(
-        law, {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45},
-        {"L0": 0.05, "A": 0.15, "alpha": 0.1, "C": 0.15}, [25e6, 100e6, 400e6],
-        simulate.default_schedules(total=4000), points=30, seed=7)
+        law,
+        {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45},
+        {"L0": 0.05, "A": 0.15, "alpha": 0.1, "C": 0.15},
+        [25e6, 100e6, 400e6],
+        simulate.default_schedules(total=4000),
+        points=30,
+        seed=7,
+    )
 
 
 def built_once(tmp_path_factory, name: str, build) -> Path:
@@ -39,7 +44,7 @@ def built_once(tmp_path_factory, name: str, build) -> Path:
     folder = root / name
     with FileLock(str(folder) + ".lock"):
         if not (folder / ".built").exists():
-            shutil.rmtree(folder, ignore_errors=True)     # a build that failed half-way
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed half-way
             folder.mkdir()
             build(folder)
             (folder / ".built").touch()
@@ -59,8 +64,25 @@ def _fit_small(tmp, small_curves):
     data = tmp / "curves.csv"
     small_curves[0].to_csv(data, index=False)
     out = tmp / "fit.nc"
-    rc = main(["fit", str(data), "--law", "annealing", "--out", str(out), "--chains", "2",
-               "--draws", "300", "--tune", "300", "--seed", "3", "--quiet"])
+    rc = main(
+        [
+            "fit",
+            str(data),
+            "--law",
+            "annealing",
+            "--out",
+            str(out),
+            "--chains",
+            "2",
+            "--draws",
+            "300",
+            "--tune",
+            "300",
+            "--seed",
+            "3",
+            "--quiet",
+        ]
+    )
     assert rc == 0
 
 
@@ -73,11 +95,13 @@ def _other_set(curves, seed=5):
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    wide = curves.dropna(subset=["loss"]).pivot_table(index=["run", "step"], columns="val_set",
-                                                      values="loss")
+    wide = curves.dropna(subset=["loss"]).pivot_table(
+        index=["run", "step"], columns="val_set", values="loss"
+    )
     y = OTHER_AB[0] * wide["general"] + OTHER_AB[1] * wide["domain"]
-    out = wide.reset_index()[["run", "step"]].assign(loss=y.to_numpy() + rng.normal(0, 0.004,
-                                                                                    len(y)))
+    out = wide.reset_index()[["run", "step"]].assign(
+        loss=y.to_numpy() + rng.normal(0, 0.004, len(y))
+    )
     lr = curves.drop_duplicates(["run", "step"]).set_index(["run", "step"])
     out = out.join(lr[["lr", "phase"]], on=["run", "step"])
     return out.assign(val_set="c-headers", val_role="other")
@@ -104,8 +128,25 @@ def _fit_cpt(d, curves):
     held = curves["run"].str.endswith("/wsd")
     curves[~held].to_csv(d / "fit.csv", index=False)
     curves[held].to_csv(d / "held.csv", index=False)
-    rc = main(["fit", str(d / "fit.csv"), "--law", "cpt", "--out", str(d / "fit.nc"),
-               "--draws", "1000", "--tune", "1000", "--chains", "2", "--seed", "1", "--quiet"])
+    rc = main(
+        [
+            "fit",
+            str(d / "fit.csv"),
+            "--law",
+            "cpt",
+            "--out",
+            str(d / "fit.nc"),
+            "--draws",
+            "1000",
+            "--tune",
+            "1000",
+            "--chains",
+            "2",
+            "--seed",
+            "1",
+            "--quiet",
+        ]
+    )
     assert rc == 0
 
 
@@ -128,8 +169,8 @@ def plan(tmp_path_factory):
     """The planned run (its schedule as a CSV) and the fit's mean course at its evaluations."""
     import pandas as pd
 
-    from bayescpt.curves.model.fit import Fit
     from bayescpt.curves.forecast.predict import predict_frame
+    from bayescpt.curves.model.fit import Fit
 
     df = pd.read_csv(ROOT / "data" / "multipowerlaw.csv")
     sched = df[df["run"] == WATCH_RUN].drop(columns=["loss"]).reset_index(drop=True)

@@ -19,7 +19,7 @@ def _number(text: str, cast, what: str, ok=lambda v: True):
             raise ValueError
         v = float(t)
         if cast is int:
-            if v != round(v) or abs(v) >= 2 ** 53:
+            if v != round(v) or abs(v) >= 2**53:
                 raise ValueError
             v = int(v)
     except (ValueError, OverflowError):
@@ -61,20 +61,21 @@ def nonneg_int(text) -> int:
 
 def seed_int(text) -> int:
     """A random seed: a whole number every sampler takes (0 to MAX_SEED)."""
-    return _number(text, int, f"a whole number from 0 to {MAX_SEED}",
-                   lambda v: 0 <= v <= MAX_SEED)
+    return _number(text, int, f"a whole number from 0 to {MAX_SEED}", lambda v: 0 <= v <= MAX_SEED)
 
 
 def _list(cast, what):
     def parse(text):
         items = [x for x in text.split(",") if x.strip()]
         if not items:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated {what}, "
-                                             "at least one")
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected comma-separated {what}, at least one"
+            )
         try:
             return [cast(x) for x in items]
         except (ValueError, argparse.ArgumentTypeError):
             raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated {what}") from None
+
     return parse
 
 
@@ -88,9 +89,11 @@ def allow_negative_numbers(parser: argparse.ArgumentParser) -> None:
     argparse otherwise reads as an unknown option; the option's type then judges the value.
     Applied to ``parser`` and every subcommand parser below it."""
     import re
+
     parser._negative_number_matcher = re.compile(
         r"^-(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$|^-(?:inf|infinity|nan)$",
-        re.IGNORECASE)
+        re.IGNORECASE,
+    )
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in set(action.choices.values()):

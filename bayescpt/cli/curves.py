@@ -55,68 +55,121 @@ from bayescpt.parallel.engine import sweep_outputs
 
 
 def add_fit(sub) -> None:
-    f = sub.add_parser("fit", help="fit a law to loss curves with NUTS",
-                       description="Fit a hierarchical law to a tidy loss-curve CSV "
-                       "(columns run, step, lr, loss [, val_set, model_size]).")
+    f = sub.add_parser(
+        "fit",
+        help="fit a law to loss curves with NUTS",
+        description="Fit a hierarchical law to a tidy loss-curve CSV "
+        "(columns run, step, lr, loss [, val_set, model_size]).",
+    )
     f.add_argument("data", type=Path, metavar="DATA.csv")
     f.add_argument("--law", required=True, choices=law_names())
     f.add_argument("--out", required=True, type=Path, metavar="FIT.nc")
-    f.add_argument("--max-points", type=positive_int, default=None,
-                   help="thin each curve with more loss points to about this many (decay phases kept "
-                   "dense; each kept loss the average of its window of logged losses)")
-    f.add_argument("--all-points", action="store_true",
-                   help=f"fit every loss point; by default curves with more than "
-                   f"{AUTO_THIN_ABOVE} loss points are thinned to about {AUTO_MAX_POINTS}")
-    f.add_argument("--prior-predictive", action="store_true",
-                   help=f"also store {DEFAULT_PRIOR_DRAWS} prior and prior predictive draws of the "
-                   "model in the fit file (groups prior, prior_predictive)")
-    f.add_argument("--discrepancy", action="store_true",
-                   help="also learn the run-level discrepancy model from the fit's training "
-                   "residuals (for predict --observed and watch on real runs; 20-60 s more)")
+    f.add_argument(
+        "--max-points",
+        type=positive_int,
+        default=None,
+        help="thin each curve with more loss points to about this many (decay phases kept "
+        "dense; each kept loss the average of its window of logged losses)",
+    )
+    f.add_argument(
+        "--all-points",
+        action="store_true",
+        help=f"fit every loss point; by default curves with more than "
+        f"{AUTO_THIN_ABOVE} loss points are thinned to about {AUTO_MAX_POINTS}",
+    )
+    f.add_argument(
+        "--prior-predictive",
+        action="store_true",
+        help=f"also store {DEFAULT_PRIOR_DRAWS} prior and prior predictive draws of the "
+        "model in the fit file (groups prior, prior_predictive)",
+    )
+    f.add_argument(
+        "--discrepancy",
+        action="store_true",
+        help="also learn the run-level discrepancy model from the fit's training "
+        "residuals (for predict --observed and watch on real runs; 20-60 s more)",
+    )
     add_law_options(f)
     sampler_args(f)
     report_args(f, mlflow=True)
 
 
 def add_predict(sub) -> None:
-    p = sub.add_parser("predict", help="predict loss curves for schedules from a fit",
-                       description="Posterior predictive loss for every row of a schedule CSV "
-                       "(columns run, step, lr [, val_set, model_size]; loss optional).")
+    p = sub.add_parser(
+        "predict",
+        help="predict loss curves for schedules from a fit",
+        description="Posterior predictive loss for every row of a schedule CSV "
+        "(columns run, step, lr [, val_set, model_size]; loss optional).",
+    )
     p.add_argument("fit", type=Path, metavar="FIT.nc")
     p.add_argument("--schedule", required=True, type=Path, metavar="SCHED.csv")
-    p.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
+    p.add_argument(
+        "--prob", type=probability, default=0.9, help="interval probability (default 0.9)"
+    )
     p.add_argument("--out", required=True, type=Path, metavar="PRED.csv")
     p.add_argument("--seed", type=seed_int, default=0)
-    p.add_argument("--observed", type=Path, metavar="PREFIX.csv",
-                   help="the losses of a run in progress so far (run, step, loss [, val_set]; "
-                   "e.g. what `bayescpt import` writes; the schedule's LR is used): each "
-                   "curve's forecast is conditioned on its own (adds the columns ess, observed)")
-    p.add_argument("--outlook", type=Path, metavar="OUTLOOK.csv",
-                   help="cpt fits: also write each plan's final losses, loss potential and "
-                   "general-loss turning point (with intervals) here")
-    p.add_argument("--plot", type=Path, metavar="PRED.png",
-                   help="also draw the predicted curves with their bands, one panel per run")
-    p.add_argument("--draws-out", type=Path, metavar="PRED.nc",
-                   help="also write the draws as ArviZ InferenceData (NetCDF): predictive loss "
-                   "in posterior_predictive, the curve in predictions, the schedule's losses "
-                   "(if any) in observed_data; dims chain, draw, point")
-    p.add_argument("--force", action="store_true",
-                   help="replace existing --out/--outlook/--plot/--draws-out files")
+    p.add_argument(
+        "--observed",
+        type=Path,
+        metavar="PREFIX.csv",
+        help="the losses of a run in progress so far (run, step, loss [, val_set]; "
+        "e.g. what `bayescpt import` writes; the schedule's LR is used): each "
+        "curve's forecast is conditioned on its own (adds the columns ess, observed)",
+    )
+    p.add_argument(
+        "--outlook",
+        type=Path,
+        metavar="OUTLOOK.csv",
+        help="cpt fits: also write each plan's final losses, loss potential and "
+        "general-loss turning point (with intervals) here",
+    )
+    p.add_argument(
+        "--plot",
+        type=Path,
+        metavar="PRED.png",
+        help="also draw the predicted curves with their bands, one panel per run",
+    )
+    p.add_argument(
+        "--draws-out",
+        type=Path,
+        metavar="PRED.nc",
+        help="also write the draws as ArviZ InferenceData (NetCDF): predictive loss "
+        "in posterior_predictive, the curve in predictions, the schedule's losses "
+        "(if any) in observed_data; dims chain, draw, point",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace existing --out/--outlook/--plot/--draws-out files",
+    )
     report_args(p)
 
 
 def add_compare(sub) -> None:
-    cm = sub.add_parser("compare", help="fits side by side: parameters, differences, LOO",
-                        description="Compare fits of the same law on different data (parameter "
-                        "differences with P(difference > 0), against the first fit) and fits of "
-                        "the same data with different laws or options (PSIS-LOO).")
-    cm.add_argument("fits", nargs="+", type=Path, metavar="FIT.nc",
-                    help="fit files; a sweep's folder or summary.csv stands for its finished "
-                         "fits (labelled by their names)")
+    cm = sub.add_parser(
+        "compare",
+        help="fits side by side: parameters, differences, LOO",
+        description="Compare fits of the same law on different data (parameter "
+        "differences with P(difference > 0), against the first fit) and fits of "
+        "the same data with different laws or options (PSIS-LOO).",
+    )
+    cm.add_argument(
+        "fits",
+        nargs="+",
+        type=Path,
+        metavar="FIT.nc",
+        help="fit files; a sweep's folder or summary.csv stands for its finished "
+        "fits (labelled by their names)",
+    )
     cm.add_argument("--names", type=str_list, help="labels for the fits (comma-separated)")
-    cm.add_argument("--params", type=str_list,
-                    help="parameters to compare (default: every law parameter the fits share)")
-    cm.add_argument("--prob", type=probability, default=0.9, help="interval probability (default 0.9)")
+    cm.add_argument(
+        "--params",
+        type=str_list,
+        help="parameters to compare (default: every law parameter the fits share)",
+    )
+    cm.add_argument(
+        "--prob", type=probability, default=0.9, help="interval probability (default 0.9)"
+    )
     cm.add_argument("--out", type=Path, metavar="DIFF.csv", help="write the differences here")
     cm.add_argument("--plot", type=Path, metavar="FOREST.png", help="write a forest plot here")
     cm.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
@@ -125,12 +178,19 @@ def add_compare(sub) -> None:
 def add_diagnose(sub) -> None:
     d = sub.add_parser("diagnose", help="print R-hat, ESS and divergences of a fit")
     d.add_argument("fit", type=Path, metavar="FIT.nc")
-    d.add_argument("--plot", type=Path, metavar="DIAG.png",
-                   help="also draw rank plots of the worst parameters, the energy plot and the "
-                        "most correlated pair")
+    d.add_argument(
+        "--plot",
+        type=Path,
+        metavar="DIAG.png",
+        help="also draw rank plots of the worst parameters, the energy plot and the "
+        "most correlated pair",
+    )
     d.add_argument("--force", action="store_true", help="replace an existing --plot file")
-    d.add_argument("--strict", action="store_true",
-                   help="exit 1 when R-hat > 1.01, bulk ESS < 400 or any divergence")
+    d.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when R-hat > 1.01, bulk ESS < 400 or any divergence",
+    )
 
 
 def add_config(sub) -> None:
@@ -148,14 +208,17 @@ def cmd_fit(a) -> int:
     if not a.quiet:
         say(f"data: {a.data} {describe(df)}")
         opts = ", ".join(f"{k}={v}" for k, v in law_options.items()) if law_options else ""
-        say(f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
-            "sampling; this takes a minute or more)")
+        say(
+            f"fitting the {a.law} law{f' ({opts})' if opts else ''} (compiling, then "
+            "sampling; this takes a minute or more)"
+        )
     prior = DEFAULT_PRIOR_DRAWS if a.prior_predictive else 0
 
     def run(**kw):
-        fit = Fit.run(df, law=a.law, law_options=law_options, config=config,
-                      prior_predictive=prior, **kw)
-        if a.discrepancy:    # stored in the fit's attrs, where prefix forecasts look for it
+        fit = Fit.run(
+            df, law=a.law, law_options=law_options, config=config, prior_predictive=prior, **kw
+        )
+        if a.discrepancy:  # stored in the fit's attrs, where prefix forecasts look for it
             fit.meta["discrepancy"] = learn_discrepancy(fit, df).to_json()
         return fit
 
@@ -175,8 +238,14 @@ def _read_for_fit(a):
     with stage("thinning long curves", **quiet):
         df, note = thin_for_fit(df, a.max_points, a.all_points)
     if note is not None:
-        say(note + ("" if a.max_points else
-                    " (--all-points keeps every point; --max-points N sets the number)"))
+        say(
+            note
+            + (
+                ""
+                if a.max_points
+                else " (--all-points keeps every point; --max-points N sets the number)"
+            )
+        )
     return df
 
 
@@ -186,50 +255,93 @@ def _law_options(a, df) -> dict:
 
 def cmd_predict(a) -> int:
 
-    prepare_outputs(a.force, {"FIT.nc": a.fit, "--schedule": a.schedule,
-                              "--observed": a.observed}, out=a.out, outlook=a.outlook,
-                    plot=a.plot, draws_out=a.draws_out)
+    prepare_outputs(
+        a.force,
+        {"FIT.nc": a.fit, "--schedule": a.schedule, "--observed": a.observed},
+        out=a.out,
+        outlook=a.outlook,
+        plot=a.plot,
+        draws_out=a.draws_out,
+    )
     if a.draws_out is not None and a.observed is not None:
-        raise ValueError("--draws-out and --observed: a forecast from a run's prefix weights its "
-                         "draws (importance sampling), which --draws-out does not write yet; give "
-                         "one of them")
+        raise ValueError(
+            "--draws-out and --observed: a forecast from a run's prefix weights its "
+            "draws (importance sampling), which --draws-out does not write yet; give "
+            "one of them"
+        )
     fit = load_fit_checked(a.fit, Fit)
     if a.outlook is not None and fit.law.name != "cpt":
-        raise ValueError(f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan "
-                         "needs a cpt fit")
+        raise ValueError(
+            f"--outlook: {a.fit} is a {fit.law.name} fit; the outlook of a plan needs a cpt fit"
+        )
     sched = read_curves(a.schedule, need_loss=False)
     check_sizes(fit, sched, str(a.schedule))
     if a.observed is not None and a.outlook is not None:
-        raise ValueError("--outlook and --observed: the outlook of a plan does not take a "
-                         "run's prefix yet; give one of them")
+        raise ValueError(
+            "--outlook and --observed: the outlook of a plan does not take a "
+            "run's prefix yet; give one of them"
+        )
     observed = None if a.observed is None else read_observed(a.observed)
-    fc = forecast(fit, sched, a.prob, a.seed, observed=observed, draws=a.draws_out is not None,
-                  tell=lambda text: say(f"warning: {text}"))
+    fc = forecast(
+        fit,
+        sched,
+        a.prob,
+        a.seed,
+        observed=observed,
+        draws=a.draws_out is not None,
+        tell=lambda text: say(f"warning: {text}"),
+    )
     pred = fc.table
     if observed is not None:
         for run, g in pred.groupby("run", sort=False):
-            say(f"{run}: forecast from {int(g['observed'].sum())} observed losses, effective "
-                f"sample size {g['ess'].min():.0f} of {int(g['n_points'].iloc[0])} particles")
-    elif fit.schedule_level is not None:   # what sets the band's width on a new schedule
+            say(
+                f"{run}: forecast from {int(g['observed'].sum())} observed losses, effective "
+                f"sample size {g['ess'].min():.0f} of {int(g['n_points'].iloc[0])} particles"
+            )
+    elif fit.schedule_level is not None:  # what sets the band's width on a new schedule
         say(fit.schedule_level.text())
     idata = None if fc.draws is None else predictive_idata(fc.draws, pred)
-    cols = [c for c in ("run", "step", "lr", "phase", "val_set", "val_role", "model_size",
-                        "replay_ratio", "loss") if c in pred.columns]
+    cols = [
+        c
+        for c in (
+            "run",
+            "step",
+            "lr",
+            "phase",
+            "val_set",
+            "val_role",
+            "model_size",
+            "replay_ratio",
+            "loss",
+        )
+        if c in pred.columns
+    ]
     if pred["loss"].isna().all():
         cols.remove("loss")
     cols += ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
     cols += [c for c in ("ess", "observed") if c in pred.columns]
     # every output computed and drawn first, then written all or none
     out = outlook(fit, sched, prob=a.prob, seed=a.seed) if a.outlook is not None else None
-    fig = None if a.plot is None else plot_predictions(
-        pred, prob=a.prob, title=f"{fit.law.name} law ({a.fit.name}): posterior mean, "
-                                 f"{a.prob:.0%} credible band and predictive interval")
+    fig = (
+        None
+        if a.plot is None
+        else plot_predictions(
+            pred,
+            prob=a.prob,
+            title=f"{fit.law.name} law ({a.fit.name}): posterior mean, "
+            f"{a.prob:.0%} credible band and predictive interval",
+        )
+    )
     try:
-        write_files({a.out: csv_writer(pred[cols], "%.6g"),
-                     a.outlook: None if out is None else csv_writer(out, "%.6g"),
-                     a.plot: None if fig is None else figure_writer(fig, a.plot),
-                     a.draws_out: None if idata is None else
-                     (lambda tmp: idata.to_netcdf(str(tmp)))}, a.force)
+        write_files(
+            {
+                a.out: csv_writer(pred[cols], "%.6g"),
+                a.outlook: None if out is None else csv_writer(out, "%.6g"),
+                a.plot: None if fig is None else figure_writer(fig, a.plot),
+                a.draws_out: None if idata is None else (lambda tmp: idata.to_netcdf(str(tmp))),
+            },
+            a.force,
+        )
     finally:
         close_figure(fig)
     say(f"wrote {len(pred)} rows to {a.out}")
@@ -239,15 +351,17 @@ def cmd_predict(a) -> int:
         say(f"wrote {a.plot}")
     if idata is not None:
         pp = idata.posterior_predictive
-        say(f"wrote {pp.sizes['chain']} x {pp.sizes['draw']} draws at {pp.sizes['point']} "
-            f"points to {a.draws_out}")
+        say(
+            f"wrote {pp.sizes['chain']} x {pp.sizes['draw']} draws at {pp.sizes['point']} "
+            f"points to {a.draws_out}"
+        )
     return 0
 
 
 def cmd_compare(a) -> int:
 
     names, paths = [], []
-    for p in a.fits:           # a sweep's folder or summary.csv stands for its finished fits
+    for p in a.fits:  # a sweep's folder or summary.csv stands for its finished fits
         if p.is_dir() or p.suffix == ".csv":
             for name, fit_path in sweep_outputs(p):
                 names.append(name)
@@ -258,35 +372,47 @@ def cmd_compare(a) -> int:
     a.fits = paths
     if a.names is None and any(n is not None for n in names):
         a.names = [n or f"fit{i + 1}" for i, n in enumerate(names)]
-    prepare_outputs(a.force, {f"FIT.nc #{i + 1}": p for i, p in enumerate(a.fits)},
-                    out=a.out, plot=a.plot)
+    prepare_outputs(
+        a.force, {f"FIT.nc #{i + 1}": p for i, p in enumerate(a.fits)}, out=a.out, plot=a.plot
+    )
     if len(a.fits) < 2:
         raise ValueError("compare needs at least two fit files")
     fits = [load_fit_checked(p, Fit) for p in a.fits]
     labels = labels_for(fits, a.names)
     params = a.params or shared_parameters(fits)
     if not params:
-        raise ValueError("the fits share no law parameter (different laws): compare them by LOO "
-                         "on the same data, or name --params")
+        raise ValueError(
+            "the fits share no law parameter (different laws): compare them by LOO "
+            "on the same data, or name --params"
+        )
     for label, path, f in zip(labels, a.fits, fits):
         d = f.diagnostics()
-        print(f"{label}: {path} ({f.law.name}, data {f.meta.get('data_hash')}, max R-hat "
-              f"{d.max_rhat:.3f}, min ESS {d.min_ess_bulk:.0f}, {d.divergences} divergences)")
+        print(
+            f"{label}: {path} ({f.law.name}, data {f.meta.get('data_hash')}, max R-hat "
+            f"{d.max_rhat:.3f}, min ESS {d.min_ess_bulk:.0f}, {d.divergences} divergences)"
+        )
     laws = {f.law.name for f in fits}
     if len(laws) > 1:
-        print(f"\nthe fits are of different laws ({', '.join(sorted(laws))}): parameters are "
-              f"compared where they share a name and meaning ({', '.join(params)})")
+        print(
+            f"\nthe fits are of different laws ({', '.join(sorted(laws))}): parameters are "
+            f"compared where they share a name and meaning ({', '.join(params)})"
+        )
     diff = differences(fits, labels, params, a.prob)
     if len(diff):
         print(f"\ndifferences against {labels[0]} (later - reference, {a.prob:.0%} interval):")
-        print(diff.drop(columns=["reference"]).to_string(
-            index=False, float_format=lambda v: f"{v:.4g}"))
+        print(
+            diff.drop(columns=["reference"]).to_string(
+                index=False, float_format=lambda v: f"{v:.4g}"
+            )
+        )
         if a.out is not None:
             write_files({a.out: csv_writer(diff, "%.6g")}, a.force)
             say(f"wrote {a.out}")
     else:
-        print("\nno validation set x model size in common: no pairwise differences (the forest "
-              "plot, --plot, puts the fits' groups side by side)")
+        print(
+            "\nno validation set x model size in common: no pairwise differences (the forest "
+            "plot, --plot, puts the fits' groups side by side)"
+        )
     loo = loo_table(fits, labels)
     if loo is None:
         print(f"\nPSIS-LOO: not comparable ({loo_unavailable(fits, labels)})")
@@ -294,7 +420,6 @@ def cmd_compare(a) -> int:
         print("\nPSIS-LOO (same data; higher elpd_loo is better):")
         print(loo.to_string(float_format=lambda v: f"{v:.4g}"))
     if a.plot is not None:
-
         table = parameter_table(fits, labels, a.prob)
         save_figure(plot_forest(table[table["param"].isin(params)], prob=a.prob), a.plot, a.force)
         say(f"wrote {a.plot}")
@@ -304,18 +429,27 @@ def cmd_compare(a) -> int:
 def cmd_diagnose(a) -> int:
 
     prepare_outputs(a.force, {"FIT.nc": a.fit}, plot=a.plot)
-    fit = load_fit(a.fit)   # any family's: the family table gives the law's class
+    fit = load_fit(a.fit)  # any family's: the family table gives the law's class
     diag = fit.diagnostics()
-    print(f"{a.fit}: law {fit.meta['law']}, bayescpt {fit.meta['bayescpt_version']}, data "
-          f"{fit.meta['data_hash']}, sampler {fit.config['sampler']['sampler']}")
+    print(
+        f"{a.fit}: law {fit.meta['law']}, bayescpt {fit.meta['bayescpt_version']}, data "
+        f"{fit.meta['data_hash']}, sampler {fit.config['sampler']['sampler']}"
+    )
     print(diag.to_text())
     if getattr(fit, "schedule_level", None) is not None:
         print(fit.schedule_level.text())
     if a.plot is not None:
-
-        save_figure(plot_diagnostics(fit.idata, diag, title=f"{a.fit.name}: {fit.meta['law']} "
-                                     f"law, {diag.chains} chains x {diag.draws} draws, "
-                                     f"{diag.divergences} divergences"), a.plot, a.force)
+        save_figure(
+            plot_diagnostics(
+                fit.idata,
+                diag,
+                title=f"{a.fit.name}: {fit.meta['law']} "
+                f"law, {diag.chains} chains x {diag.draws} draws, "
+                f"{diag.divergences} divergences",
+            ),
+            a.plot,
+            a.force,
+        )
         say(f"wrote {a.plot}")
     return verdict(diag, a.strict)
 
@@ -326,5 +460,10 @@ def cmd_config(a) -> int:
     return 0
 
 
-COMMANDS = {"fit": cmd_fit, "predict": cmd_predict, "compare": cmd_compare,
-            "diagnose": cmd_diagnose, "config": cmd_config}
+COMMANDS = {
+    "fit": cmd_fit,
+    "predict": cmd_predict,
+    "compare": cmd_compare,
+    "diagnose": cmd_diagnose,
+    "config": cmd_config,
+}

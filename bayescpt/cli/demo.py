@@ -27,18 +27,18 @@ from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans
 from bayescpt.cpt.plan.request import plan_request
 from bayescpt.cpt.plots import plot_plans
 from bayescpt.cpt.run import run_plan
+from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.evaluate.compare import (
     loo_table,
     loo_unavailable,
     parameter_table,
     shared_parameters,
 )
-from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.forecast.extrapolation import QUANTITIES, ExtrapolationWarning
-from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
-from bayescpt.curves.forecast.predict import predict_frame
 from bayescpt.curves.evaluate.scores import percent_text, score
+from bayescpt.curves.forecast.extrapolation import QUANTITIES, ExtrapolationWarning
+from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.curves.model.fit import Fit
 from bayescpt.datasets.bundled import (
     CPT_DATA,
     CPT_REFERENCE,
@@ -49,14 +49,16 @@ from bayescpt.datasets.bundled import (
     split,
 )
 
-
 #: while the fit runs (about two minutes), a line after this many seconds, then every ``EVERY``
 PROGRESS_AFTER, PROGRESS_EVERY = 5.0, 15.0
 
 
 def add_demo(sub) -> None:
-    q = sub.add_parser("demo", help="the quick start: fit bundled curves, diagnose, predict "
-                       "unseen schedules, write CSV + plot")
+    q = sub.add_parser(
+        "demo",
+        help="the quick start: fit bundled curves, diagnose, predict "
+        "unseen schedules, write CSV + plot",
+    )
     q.add_argument("--out", type=Path, default=Path("out"), help="output folder (default out/)")
     q.add_argument("--law", default="annealing", choices=["annealing", "multipower"])
     q.add_argument("--force", action="store_true", help="replace existing outputs")
@@ -67,14 +69,27 @@ def add_demo(sub) -> None:
 
 def cmd_demo(a) -> int:
 
-    run_demo(a.out, law=a.law, sampler=a.sampler, seed=a.seed, force=a.force,
-             log=(lambda m: None) if a.quiet else say,
-             progress=not a.quiet and sys.stderr.isatty())
+    run_demo(
+        a.out,
+        law=a.law,
+        sampler=a.sampler,
+        seed=a.seed,
+        force=a.force,
+        log=(lambda m: None) if a.quiet else say,
+        progress=not a.quiet and sys.stderr.isatty(),
+    )
     return 0
 
 
-def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int = 0,
-             force: bool = False, log=print, progress: bool = False) -> dict:
+def run_demo(
+    out: Path,
+    law: str = "annealing",
+    sampler: str = "auto",
+    seed: int = 0,
+    force: bool = False,
+    log=print,
+    progress: bool = False,
+) -> dict:
     """The quick start into ``out``; ``log`` gets a line per stage, and while the fit compiles
     and samples either the sampler's progress bar (``progress``, on a terminal) or a line every
     :data:`PROGRESS_EVERY` seconds."""
@@ -82,36 +97,54 @@ def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     other = "multipower" if law == "annealing" else "annealing"
-    names = {"fit": f"{law}_fit.nc", "predictions": f"{law}_predictions.csv",
-             "predictions_png": f"{law}_predictions.png", "diagnostics_png": f"{law}_diagnostics.png",
-             "compare_png": f"{law}_vs_{other}_forest.png", "plans": "cpt_plans.csv",
-             "plans_png": "cpt_plans.png"}
+    names = {
+        "fit": f"{law}_fit.nc",
+        "predictions": f"{law}_predictions.csv",
+        "predictions_png": f"{law}_predictions.png",
+        "diagnostics_png": f"{law}_diagnostics.png",
+        "compare_png": f"{law}_vs_{other}_forest.png",
+        "plans": "cpt_plans.csv",
+        "plans_png": "cpt_plans.png",
+    }
     targets = {k: out / v for k, v in names.items()}
     for t in targets.values():
         if t.exists() and not force:
             raise FileExistsError(f"{t} exists; pass --force to replace the demo outputs")
     df = bundled_multipowerlaw()
     train, test = split(df)
-    log(f"[1/5] fitting the {law} law on {train['run'].nunique()} training curves "
-        f"({', '.join(TRAIN_SCHEDULES)} x 3 sizes) with NUTS ...")
+    log(
+        f"[1/5] fitting the {law} law on {train['run'].nunique()} training curves "
+        f"({', '.join(TRAIN_SCHEDULES)} x 3 sizes) with NUTS ..."
+    )
     if progress:
         fit = Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False, progress=True)
     else:
-        with stage("      fitting (compiling the model, then sampling)", after=PROGRESS_AFTER,
-                   every=PROGRESS_EVERY, out=log):
+        with stage(
+            "      fitting (compiling the model, then sampling)",
+            after=PROGRESS_AFTER,
+            every=PROGRESS_EVERY,
+            out=log,
+        ):
             fit = Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False)
     fit.save(targets["fit"], overwrite=force)
     diag = fit.diagnostics()
-    log(f"[2/5] diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
-        f"divergences {diag.divergences} -> {'OK' if diag.ok else 'PROBLEMS'}")
+    log(
+        f"[2/5] diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
+        f"divergences {diag.divergences} -> {'OK' if diag.ok else 'PROBLEMS'}"
+    )
     for msg in diag.problems():
         log(f"      warning: {msg}")
-    save_figure(plot_diagnostics(fit.idata, diag, title=f"{law} law on the multipowerlaw runs: "
-                                 "sampler diagnostics"), targets["diagnostics_png"], force)
+    save_figure(
+        plot_diagnostics(
+            fit.idata, diag, title=f"{law} law on the multipowerlaw runs: sampler diagnostics"
+        ),
+        targets["diagnostics_png"],
+        force,
+    )
     if fit.schedule_level is not None:
         log(f"      {fit.schedule_level.text()}")
     log(f"[3/5] predicting {test['run'].nunique()} unseen schedules with 90 % intervals ...")
-    with warnings.catch_warnings():     # summarised in one line below
+    with warnings.catch_warnings():  # summarised in one line below
         warnings.simplefilter("ignore", ExtrapolationWarning)
         pred = predict_frame(fit, test, prob=0.9, seed=seed)
     beyond = pred.attrs.get("extrapolation", [])
@@ -119,15 +152,22 @@ def run_demo(out: Path, law: str = "annealing", sampler: str = "auto", seed: int
         worst = {}
         for w in beyond:
             worst[w.quantity] = max(worst.get(w.quantity, 1.0), w.factor)
-        log(f"      {len({w.run for w in beyond})} of {test['run'].nunique()} unseen schedules "
-            "run beyond the training range (up to " + ", ".join(
-                f"{f:.3g}x in {QUANTITIES[q]}" for q, f in worst.items()) +
-            "): extrapolation, which is what this check tests")
+        log(
+            f"      {len({w.run for w in beyond})} of {test['run'].nunique()} unseen schedules "
+            "run beyond the training range (up to "
+            + ", ".join(f"{f:.3g}x in {QUANTITIES[q]}" for q, f in worst.items())
+            + "): extrapolation, which is what this check tests"
+        )
     write_files({targets["predictions"]: csv_writer(pred, "%.6g")}, force)
     table = score(pred)
     log(percent_text(table))
-    save_figure(plot_predictions(pred, prob=0.9, title=f"{law} law: unseen schedules, posterior "
-                                 "mean and 90 % intervals"), targets["predictions_png"], force)
+    save_figure(
+        plot_predictions(
+            pred, prob=0.9, title=f"{law} law: unseen schedules, posterior mean and 90 % intervals"
+        ),
+        targets["predictions_png"],
+        force,
+    )
     result = {"fit": fit, "predictions": pred, "score": table, "diagnostics": diag}
     result["loo"] = _compare(fit, law, other, targets["compare_png"], force, log)
     result["plans"] = _plan(targets["plans"], targets["plans_png"], seed, force, log)
@@ -149,8 +189,11 @@ def _compare(fit, law: str, other: str, path: Path, force: bool, log):
         log(f"[4/5] no LOO comparison with {ref_path.name}: {loo_unavailable([fit, ref], labels)}")
     else:
         log("[4/5] PSIS-LOO on the same runs (higher elpd is better):")
-        log(loo[["rank", "elpd_loo", "p_loo", "elpd_diff", "dse"]].to_string(
-            float_format=lambda v: f"{v:.1f}"))
+        log(
+            loo[["rank", "elpd_loo", "p_loo", "elpd_diff", "dse"]].to_string(
+                float_format=lambda v: f"{v:.1f}"
+            )
+        )
     params = shared_parameters([fit, ref])
     table = parameter_table([fit, ref], labels)
     save_figure(plot_forest(table[table["param"].isin(params)]), path, force)
@@ -167,15 +210,19 @@ def _plan(csv: Path, png: Path, seed: int, force: bool, log):
     pt = pt_schedule_from_table(read_curves(CPT_DATA, need_loss=False), "pt@10000/cosine")
     res = run_plan(fit, pt, plan_request(**PLAN, seed=seed))
     table, draws = res.table, res.draws
-    log(f"[5/5] planning CPT on {CPT_REFERENCE.name} (simulated PT -> CPT runs, paper Fig. 3 "
-        f"values): {len(table)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s")
+    log(
+        f"[5/5] planning CPT on {CPT_REFERENCE.name} (simulated PT -> CPT runs, paper Fig. 3 "
+        f"values): {len(table)} plans x {draws.domain.shape[0]} draws in {draws.seconds:.2f} s"
+    )
     write_files({csv: lambda tmp: write_plans(table, tmp)}, force)
     c = res.chosen
     if c is not None:
-        log(f"      chosen: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps from"
+        log(
+            f"      chosen: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps from"
             f" PT step {int(c['transfer'])}: domain loss {c['domain_mean']:.4f} "
             f"[{c['domain_lower']:.4f}, {c['domain_upper']:.4f}], P(general rise <= "
-            f"{PLAN['tolerance']:g}) = {c['p_within_tolerance']:.3f}")
+            f"{PLAN['tolerance']:g}) = {c['p_within_tolerance']:.3f}"
+        )
     else:
         log("      no plan keeps the general rise within tolerance at this risk")
     save_figure(plot_plans(table, tolerance=PLAN["tolerance"], risk=PLAN["risk"]), png, force)

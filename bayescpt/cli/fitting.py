@@ -25,22 +25,33 @@ def refuse_partial(fit, out) -> None:
     post = fit.idata.posterior
     draws, want = post.sizes.get("draw", 0), asked.get("draws")
     if want is not None and draws < int(want):
-        raise Interrupted(f"sampling stopped after {draws} of {want} draws per chain: the partial "
-                          f"trace is not saved; nothing written to {out}")
+        raise Interrupted(
+            f"sampling stopped after {draws} of {want} draws per chain: the partial "
+            f"trace is not saved; nothing written to {out}"
+        )
     chains, want_chains = post.sizes.get("chain", 0), asked.get("chains")
     dropped = "dropped_chains" in post.attrs
     if want_chains is not None and chains < int(want_chains) and not dropped:
-        raise Interrupted(f"sampling returned {chains} of {want_chains} chains: the partial "
-                          f"trace is not saved; nothing written to {out}")
+        raise Interrupted(
+            f"sampling returned {chains} of {want_chains} chains: the partial "
+            f"trace is not saved; nothing written to {out}"
+        )
 
 
 def sampler_settings(a) -> SamplerSettings:
     """The sampler settings of a fit command's options (:func:`~bayescpt.cli.options.sampler_args`):
     a progress bar only when not ``--quiet`` and stderr is a terminal; the sampler's own
     diagnostics warnings off (the command reports the diagnostics)."""
-    return SamplerSettings(sampler=a.sampler, chains=a.chains, draws=a.draws, tune=a.tune,
-                           seed=a.seed, init=a.init,
-                           progress=not a.quiet and sys.stderr.isatty(), warn=False)
+    return SamplerSettings(
+        sampler=a.sampler,
+        chains=a.chains,
+        draws=a.draws,
+        tune=a.tune,
+        seed=a.seed,
+        init=a.init,
+        progress=not a.quiet and sys.stderr.isatty(),
+        warn=False,
+    )
 
 
 def sample_and_save(a, run):
@@ -65,7 +76,7 @@ def sample_and_save(a, run):
         raise Interrupted(stopped)
     refuse_partial(fit, a.out)
     if getattr(a, "drop_stuck_chains", False):
-        drop_stuck_chains(fit.idata, inplace=True)   # recorded in the fit's attrs
+        drop_stuck_chains(fit.idata, inplace=True)  # recorded in the fit's attrs
     fit.save(a.out, overwrite=a.force)
     diag = fit.diagnostics()
     if not a.quiet:
@@ -79,15 +90,17 @@ def failed_fit_line(fit, path) -> str | None:
     same verdict ``bayescpt diagnose`` gives on its stored draws), with its worst R-hat, bulk ESS
     and divergences; None when it passed. A fit file stores its draws, not their diagnostics,
     so they are computed here, once per fit read."""
-    diag = fit.diagnostics(prior_check=False)   # prior conflicts only word the verdict
+    diag = fit.diagnostics(prior_check=False)  # prior conflicts only word the verdict
     if diag.ok:
         return None
     num = lambda v, fmt: "n/a" if not math.isfinite(v) else format(v, fmt)
     div = diag.divergences
-    return (f"{path} failed its diagnostics when it was fitted (R-hat {num(diag.max_rhat, '.3f')}"
-            f", bulk ESS {num(diag.min_ess_bulk, '.0f')}, {div} divergence"
-            f"{'' if div == 1 else 's'}): its predictions may be wrong; see `bayescpt diagnose "
-            f"{path}`")
+    return (
+        f"{path} failed its diagnostics when it was fitted (R-hat {num(diag.max_rhat, '.3f')}"
+        f", bulk ESS {num(diag.min_ess_bulk, '.0f')}, {div} divergence"
+        f"{'' if div == 1 else 's'}): its predictions may be wrong; see `bayescpt diagnose "
+        f"{path}`"
+    )
 
 
 def load_fit_checked(path, cls=FitBase, law=None):

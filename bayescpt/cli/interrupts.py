@@ -29,8 +29,10 @@ def interrupt_guard(repeat_s: float = 0.5):
     :func:`~bayescpt.parallel.engine._deferred_sigint`; outside the main thread (no signal
     handlers there) nothing is installed either."""
     hits: list[int] = []
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
         yield hits
         return
     done = threading.Event()
@@ -57,7 +59,7 @@ def interrupt_guard(repeat_s: float = 0.5):
         yield hits
     finally:
         done.set()
-        try:        # a last repeated interrupt lands here, still in our handler
+        try:  # a last repeated interrupt lands here, still in our handler
             for t in repeater:
                 t.join()
         finally:

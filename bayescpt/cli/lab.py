@@ -21,23 +21,38 @@ from bayescpt.lab.runner import run_lab
 
 
 def add_commands(sub, sampler_args) -> dict:
-    lsub = command_group(sub, "lab", "lab_command", metavar="LAB_COMMAND",
-                         help="train tiny LMs on a CPU to make real CPT loss curves",
-                         description="The CPT lab: pre-train small byte-level transformers, "
-                         "continue them on a second corpus with given LR schedules, and write the "
-                         "loss curves in the CPT data model (needs the 'lab' extra: torch).")
-    r = lsub.add_parser("run", help="run an experiment config (TOML) and write DIR/curves.csv",
-                        description="Run a lab config and write DIR/curves.csv (CPT data model), "
-                        "DIR/runs.csv (one row per run) and DIR/manifest.json.")
+    lsub = command_group(
+        sub,
+        "lab",
+        "lab_command",
+        metavar="LAB_COMMAND",
+        help="train tiny LMs on a CPU to make real CPT loss curves",
+        description="The CPT lab: pre-train small byte-level transformers, "
+        "continue them on a second corpus with given LR schedules, and write the "
+        "loss curves in the CPT data model (needs the 'lab' extra: torch).",
+    )
+    r = lsub.add_parser(
+        "run",
+        help="run an experiment config (TOML) and write DIR/curves.csv",
+        description="Run a lab config and write DIR/curves.csv (CPT data model), "
+        "DIR/runs.csv (one row per run) and DIR/manifest.json.",
+    )
     r.add_argument("config", type=Path, metavar="CONFIG.toml")
     r.add_argument("--out", required=True, type=Path, metavar="DIR")
     r.add_argument("--force", action="store_true", help="replace an existing DIR/curves.csv")
     r.add_argument("--quiet", action="store_true", help="no progress output")
-    p = lsub.add_parser("plot", help="plot lab curves (general/domain loss, LR) to PNGs",
-                        description="One PNG per figure of the lab report, written to DIR.")
+    p = lsub.add_parser(
+        "plot",
+        help="plot lab curves (general/domain loss, LR) to PNGs",
+        description="One PNG per figure of the lab report, written to DIR.",
+    )
     p.add_argument("curves", type=Path, metavar="CURVES.csv")
-    p.add_argument("--runs", type=Path, metavar="RUNS.csv",
-                   help="the runs.csv written beside the curves (default: next to CURVES.csv)")
+    p.add_argument(
+        "--runs",
+        type=Path,
+        metavar="RUNS.csv",
+        help="the runs.csv written beside the curves (default: next to CURVES.csv)",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR")
     return {"lab": _dispatch}
 
@@ -45,14 +60,17 @@ def add_commands(sub, sampler_args) -> dict:
 def _dispatch(a: argparse.Namespace) -> int:
 
     if a.lab_command == "run":
-
         cfg = load_config(a.config)
         log = progress(a.quiet)
-        log(f"lab: {cfg.name}: {len(cfg.runs)} CPT runs and {len(cfg.pt_runs)} PT-only runs over "
-            f"{len(cfg.sizes_in_use())} sizes")
+        log(
+            f"lab: {cfg.name}: {len(cfg.runs)} CPT runs and {len(cfg.pt_runs)} PT-only runs over "
+            f"{len(cfg.sizes_in_use())} sizes"
+        )
         m = run_lab(cfg, a.out, force=a.force, log=log)
-        log(f"wrote {a.out / 'curves.csv'} ({m['rows']} rows, {m['runs']} runs) in "
-            f"{m['timings_s']['total']:.0f} s; sha256 {m['curves_sha256'][:16]}")
+        log(
+            f"wrote {a.out / 'curves.csv'} ({m['rows']} rows, {m['runs']} runs) in "
+            f"{m['timings_s']['total']:.0f} s; sha256 {m['curves_sha256'][:16]}"
+        )
         return 0
 
     runs = a.runs or a.curves.with_name("runs.csv")
@@ -69,6 +87,6 @@ def _dispatch(a: argparse.Namespace) -> int:
         write_files({table: csv_writer(per_run(curves, cpt), "%.4f")}, force=True)
         say(f"wrote {table}")
         figs = {**plot_all(curves, cpt), **figs}
-    for name, fig in figs.items():   # replaced on every call, as before
+    for name, fig in figs.items():  # replaced on every call, as before
         say(f"wrote {save_figure(fig, out / f'{name}.png', force=True)}")
     return 0

@@ -46,8 +46,8 @@ from bayescpt.cli.messages import (
 )
 from bayescpt.cli.options import sampler_args
 from bayescpt.cli.report import with_outputs
-from bayescpt.core.tables import DataError, DataWarning
 from bayescpt.core.fitfile import FitError
+from bayescpt.core.tables import DataError, DataWarning
 
 # Command groups living next to their models, imported here like the others (so the import
 # contract sees them): each module has
@@ -58,8 +58,11 @@ PLUGINS: tuple[str, ...] = tuple(m.__name__.removeprefix("bayescpt.") for m in P
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="bayescpt", description="Bayesian scaling laws for "
-                                 "planning continual pre-training: fit, diagnose, predict.")
+    ap = argparse.ArgumentParser(
+        prog="bayescpt",
+        description="Bayesian scaling laws for "
+        "planning continual pre-training: fit, diagnose, predict.",
+    )
     ap.add_argument("--version", action="version", version=_version())
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     curves.add_fit(sub)
@@ -94,10 +97,10 @@ def main(argv=None) -> int:
             warnings.simplefilter("always", DataWarning)
             code = with_outputs(COMMANDS[args.command], args)
         flush_pending()
-        sys.stdout.flush()      # a closed pipe shows here, not at exit
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
     except (DataError, FitError, FileExistsError, ValueError) as err:
-        flush_pending(drop=True)        # bad input: its one line is the answer
+        flush_pending(drop=True)  # bad input: its one line is the answer
         print(f"bayescpt: error: {err}", file=sys.stderr)
         return EXIT_INPUT
     except Interrupted as err:
@@ -110,7 +113,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_PIPE
-    except OSError as err:     # a file the system refused (permissions, a folder, disk full)
+    except OSError as err:  # a file the system refused (permissions, a folder, disk full)
         flush_pending(drop=True)
         where = f"{err.filename}: " if err.filename else ""
         print(f"bayescpt: error: {where}{err.strerror or err}", file=sys.stderr)
@@ -119,8 +122,11 @@ def main(argv=None) -> int:
         if os.environ.get("BAYESCPT_DEBUG", "") not in ("", "0"):
             traceback.print_exc()
         msg = str(err).splitlines()[0] if str(err) else ""
-        print(f"bayescpt: internal error: {type(err).__name__}{': ' + msg if msg else ''} -- "
-              "please report it (BAYESCPT_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(
+            f"bayescpt: internal error: {type(err).__name__}{': ' + msg if msg else ''} -- "
+            "please report it (BAYESCPT_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 
@@ -161,7 +167,7 @@ def entry() -> None:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             break
         except KeyboardInterrupt:
-            pass        # the handler of a pending interrupt ran: the outcome is decided
+            pass  # the handler of a pending interrupt ran: the outcome is decided
     # CPython (3.11, 3.12) under ``python -m``: a string ``exec`` that ended in KeyboardInterrupt
     # (code generated and exec'd while compiling, which the interrupt hit) leaves a flag set,
     # even when the interrupt was caught, and after exit the process kills itself with SIGINT

@@ -13,8 +13,8 @@ import sys
 EXIT_STRICT = 1
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
-EXIT_INTERRUPTED = 130   # 128 + SIGINT, as shells report a command stopped by Ctrl-C
-EXIT_PIPE = 141          # 128 + SIGPIPE: the reader of stdout went away (``| head``)
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+EXIT_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (``| head``)
 
 
 #: warning lines about the inputs a command uses (a fit that failed its diagnostics), held back

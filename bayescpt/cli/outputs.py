@@ -27,7 +27,7 @@ def prepare_outputs(force: bool, inputs=None, **outputs) -> None:
     named = {"--" + k.replace("_", "-"): v for k, v in outputs.items()}
     for option, path in named.items():
         check_output(path, option)
-    check_not_input(named, inputs or {})     # before "pass --force", which would not help
+    check_not_input(named, inputs or {})  # before "pass --force", which would not help
     for path in named.values():
         refuse_overwrite(path, force)
 
@@ -78,10 +78,15 @@ def write_result(a, text: str, fig, idata) -> None:
     figure ``fig`` to ``a.plot`` and the draws ``idata`` to ``a.draws_out`` (each skipped when
     its path, or ``fig`` / ``idata``, is None; an existing file replaced only with ``a.force``);
     the figure is closed either way."""
-    try:        # every output or none
-        write_files({a.out: text_writer(text + "\n"),
-                     a.plot: None if fig is None else figure_writer(fig, a.plot),
-                     a.draws_out: None if idata is None else netcdf_writer(idata)}, a.force)
+    try:  # every output or none
+        write_files(
+            {
+                a.out: text_writer(text + "\n"),
+                a.plot: None if fig is None else figure_writer(fig, a.plot),
+                a.draws_out: None if idata is None else netcdf_writer(idata),
+            },
+            a.force,
+        )
     finally:
         close_figure(fig)
 

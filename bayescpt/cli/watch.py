@@ -42,8 +42,8 @@ from bayescpt.core.tables import DataError
 from bayescpt.cpt.live import plan_risk
 from bayescpt.curves.data.table import DEFAULT_VAL_SET, schedules_of
 from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.forecast.watch import Watch
+from bayescpt.curves.model.fit import Fit
 from bayescpt.datasets.logs import (
     FORMATS,
     PastScheduleError,
@@ -56,52 +56,126 @@ from bayescpt.datasets.logs import (
 EXIT_ALERT = 4
 #: an alerts.csv row: kind "band" (a loss outside the band: loss, its forecast mean, lower,
 #: upper, band) or "risk" (the plan's risk exceeded: the rise's mean, lower, upper, p_within, risk)
-ALERT_COLUMNS = ["time", "kind", "run", "val_set", "step", "loss", "mean", "lower", "upper",
-                 "band", "p_within", "risk"]
+ALERT_COLUMNS = [
+    "time",
+    "kind",
+    "run",
+    "val_set",
+    "step",
+    "loss",
+    "mean",
+    "lower",
+    "upper",
+    "band",
+    "p_within",
+    "risk",
+]
 
 
 def add_commands(sub, sampler_args=None) -> dict:
-    p = sub.add_parser("watch", help="follow a training run in progress against a fit: "
-                       "observed vs forecast, alerts, the updated forecast of its end",
-                       description="Follow a growing training log against a fit: each new "
-                       "evaluation beside the forecast made before it, alerts when it leaves "
-                       "the band, the updated forecast of the final loss.")
+    p = sub.add_parser(
+        "watch",
+        help="follow a training run in progress against a fit: "
+        "observed vs forecast, alerts, the updated forecast of its end",
+        description="Follow a growing training log against a fit: each new "
+        "evaluation beside the forecast made before it, alerts when it leaves "
+        "the band, the updated forecast of the final loss.",
+    )
     p.add_argument("fit", type=Path, metavar="FIT.nc")
-    p.add_argument("--log", required=True, metavar="SRC",
-                   help="the run's log: a TensorBoard directory or a log file (only read)")
+    p.add_argument(
+        "--log",
+        required=True,
+        metavar="SRC",
+        help="the run's log: a TensorBoard directory or a log file (only read)",
+    )
     p.add_argument("--from", dest="fmt", required=True, choices=FORMATS, help="the log's format")
-    p.add_argument("--schedule", required=True, type=Path, metavar="SCHED.csv",
-                   help="the run's planned schedule to its last step (run, step, lr [, val_set, "
-                   "model_size]); its LR is used at the logged steps")
+    p.add_argument(
+        "--schedule",
+        required=True,
+        type=Path,
+        metavar="SCHED.csv",
+        help="the run's planned schedule to its last step (run, step, lr [, val_set, "
+        "model_size]); its LR is used at the logged steps",
+    )
     p.add_argument("--run", help="the schedule's run the log belongs to (default: its only run)")
-    p.add_argument("--log-run", metavar="NAME",
-                   help="the log's run to follow when --log holds several (a folder of runs; "
-                   "default: its only run, or the one named as --run)")
-    p.add_argument("--loss-tag", action="append", metavar="TAG",
-                   help="the loss tag/column (default: the tool's usual name); repeat it with "
-                   "--val-set for several validation sets (a CPT run's general and domain)")
-    p.add_argument("--val-set", action="append", metavar="NAME",
-                   help=f"validation set of each --loss-tag, in order (default {DEFAULT_VAL_SET})")
-    p.add_argument("--tolerance", type=positive_float, metavar="EPS",
-                   help="cpt fits: the plan's tolerance on the final general-loss rise (nats); "
-                   "with --risk, the risk of exceeding it is updated and alerted on")
-    p.add_argument("--risk", type=probability, metavar="DELTA",
-                   help="cpt fits: the plan's accepted risk; alert when P(rise > EPS) exceeds it")
-    p.add_argument("--prob", type=probability, default=0.9,
-                   help="interval of the final-loss forecast (default 0.9)")
-    p.add_argument("--band", type=probability, default=0.99,
-                   help="an evaluation outside this predictive interval is an alert (default 0.99)")
-    p.add_argument("--confirm", type=positive_int, default=2, metavar="K",
-                   help="alert when K evaluations in a row lie outside the band on one side "
-                   "(default 2: a calibrated band leaves 1 %% of points outside by chance)")
-    p.add_argument("--every", type=nonneg_float, default=30.0, metavar="SECONDS",
-                   help="seconds between polls of the log (default 30)")
-    p.add_argument("--timeout", type=positive_float, default=None, metavar="SECONDS",
-                   help="stop after this long without a new evaluation (default: never)")
-    p.add_argument("--alerts", type=Path, default=Path("alerts.csv"), metavar="ALERTS.csv",
-                   help="alerts are appended here (default ./alerts.csv; never inside the log)")
-    p.add_argument("--exit-on-alert", action="store_true",
-                   help=f"stop at the first alert with exit code {EXIT_ALERT}")
+    p.add_argument(
+        "--log-run",
+        metavar="NAME",
+        help="the log's run to follow when --log holds several (a folder of runs; "
+        "default: its only run, or the one named as --run)",
+    )
+    p.add_argument(
+        "--loss-tag",
+        action="append",
+        metavar="TAG",
+        help="the loss tag/column (default: the tool's usual name); repeat it with "
+        "--val-set for several validation sets (a CPT run's general and domain)",
+    )
+    p.add_argument(
+        "--val-set",
+        action="append",
+        metavar="NAME",
+        help=f"validation set of each --loss-tag, in order (default {DEFAULT_VAL_SET})",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=positive_float,
+        metavar="EPS",
+        help="cpt fits: the plan's tolerance on the final general-loss rise (nats); "
+        "with --risk, the risk of exceeding it is updated and alerted on",
+    )
+    p.add_argument(
+        "--risk",
+        type=probability,
+        metavar="DELTA",
+        help="cpt fits: the plan's accepted risk; alert when P(rise > EPS) exceeds it",
+    )
+    p.add_argument(
+        "--prob",
+        type=probability,
+        default=0.9,
+        help="interval of the final-loss forecast (default 0.9)",
+    )
+    p.add_argument(
+        "--band",
+        type=probability,
+        default=0.99,
+        help="an evaluation outside this predictive interval is an alert (default 0.99)",
+    )
+    p.add_argument(
+        "--confirm",
+        type=positive_int,
+        default=2,
+        metavar="K",
+        help="alert when K evaluations in a row lie outside the band on one side "
+        "(default 2: a calibrated band leaves 1 %% of points outside by chance)",
+    )
+    p.add_argument(
+        "--every",
+        type=nonneg_float,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds between polls of the log (default 30)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this long without a new evaluation (default: never)",
+    )
+    p.add_argument(
+        "--alerts",
+        type=Path,
+        default=Path("alerts.csv"),
+        metavar="ALERTS.csv",
+        help="alerts are appended here (default ./alerts.csv; never inside the log)",
+    )
+    p.add_argument(
+        "--exit-on-alert",
+        action="store_true",
+        help=f"stop at the first alert with exit code {EXIT_ALERT}",
+    )
     p.add_argument("--seed", type=seed_int, default=0)
     return {"watch": cmd_watch}
 
@@ -115,7 +189,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def cmd_watch(a: argparse.Namespace) -> int:
-    with warnings.catch_warnings():     # each of ours once as one line, library noise silenced
+    with warnings.catch_warnings():  # each of ours once as one line, library noise silenced
         warnings.simplefilter("always")
         warnings.showwarning = _one_line_warnings()
         return _watch(a)
@@ -129,14 +203,18 @@ def _check_alerts(a: argparse.Namespace) -> None:
     log = Path(a.log)
     folder = log if log.is_dir() else log.parent
     if _inside(a.alerts, folder):
-        raise ValueError(f"--alerts {a.alerts} is inside the log's folder {folder}; watch never "
-                         "writes there: give a path outside it")
+        raise ValueError(
+            f"--alerts {a.alerts} is inside the log's folder {folder}; watch never "
+            "writes there: give a path outside it"
+        )
     try:
         logs = log_files(a.log, a.fmt)
-    except DataError:           # no log yet
+    except DataError:  # no log yet
         logs = []
-    check_not_input({"--alerts": a.alerts}, [("FIT.nc", a.fit), ("--schedule", a.schedule)]
-                    + [("log file", f) for f in logs])
+    check_not_input(
+        {"--alerts": a.alerts},
+        [("FIT.nc", a.fit), ("--schedule", a.schedule)] + [("log file", f) for f in logs],
+    )
 
 
 def _watch(a: argparse.Namespace) -> int:
@@ -144,36 +222,46 @@ def _watch(a: argparse.Namespace) -> int:
     tags = a.loss_tag or [None]
     sets = a.val_set or [DEFAULT_VAL_SET]
     if len(sets) != len(tags):
-        raise ValueError(f"--val-set: {len(sets)} given for {len(tags)} --loss-tag; give one "
-                         "validation set per loss tag, in order")
+        raise ValueError(
+            f"--val-set: {len(sets)} given for {len(tags)} --loss-tag; give one "
+            "validation set per loss tag, in order"
+        )
     if (a.tolerance is None) != (a.risk is None):
         raise ValueError("--tolerance and --risk go together (the plan's tolerance and risk)")
     fit = load_fit_checked(a.fit, Fit)
     if a.tolerance is not None and fit.law.name != "cpt":
-        raise ValueError(f"--tolerance/--risk: {a.fit} is a {fit.law.name} fit; the risk of "
-                         "forgetting needs a cpt fit")
+        raise ValueError(
+            f"--tolerance/--risk: {a.fit} is a {fit.law.name} fit; the risk of "
+            "forgetting needs a cpt fit"
+        )
     sched = read_curves(a.schedule, need_loss=False)
     runs = sorted(sched["run"].unique())
     run = a.run or (runs[0] if len(runs) == 1 else None)
     if run not in runs:
-        raise ValueError(f"--run: the schedule {a.schedule} plans the runs {runs}; name the one "
-                         f"the log belongs to" + (f" (not {a.run!r})" if a.run else ""))
+        raise ValueError(
+            f"--run: the schedule {a.schedule} plans the runs {runs}; name the one "
+            f"the log belongs to" + (f" (not {a.run!r})" if a.run else "")
+        )
     sched = sched[sched["run"] == run]
     plan = schedules_of(sched)[run]
     size = sched["model_size"].iloc[0] if "model_size" in sched.columns else None
     watch = Watch(fit, sched, prob=a.prob, band_prob=a.band, seed=a.seed, confirm=a.confirm)
-    say(f"watching {a.log} ({a.fmt}) as run {run!r} against {a.fit.name}; planned to step "
-        f"{plan.total_steps}; alerts outside the {a.band:.0%} band go to {a.alerts}")
+    say(
+        f"watching {a.log} ({a.fmt}) as run {run!r} against {a.fit.name}; planned to step "
+        f"{plan.total_steps}; alerts outside the {a.band:.0%} band go to {a.alerts}"
+    )
     last_new, waiting, alerts, risk_state = time.monotonic(), None, 0, {"over": False}
-    past = None                 # the last step of a log that runs past the plan's end
+    past = None  # the last step of a log that runs past the plan's end
     while True:
         read = False
         try:
             observed, beyond = _read_log(a, run, tags, sets, size, plan)
             if beyond is not None and past is None:
-                say(f"the log runs past the plan's last step {plan.total_steps} (to step "
+                say(
+                    f"the log runs past the plan's last step {plan.total_steps} (to step "
                     f"{beyond}): its evaluations after step {plan.total_steps} are not "
-                    "checked, and the watch ends with the plan")
+                    "checked, and the watch ends with the plan"
+                )
             past = beyond
             update = watch.update(observed)
             read = True
@@ -189,13 +277,17 @@ def _watch(a: argparse.Namespace) -> int:
                 alerts += _risk(watch, run, a, risk_state)
             if alerts and a.exit_on_alert:
                 return EXIT_ALERT
-        if watch.finished() or (past is not None and read):   # the plan is over
-            say(f"the run reached its last planned step: {len(watch.seen)} evaluations, "
-                f"{alerts} alert(s)")
+        if watch.finished() or (past is not None and read):  # the plan is over
+            say(
+                f"the run reached its last planned step: {len(watch.seen)} evaluations, "
+                f"{alerts} alert(s)"
+            )
             return 0
         if a.timeout is not None and time.monotonic() - last_new > a.timeout:
-            say(f"no new evaluation for {a.timeout:g} s: stopped ({len(watch.seen)} "
-                f"evaluations, {alerts} alert(s))")
+            say(
+                f"no new evaluation for {a.timeout:g} s: stopped ({len(watch.seen)} "
+                f"evaluations, {alerts} alert(s))"
+            )
             return 0 if len(watch.seen) else 2
         time.sleep(a.every)
 
@@ -213,6 +305,7 @@ def _one_line_warnings():
             return
         shown.add(text)
         say(f"warning: {text}")
+
     return show
 
 
@@ -224,23 +317,41 @@ def _read_log(a, run, tags, sets, size, plan):
     found = dict(find_runs(a.log, a.fmt))
     pick = a.log_run or (a.run if a.run in found else None)
     if pick is None and len(found) > 1:
-        raise ValueError(f"--log {a.log} holds {len(found)} runs ({', '.join(found)}); watch "
-                         "follows one: name it with --log-run NAME")
+        raise ValueError(
+            f"--log {a.log} holds {len(found)} runs ({', '.join(found)}); watch "
+            "follows one: name it with --log-run NAME"
+        )
     if pick is not None and pick not in found:
-        raise DataError(f"--log-run {pick!r}: no such run in {a.log} yet (it holds "
-                        f"{', '.join(found)})")
+        raise DataError(
+            f"--log-run {pick!r}: no such run in {a.log} yet (it holds {', '.join(found)})"
+        )
     src = found[pick] if pick is not None else next(iter(found.values()))
 
     def read(schedule):
-        return pd.concat([import_logs(src, a.fmt, loss_tag=tag, run=run, val_set=vs,
-                                      labels=RunLabels(model_size=size), schedule=schedule)
-                          for tag, vs in zip(tags, sets)], ignore_index=True)
+        return pd.concat(
+            [
+                import_logs(
+                    src,
+                    a.fmt,
+                    loss_tag=tag,
+                    run=run,
+                    val_set=vs,
+                    labels=RunLabels(model_size=size),
+                    schedule=schedule,
+                )
+                for tag, vs in zip(tags, sets)
+            ],
+            ignore_index=True,
+        )
+
     try:
         return read(plan), None
-    except PastScheduleError as err:      # the plan's LR held after its end, those rows dropped
-        longer = Schedule(np.concatenate([plan.lr, np.full(err.last - plan.total_steps,
-                                                           plan.lr[-1])]),
-                          plan.warmup_steps, plan.name)
+    except PastScheduleError as err:  # the plan's LR held after its end, those rows dropped
+        longer = Schedule(
+            np.concatenate([plan.lr, np.full(err.last - plan.total_steps, plan.lr[-1])]),
+            plan.warmup_steps,
+            plan.name,
+        )
         obs = read(longer)
         return obs[obs["step"] <= plan.total_steps].reset_index(drop=True), err.last
 
@@ -262,23 +373,39 @@ def _risk(watch, run, a, state: dict) -> int:
     """The plan's risk of forgetting from the evaluations so far; 1 (an alert) when it comes to
     exceed the plan's (``state['over']``: it did at the last batch; no new alert until it has
     come back within)."""
-    r = plan_risk(watch.fit, watch.table(watch.seen), run, a.tolerance, prob=a.prob,
-                  seed=a.seed)
+    r = plan_risk(watch.fit, watch.table(watch.seen), run, a.tolerance, prob=a.prob, seed=a.seed)
     over = 1 - r["p_within"] > a.risk
-    print(f"  P(final general-loss rise <= {a.tolerance:g}) = {r['p_within']:.3f} (plan: >= "
-          f"{1 - a.risk:.3f}); rise {r['rise_mean']:+.4f} [{r['rise_lower']:+.4f}, "
-          f"{r['rise_upper']:+.4f}] from {r['evaluations']} general evaluations "
-          f"(ESS {r['ess']:.0f}){' ALERT' if over else ''}", flush=True)
+    print(
+        f"  P(final general-loss rise <= {a.tolerance:g}) = {r['p_within']:.3f} (plan: >= "
+        f"{1 - a.risk:.3f}); rise {r['rise_mean']:+.4f} [{r['rise_lower']:+.4f}, "
+        f"{r['rise_upper']:+.4f}] from {r['evaluations']} general evaluations "
+        f"(ESS {r['ess']:.0f}){' ALERT' if over else ''}",
+        flush=True,
+    )
     was, state["over"] = state["over"], over
     if not over or was:
         return 0
     step = int(watch.seen.loc[watch.seen["run"] == run, "step"].max())
-    say(f"ALERT: run {run!r}, step {step}: P(final general-loss rise > {a.tolerance:g}) = "
-        f"{1 - r['p_within']:.3f} exceeds the plan's risk {a.risk:g}")
-    _alert_rows(a, [{"kind": "risk", "run": run, "val_set": r["val_set"], "step": step,
-                     "mean": f"{r['rise_mean']:.6g}", "lower": f"{r['rise_lower']:.6g}",
-                     "upper": f"{r['rise_upper']:.6g}", "p_within": f"{r['p_within']:.4f}",
-                     "risk": a.risk}])
+    say(
+        f"ALERT: run {run!r}, step {step}: P(final general-loss rise > {a.tolerance:g}) = "
+        f"{1 - r['p_within']:.3f} exceeds the plan's risk {a.risk:g}"
+    )
+    _alert_rows(
+        a,
+        [
+            {
+                "kind": "risk",
+                "run": run,
+                "val_set": r["val_set"],
+                "step": step,
+                "mean": f"{r['rise_mean']:.6g}",
+                "lower": f"{r['rise_lower']:.6g}",
+                "upper": f"{r['rise_upper']:.6g}",
+                "p_within": f"{r['p_within']:.4f}",
+                "risk": a.risk,
+            }
+        ],
+    )
     return 1
 
 
@@ -287,20 +414,40 @@ def _report(update, a) -> int:
     band = f"{a.band:.0%}"
     for r in update.checks.itertuples():
         flag = "ALERT" if r.alert else ("outside" if r.outside else "ok")
-        print(f"step {r.step} ({r.run}, {r.val_set}): loss {r.loss:.4f}, forecast "
-              f"{r.mean:.4f} [{r.lower:.4f}, {r.upper:.4f}] ({band}) {flag}")
+        print(
+            f"step {r.step} ({r.run}, {r.val_set}): loss {r.loss:.4f}, forecast "
+            f"{r.mean:.4f} [{r.lower:.4f}, {r.upper:.4f}] ({band}) {flag}"
+        )
     for r in update.final.itertuples():
-        print(f"  final loss at step {r.step} ({r.val_set}): {r.mean:.4f} [{r.lower:.4f}, "
-              f"{r.upper:.4f}] ({a.prob:.0%}), from {update.seen} evaluations "
-              f"(ESS {r.ess:.0f})", flush=True)
+        print(
+            f"  final loss at step {r.step} ({r.val_set}): {r.mean:.4f} [{r.lower:.4f}, "
+            f"{r.upper:.4f}] ({a.prob:.0%}), from {update.seen} evaluations "
+            f"(ESS {r.ess:.0f})",
+            flush=True,
+        )
     bad = update.alerts
     for r in bad.itertuples():
         side = "above" if r.loss > r.upper else "below"
-        say(f"ALERT: run {r.run!r}, step {r.step}: loss {r.loss:.4f} {side} the {band} "
-            f"band [{r.lower:.4f}, {r.upper:.4f}] of the forecast before it")
+        say(
+            f"ALERT: run {r.run!r}, step {r.step}: loss {r.loss:.4f} {side} the {band} "
+            f"band [{r.lower:.4f}, {r.upper:.4f}] of the forecast before it"
+        )
     if len(bad):
-        _alert_rows(a, [{"kind": "band", "run": r.run, "val_set": r.val_set, "step": r.step,
-                         "loss": f"{r.loss:.6g}", "mean": f"{r.mean:.6g}",
-                         "lower": f"{r.lower:.6g}", "upper": f"{r.upper:.6g}", "band": a.band}
-                        for r in bad.itertuples()])
+        _alert_rows(
+            a,
+            [
+                {
+                    "kind": "band",
+                    "run": r.run,
+                    "val_set": r.val_set,
+                    "step": r.step,
+                    "loss": f"{r.loss:.6g}",
+                    "mean": f"{r.mean:.6g}",
+                    "lower": f"{r.lower:.6g}",
+                    "upper": f"{r.upper:.6g}",
+                    "band": a.band,
+                }
+                for r in bad.itertuples()
+            ],
+        )
     return len(bad)

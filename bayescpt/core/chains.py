@@ -35,11 +35,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-GAP_MIN_NATS = 10.0   # a gap below this is never called a separate mode
-GAP_SDS = 3.0         # ... nor one below this many pooled within-chain sds of lp
+GAP_MIN_NATS = 10.0  # a gap below this is never called a separate mode
+GAP_SDS = 3.0  # ... nor one below this many pooled within-chain sds of lp
 DEFAULT_MAX_DEPTH = 10  # the default max tree depth of nutpie, PyMC, numpyro and blackjax
-SATURATION_MAX = 0.01   # fraction of draws at the max depth above which a chain is reported
-COST_RATIO_MAX = 3.0    # a chain costing more than this x the median chain's steps is reported
+SATURATION_MAX = 0.01  # fraction of draws at the max depth above which a chain is reported
+COST_RATIO_MAX = 3.0  # a chain costing more than this x the median chain's steps is reported
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,12 @@ class StuckChain:
 
     def text(self) -> str:
         diffs = ", ".join(f"{name} {own:.3g} vs {ref:.3g}" for name, own, ref, _ in self.params)
-        return (f"chain {self.chain} sits in a minor mode {self.gap:.0f} nats lower in log "
-                f"density{f' ({diffs})' if diffs else ''}: rerun with another seed or drop it "
-                "(--drop-stuck-chains, sampler setting drop_stuck_chains); running longer will "
-                "not help")
+        return (
+            f"chain {self.chain} sits in a minor mode {self.gap:.0f} nats lower in log "
+            f"density{f' ({diffs})' if diffs else ''}: rerun with another seed or drop it "
+            "(--drop-stuck-chains, sampler setting drop_stuck_chains); running longer will "
+            "not help"
+        )
 
 
 def log_density(idata):
@@ -118,8 +120,11 @@ def find_stuck_chains(idata, var_names=None, top: int = 3) -> list[StuckChain]:
             if sd > 0 and np.isfinite(sd):
                 diffs.append((label, own, ref, (own - ref) / sd))
         diffs.sort(key=lambda d: -abs(d[3]))
-        out.append(StuckChain(labels[i], float(means[i]), float(means[kept].mean() - means[i]),
-                              tuple(diffs[:top])))
+        out.append(
+            StuckChain(
+                labels[i], float(means[i]), float(means[kept].mean() - means[i]), tuple(diffs[:top])
+            )
+        )
     return out
 
 
@@ -129,8 +134,9 @@ def dropped_record(idata) -> list[dict]:
     return json.loads(raw) if raw else []
 
 
-def drop_chains(idata, chains, reason: str = "dropped by request", lp_gaps=None,
-                inplace: bool = False):
+def drop_chains(
+    idata, chains, reason: str = "dropped by request", lp_gaps=None, inplace: bool = False
+):
     """``idata`` without the chains labelled ``chains``, the drop recorded in its attrs.
 
     The kept chains keep their labels (chain 3 stays chain 3). The posterior attr
@@ -149,11 +155,19 @@ def drop_chains(idata, chains, reason: str = "dropped by request", lp_gaps=None,
     if lp_gaps is None:
         lp = log_density(idata)
         means = lp.mean("draw") if lp is not None else None
-        lp_gaps = {c: float(means.sel(chain=keep).mean() - means.sel(chain=c)) for c in chains} \
-            if means is not None else {}
+        lp_gaps = (
+            {c: float(means.sel(chain=keep).mean() - means.sel(chain=c)) for c in chains}
+            if means is not None
+            else {}
+        )
     record = dropped_record(idata) + [
-        {"chain": c, "reason": reason, "lp_gap": round(float(lp_gaps[c]), 3)
-         if c in lp_gaps else None} for c in chains]
+        {
+            "chain": c,
+            "reason": reason,
+            "lp_gap": round(float(lp_gaps[c]), 3) if c in lp_gaps else None,
+        }
+        for c in chains
+    ]
     out = idata.sel(chain=keep, inplace=inplace)
     target = idata if inplace else out
     # a fresh dict: xarray's selection shares the attrs dict with the original
@@ -169,10 +183,17 @@ def drop_stuck_chains(idata, var_names=None, inplace: bool = False):
     stuck = find_stuck_chains(idata, var_names)
     if not stuck:
         return idata, []
-    reason = "; ".join(f"chain {s.chain}: minor mode, mean log density {s.gap:.1f} nats below the "
-                       "kept chains" for s in stuck)
-    out = drop_chains(idata, [s.chain for s in stuck], reason=reason,
-                      lp_gaps={s.chain: s.gap for s in stuck}, inplace=inplace)
+    reason = "; ".join(
+        f"chain {s.chain}: minor mode, mean log density {s.gap:.1f} nats below the kept chains"
+        for s in stuck
+    )
+    out = drop_chains(
+        idata,
+        [s.chain for s in stuck],
+        reason=reason,
+        lp_gaps={s.chain: s.gap for s in stuck},
+        inplace=inplace,
+    )
     return out, stuck
 
 
@@ -197,16 +218,21 @@ def chain_stats(idata) -> pd.DataFrame | None:
     lp = log_density(idata)
     if lp is not None:
         per["lp_mean"] = by_chain(lp, "mean")
-    per["seconds"] = (by_chain(st["perf_counter_diff"], "sum") if "perf_counter_diff" in st
-                      else np.full(len(chains), np.nan))
+    per["seconds"] = (
+        by_chain(st["perf_counter_diff"], "sum")
+        if "perf_counter_diff" in st
+        else np.full(len(chains), np.nan)
+    )
     if "n_steps" in st:
         per["grad_evals"] = by_chain(st["n_steps"], "sum")
     depth_name = next((n for n in ("tree_depth", "depth") if n in st), None)
     if depth_name is not None:
         depth = st[depth_name]
         max_depth = int(st.attrs.get("max_tree_depth", DEFAULT_MAX_DEPTH))
-        flag = next((st[n] for n in ("reached_max_treedepth", "maxdepth_reached") if n in st),
-                    depth >= max_depth)
+        flag = next(
+            (st[n] for n in ("reached_max_treedepth", "maxdepth_reached") if n in st),
+            depth >= max_depth,
+        )
         per["depth_mean"] = by_chain(depth, "mean")
         per["depth_max"] = by_chain(depth, "max")
         per["at_max"] = by_chain(flag.astype(float), "mean")
@@ -223,13 +249,17 @@ def cost_notes(stats: pd.DataFrame | None, max_depth: int = DEFAULT_MAX_DEPTH) -
         hit = stats[stats["at_max"] > SATURATION_MAX]
         if len(hit):
             which = ", ".join(f"chain {c} {r * 100:.0f} %" for c, r in hit["at_max"].items())
-            out.append(f"trees hit the max depth {max_depth} ({which} of draws): trajectories are "
-                       "cut short and the chain explores slowly; a reparametrisation helps, a "
-                       "higher sampler setting max_tree_depth costs time")
+            out.append(
+                f"trees hit the max depth {max_depth} ({which} of draws): trajectories are "
+                "cut short and the chain explores slowly; a reparametrisation helps, a "
+                "higher sampler setting max_tree_depth costs time"
+            )
     if "grad_evals" in stats and len(stats) > 1:
         med = float(stats["grad_evals"].median())
         slow = stats[stats["grad_evals"] > COST_RATIO_MAX * med] if med > 0 else stats.iloc[:0]
         for c, n in slow["grad_evals"].items():
-            out.append(f"chain {c} took {n / med:.1f}x the median chain's gradient evaluations "
-                       "(deep trees: a hard region of the posterior or a stuck chain)")
+            out.append(
+                f"chain {c} took {n / med:.1f}x the median chain's gradient evaluations "
+                "(deep trees: a hard region of the posterior or a stuck chain)"
+            )
     return out

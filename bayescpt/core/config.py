@@ -62,8 +62,16 @@ def merge_config(base: dict, override: dict | None) -> dict:
     return out
 
 
-def check_config(override: dict | None, defaults: dict, where: str, *, choices: dict | None = None,
-                 alternatives: dict | None = None, open_keys=(), ranges: dict | None = None) -> dict:
+def check_config(
+    override: dict | None,
+    defaults: dict,
+    where: str,
+    *,
+    choices: dict | None = None,
+    alternatives: dict | None = None,
+    open_keys=(),
+    ranges: dict | None = None,
+) -> dict:
     """``defaults`` updated by ``override`` after checking it (see the module docstring).
 
     ``where`` names the config in messages (e.g. ``"mixture config"``); ``choices``,
@@ -86,12 +94,14 @@ def check_config(override: dict | None, defaults: dict, where: str, *, choices: 
     _check_numbers(override, "", where, ranges or {}, set(open_keys))
     out = merge_config(defaults, override)
     if "tune" in given and "tune_jitter" not in given and isinstance(out.get("sampler"), dict):
-        out["sampler"]["tune_jitter"] = None   # the user's tune holds for either start
+        out["sampler"]["tune_jitter"] = None  # the user's tune holds for either start
     for path, allowed in (choices or {}).items():
         value = _get(out, path)
         if value not in allowed:
-            raise ConfigError(f"{where}: {path} = {shown(value)}; expected one of "
-                              f"{', '.join(repr(a) for a in allowed)}")
+            raise ConfigError(
+                f"{where}: {path} = {shown(value)}; expected one of "
+                f"{', '.join(repr(a) for a in allowed)}"
+            )
     return out
 
 
@@ -105,8 +115,14 @@ def _check_numbers(value, path, where, ranges, open_keys, parts=()):
     its ``ranges`` rule (open keys' dicts: finite only)."""
     if isinstance(value, dict):
         for k, v in value.items():
-            _check_numbers(v, f"{path}.{k}" if path else str(k), where,
-                           {} if path in open_keys else ranges, open_keys, (*parts, str(k)))
+            _check_numbers(
+                v,
+                f"{path}.{k}" if path else str(k),
+                where,
+                {} if path in open_keys else ranges,
+                open_keys,
+                (*parts, str(k)),
+            )
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             _check_numbers(v, f"{path}[{i}]", where, ranges, open_keys, (*parts, str(i)))
@@ -116,8 +132,10 @@ def _check_numbers(value, path, where, ranges, open_keys, parts=()):
         except (TypeError, ValueError, OverflowError):
             x = math.inf
         if not math.isfinite(x) or abs(x) > MAX_MAGNITUDE:
-            raise ConfigError(f"{where}: {path} = {shown(value)}; expected a finite number of "
-                              f"magnitude at most {MAX_MAGNITUDE:g}")
+            raise ConfigError(
+                f"{where}: {path} = {shown(value)}; expected a finite number of "
+                f"magnitude at most {MAX_MAGNITUDE:g}"
+            )
         for pattern, rule in ranges.items():
             if _matches(pattern, list(parts)):
                 ok, what = RANGE_RULES[rule]
@@ -164,16 +182,19 @@ def _check(value, default, path, where, alternatives, open_keys):
         if not isinstance(default, dict) or not isinstance(value, dict):
             return
     if not _fits(value, default):
-        raise ConfigError(f"{where}: {path or 'config'} = {shown(value)}; expected "
-                          f"{_kind(default)}")
+        raise ConfigError(
+            f"{where}: {path or 'config'} = {shown(value)}; expected {_kind(default)}"
+        )
     if isinstance(default, dict):
         for k, v in value.items():
             sub = f"{path}.{k}" if path else str(k)
             if k not in default:
                 if path in open_keys:
                     continue
-                raise ConfigError(f"{where}: unknown key {sub!r} (= {shown(v)}); expected one of "
-                                  f"{sorted(default)}")
+                raise ConfigError(
+                    f"{where}: unknown key {sub!r} (= {shown(v)}); expected one of "
+                    f"{sorted(default)}"
+                )
             _check(v, default[k], sub, where, alternatives, open_keys)
     elif isinstance(default, (list, tuple)):
         for i, (v, d) in enumerate(zip(value, default)):

@@ -37,6 +37,7 @@ class SamplingWarning(UserWarning):
 #: name suffixes of a hierarchy's population nodes (a parameter's location and spreads)
 _LEVELS = ("_mu", "_sd", "_tau")
 
+
 @dataclass
 class Diagnostics:
     """Summary table (one row per scalar parameter) and the overall verdict.
@@ -89,9 +90,11 @@ class Diagnostics:
         if self.judged["r_hat"].isna().all():
             # R-hat compares chains: one chain (or draws too few for the split) cannot show a
             # chain that did not converge, so the fit is not judged converged
-            out.append(f"R-hat cannot be computed from {self.chains} chain(s) x {self.draws} "
-                       "draws: nothing shows whether the sampler converged; run at least 2 "
-                       "chains (--chains 4, the default)")
+            out.append(
+                f"R-hat cannot be computed from {self.chains} chain(s) x {self.draws} "
+                "draws: nothing shows whether the sampler converged; run at least 2 "
+                "chains (--chains 4, the default)"
+            )
         elif not np.isfinite(self.max_rhat) or self.max_rhat > rhat_max:
             worst = self.judged["r_hat"].idxmax()
             base = str(worst).split("[")[0]
@@ -103,29 +106,42 @@ class Diagnostics:
             elif base.endswith(("_sd", "_tau")):
                 # a spread of a hierarchy mixing slowly: the funnel of a level the data barely
                 # inform (the cpt law's alpha on the lab's curves, C2's schedule spread)
-                why = ("chains mix slowly on a spread of the hierarchy; sample its level "
-                       "non-centred (config priors.P.group_centered / run_centered false, or "
-                       "centered) or draw more (--draws)")
+                why = (
+                    "chains mix slowly on a spread of the hierarchy; sample its level "
+                    "non-centred (config priors.P.group_centered / run_centered false, or "
+                    "centered) or draw more (--draws)"
+                )
             else:
                 why = "chains disagree; run longer (--tune, --draws) or check the priors"
-            out.append(f"R-hat {self.max_rhat:.3f} > {rhat_max} (worst: {worst}): {why}"
-                       + self._already())
+            out.append(
+                f"R-hat {self.max_rhat:.3f} > {rhat_max} (worst: {worst}): {why}" + self._already()
+            )
         elif self.stuck:
             out.extend(s.text() for s in self.stuck)
         if self.judged["ess_bulk"].isna().all():
-            out.append(f"bulk ESS cannot be computed from {self.chains} chain(s) x {self.draws} "
-                       "draws: draw more (--draws, --chains)")
+            out.append(
+                f"bulk ESS cannot be computed from {self.chains} chain(s) x {self.draws} "
+                "draws: draw more (--draws, --chains)"
+            )
         elif not np.isfinite(self.min_ess_bulk) or self.min_ess_bulk < ess_min:
             worst = self.judged["ess_bulk"].idxmin()
             related = self._related(worst)
-            why = (self._conflict_why(related) if related and not self.stuck
-                   else "draw more (--draws, --chains)")
-            out.append(f"bulk ESS {self.min_ess_bulk:.0f} < {ess_min} (worst: {worst}): "
-                       + why + self._already())
+            why = (
+                self._conflict_why(related)
+                if related and not self.stuck
+                else "draw more (--draws, --chains)"
+            )
+            out.append(
+                f"bulk ESS {self.min_ess_bulk:.0f} < {ess_min} (worst: {worst}): "
+                + why
+                + self._already()
+            )
         if self.divergences:
-            out.append(f"{self.divergences} divergent transitions: the posterior has regions the "
-                       "sampler cannot follow; raise target_accept (config sampler.target_accept) or"
-                       " switch the group level between centred and non-centred (config centered)")
+            out.append(
+                f"{self.divergences} divergent transitions: the posterior has regions the "
+                "sampler cannot follow; raise target_accept (config sampler.target_accept) or"
+                " switch the group level between centred and non-centred (config centered)"
+            )
         if out and self.conflicts and not any("(the prior-data conflict note)" in ln for ln in out):
             out.insert(0, self._conflict_lead())
         return out
@@ -139,18 +155,32 @@ class Diagnostics:
         p = self._param_of(c.name)
         if c.name.endswith("_mu"):
             fix = json.dumps({"priors": {p: {"loc": float(f"{c.median:.3g}")}}})
-            fix = (f"centre {p}'s prior where the data put it: pass --config FILE with {fix} "
-                   f"(the loc is on the scale of {c.name}; `bayescpt config` prints the others)")
+            fix = (
+                f"centre {p}'s prior where the data put it: pass --config FILE with {fix} "
+                f"(the loc is on the scale of {c.name}; `bayescpt config` prints the others)"
+            )
         else:
-            fix = (f"give {p} a prior that suits these data in the fit's config (priors.{p}; "
-                   "`bayescpt config` prints the defaults)")
+            fix = (
+                f"give {p} a prior that suits these data in the fit's config (priors.{p}; "
+                "`bayescpt config` prints the defaults)"
+            )
         more = len(self.conflicts) - 1
-        also = (f" (and {more} more: " + ", ".join(x.name for x in self.conflicts[1:4])
-                + (", ..." if more > 3 else "") + ")") if more else ""
-        return (f"the priors conflict with these data: {c.name}'s posterior median "
-                f"{c.median:.3g} lies {abs(c.z):.1f} sd {side} its prior {c.prior}{also}. This "
-                "is the likely cause of the problems below, which more draws or a higher "
-                f"target_accept fix slowly at best; {fix}")
+        also = (
+            (
+                f" (and {more} more: "
+                + ", ".join(x.name for x in self.conflicts[1:4])
+                + (", ..." if more > 3 else "")
+                + ")"
+            )
+            if more
+            else ""
+        )
+        return (
+            f"the priors conflict with these data: {c.name}'s posterior median "
+            f"{c.median:.3g} lies {abs(c.z):.1f} sd {side} its prior {c.prior}{also}. This "
+            "is the likely cause of the problems below, which more draws or a higher "
+            f"target_accept fix slowly at best; {fix}"
+        )
 
     @staticmethod
     def _stem(name) -> str:
@@ -168,29 +198,37 @@ class Diagnostics:
         """The conflicts on the same model parameter as the table row ``worst``: the node itself,
         or a hierarchy's location / spread node of its parameter (``L0_mu`` for ``L0_u[g]``)."""
         base = str(worst).split("[")[0]
-        return [c for c in self.conflicts
-                if c.name in (str(worst), base) or (c.name.endswith(_LEVELS)
-                                      and self._stem(c.name) == self._stem(worst))]
+        return [
+            c
+            for c in self.conflicts
+            if c.name in (str(worst), base)
+            or (c.name.endswith(_LEVELS) and self._stem(c.name) == self._stem(worst))
+        ]
 
     def _conflict_why(self, conflicts) -> str:
         """Why chains mix slowly when priors and data disagree (see the module doc)."""
         c = conflicts[0]
         p = self._param_of(c.name)
-        where = (f"priors.{p}.loc and priors.{p}.scale" if c.name.endswith(_LEVELS)
-                 else f"priors.{p}")
-        return (f"the data disagree with the prior of {c.name} (the prior-data conflict note); "
-                "the chains wander between the prior's pull and the data's, and more draws fix "
-                f"that slowly at best: give {p} a prior that suits these data, centred near "
-                f"{c.median:.3g} (where the data put {c.name}) and, where the data barely inform "
-                f"it, narrower than the default (in the fit's config, e.g. {where})")
+        where = (
+            f"priors.{p}.loc and priors.{p}.scale" if c.name.endswith(_LEVELS) else f"priors.{p}"
+        )
+        return (
+            f"the data disagree with the prior of {c.name} (the prior-data conflict note); "
+            "the chains wander between the prior's pull and the data's, and more draws fix "
+            f"that slowly at best: give {p} a prior that suits these data, centred near "
+            f"{c.median:.3g} (where the data put {c.name}) and, where the data barely inform "
+            f"it, narrower than the default (in the fit's config, e.g. {where})"
+        )
 
     def _already(self) -> str:
         """What a failing line adds when the run was already run longer (the cap reached)."""
         if not self.extended:
             return ""
         e = self.extended
-        return (f" (already run {e['to'] / e['draws']:g}x longer automatically, {e['draws']} -> "
-                f"{e['to']} draws per chain)")
+        return (
+            f" (already run {e['to'] / e['draws']:g}x longer automatically, {e['draws']} -> "
+            f"{e['to']} draws per chain)"
+        )
 
     @property
     def ok(self) -> bool:
@@ -199,36 +237,60 @@ class Diagnostics:
     def notes(self) -> list[str]:
         """What does not fail the fit but must be seen: dropped chains, saturated trees, a chain
         far costlier than the others."""
-        out = [f"chain {d['chain']} was dropped ({d['reason']}); the fit uses the other chains"
-               for d in self.dropped]
+        out = [
+            f"chain {d['chain']} was dropped ({d['reason']}); the fit uses the other chains"
+            for d in self.dropped
+        ]
         out += [c.text() for c in self.conflicts]
         if self.extended:
             e = self.extended
             via = [st["to"] for st in e.get("steps", [])][:-1]
-            out.append(f"run longer: {e['draws']} draws per chain gave {e['why']} with no "
-                       f"divergence and no stuck chain (slow mixing), so the chains were run "
-                       f"to {e['to']} draws" + (f" (via {', '.join(map(str, via))})" if via
-                                                else "")
-                       + " (sampler setting extend; 1 turns this off)")
+            out.append(
+                f"run longer: {e['draws']} draws per chain gave {e['why']} with no "
+                f"divergence and no stuck chain (slow mixing), so the chains were run "
+                f"to {e['to']} draws"
+                + (f" (via {', '.join(map(str, via))})" if via else "")
+                + " (sampler setting extend; 1 turns this off)"
+            )
         return out + cost_notes(self.per_chain, self.max_tree_depth)
 
     def to_text(self) -> str:
-        head = (f"{self.chains} chains x {self.draws} draws; max R-hat {self.max_rhat:.4f}, "
-                f"min bulk ESS {self.min_ess_bulk:.0f}, min tail ESS {self.min_ess_tail:.0f}, "
-                f"divergences {self.divergences}")
+        head = (
+            f"{self.chains} chains x {self.draws} draws; max R-hat {self.max_rhat:.4f}, "
+            f"min bulk ESS {self.min_ess_bulk:.0f}, min tail ESS {self.min_ess_tail:.0f}, "
+            f"divergences {self.divergences}"
+        )
         verdict = "OK" if self.ok else "PROBLEMS:\n  - " + "\n  - ".join(self.problems())
         cols = ["mean", "sd", "hdi_5%", "hdi_95%", "r_hat", "ess_bulk", "ess_tail"]
-        note = (f"\n(derived, not judged: {', '.join(self.derived)})"
-                if set(self.derived) & set(self.table.index.str.split("[").str[0]) else "")
+        note = (
+            f"\n(derived, not judged: {', '.join(self.derived)})"
+            if set(self.derived) & set(self.table.index.str.split("[").str[0])
+            else ""
+        )
         fmt = lambda v: f"{v:.4g}"  # noqa: E731
-        shown = (None if self.per_chain is None  # a column the sampler did not record is left out
-                 else self.per_chain.dropna(axis=1, how="all"))
-        per_chain = ("\nper chain:\n" + shown.to_string(float_format=fmt)
-                     if shown is not None and len(shown.columns) else "")
+        shown = (
+            None
+            if self.per_chain is None  # a column the sampler did not record is left out
+            else self.per_chain.dropna(axis=1, how="all")
+        )
+        per_chain = (
+            "\nper chain:\n" + shown.to_string(float_format=fmt)
+            if shown is not None and len(shown.columns)
+            else ""
+        )
         notes = "".join(f"\nnote: {n}" for n in self.notes())
         start = f"\nstart: {self.start.text()}" if self.start is not None else ""
-        return head + "\n" + self.table[cols].to_string(float_format=fmt) + note + per_chain + \
-            start + notes + "\n" + verdict
+        return (
+            head
+            + "\n"
+            + self.table[cols].to_string(float_format=fmt)
+            + note
+            + per_chain
+            + start
+            + notes
+            + "\n"
+            + verdict
+        )
 
 
 def summarize(idata, var_names: list[str], derived=(), priors: dict | None = None) -> Diagnostics:
@@ -241,17 +303,28 @@ def summarize(idata, var_names: list[str], derived=(), priors: dict | None = Non
     div = int(idata.sample_stats["diverging"].sum()) if "sample_stats" in idata else 0
     post = idata.posterior
     stats = idata.sample_stats if "sample_stats" in idata else None
-    depth = int(stats.attrs.get("max_tree_depth", DEFAULT_MAX_DEPTH)) if stats is not None \
+    depth = (
+        int(stats.attrs.get("max_tree_depth", DEFAULT_MAX_DEPTH))
+        if stats is not None
         else DEFAULT_MAX_DEPTH
+    )
     init = stats.attrs.get("init") if stats is not None else None
-    start = StartReport.from_json(init) if isinstance(init, str) and init.startswith("{") \
-        else None
+    start = StartReport.from_json(init) if isinstance(init, str) and init.startswith("{") else None
     ext = stats.attrs.get("extended") if stats is not None else None
-    return Diagnostics(table, div, int(post.sizes["draw"]), int(post.sizes["chain"]),
-                       tuple(derived), tuple(find_stuck_chains(idata, var_names)),
-                       chain_stats(idata), tuple(dropped_record(idata)), depth, start,
-                       json.loads(ext) if isinstance(ext, str) else None,
-                       tuple(prior_conflicts(post, priors)) if priors else ())
+    return Diagnostics(
+        table,
+        div,
+        int(post.sizes["draw"]),
+        int(post.sizes["chain"]),
+        tuple(derived),
+        tuple(find_stuck_chains(idata, var_names)),
+        chain_stats(idata),
+        tuple(dropped_record(idata)),
+        depth,
+        start,
+        json.loads(ext) if isinstance(ext, str) else None,
+        tuple(prior_conflicts(post, priors)) if priors else (),
+    )
 
 
 def warn_if_bad(diag: Diagnostics) -> None:

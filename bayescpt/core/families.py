@@ -32,11 +32,14 @@ class Family:
 
 
 #: every fit family, by name (a sweep's ``family`` key; ``curves`` is its default)
-FAMILIES = {f.name: f for f in (
-    Family("curves", "bayescpt.curves.model.fit", "Fit"),
-    Family("hparams", "bayescpt.hparams.fit", "HparamsFit"),
-    Family("mixture", "bayescpt.mixture.fit", "MixtureFit"),
-)}
+FAMILIES = {
+    f.name: f
+    for f in (
+        Family("curves", "bayescpt.curves.model.fit", "Fit"),
+        Family("hparams", "bayescpt.hparams.fit", "HparamsFit"),
+        Family("mixture", "bayescpt.mixture.fit", "MixtureFit"),
+    )
+}
 
 
 def family_names() -> tuple:

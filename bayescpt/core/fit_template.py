@@ -48,9 +48,16 @@ class SamplerSettings:
     def resolve(self, base: dict | None) -> dict:
         """The settings the sampler runs with: package defaults < ``base`` (a config's sampler
         entry) < these (checked, see :func:`~bayescpt.core.sampling.resolve_settings`)."""
-        return resolve_settings(base, self.sampler, chains=self.chains, draws=self.draws,
-                                tune=self.tune, seed=self.seed,
-                                target_accept=self.target_accept, init=self.init)
+        return resolve_settings(
+            base,
+            self.sampler,
+            chains=self.chains,
+            draws=self.draws,
+            tune=self.tune,
+            seed=self.seed,
+            target_accept=self.target_accept,
+            init=self.init,
+        )
 
     @classmethod
     def split(cls, kw: dict, given: SamplerSettings | None = None) -> tuple:
@@ -124,8 +131,14 @@ def sample_recipe(recipe: Recipe, settings: SamplerSettings) -> FitBase:
     t0 = time.perf_counter()
     with cached(recipe.key, recipe.build) as entry:
         model = recipe.model(entry.value)
-        idata = sample_model(model, s, progress=settings.progress, cores=settings.cores,
-                             judge=recipe.judge, compiled=entry.compiled)
+        idata = sample_model(
+            model,
+            s,
+            progress=settings.progress,
+            cores=settings.cores,
+            judge=recipe.judge,
+            compiled=entry.compiled,
+        )
         seconds = time.perf_counter() - t0
         recipe.sampled(idata, model, s)
     fit = recipe.fit(idata, seconds)
@@ -173,8 +186,7 @@ class SampledFit(FitBase):
         """Check ``config`` as ``run`` will read it (a one-line ConfigError)."""
 
     @classmethod
-    def sweep_fit(cls, path, law, options: dict, config: dict,
-                  settings: SamplerSettings) -> tuple:
+    def sweep_fit(cls, path, law, options: dict, config: dict, settings: SamplerSettings) -> tuple:
         """(fit, compiled) of the data file ``path`` (a sweep entry's ``law`` and ``options``,
         ``config``, sampler ``settings``) as the family's ``fit`` command fits it;
         ``compiled``: True when a model was compiled, False when one was reused, None when

@@ -77,9 +77,9 @@ def put_tables(idata, tables: dict) -> None:
             coords[dim] = post[dim].values
         for col in table.columns:
             values, attrs = _column_values(table[col])
-            data[f"{name}_{col}"] = xr.Variable((dim,), values,
-                                                 attrs={TABLE_ATTR: name, COLUMN_ATTR: str(col),
-                                                        **attrs})
+            data[f"{name}_{col}"] = xr.Variable(
+                (dim,), values, attrs={TABLE_ATTR: name, COLUMN_ATTR: str(col), **attrs}
+            )
     if not data:
         return
     ds = xr.Dataset(data, coords=coords)
@@ -152,8 +152,9 @@ def save_idata(idata, attrs: dict, path, overwrite: bool = False) -> Path:
     :mod:`bayescpt.core.outputs`), so ``path`` is always the old file or the complete new one."""
     path = Path(path)
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; choose another name or allow overwriting "
-                              "(--force on the command line)")
+        raise FileExistsError(
+            f"{path} exists; choose another name or allow overwriting (--force on the command line)"
+        )
     idata.posterior.attrs.update(attrs)
     write_outputs({path: lambda tmp: idata.to_netcdf(str(tmp))})
     return path
@@ -175,17 +176,21 @@ def load_idata(path, law=None):
         raise FitError(f"{path}: not a NetCDF fit file ({type(err).__name__})") from None
     attrs = dict(idata.posterior.attrs) if "posterior" in idata else {}
     if attrs.get("format") != FORMAT:
-        raise FitError(f"{path}: not a bayescpt fit (format {attrs.get('format')!r}, "
-                       f"expected {FORMAT!r})")
+        raise FitError(
+            f"{path}: not a bayescpt fit (format {attrs.get('format')!r}, expected {FORMAT!r})"
+        )
     saved = attrs.get("bayescpt_version", "?")
     if saved.split(".")[:2] != __version__.split(".")[:2]:
-        raise FitError(f"{path}: saved by bayescpt {saved}, this is {__version__}; refit with "
-                       "this version")
+        raise FitError(
+            f"{path}: saved by bayescpt {saved}, this is {__version__}; refit with this version"
+        )
     if law is not None:
         accepted = (law,) if isinstance(law, str) else tuple(law)
         if attrs.get("law") not in accepted:
-            raise FitError(f"{path}: a fit of the {attrs.get('law')!r} law, expected "
-                           f"{' or '.join(repr(x) for x in accepted)}")
+            raise FitError(
+                f"{path}: a fit of the {attrs.get('law')!r} law, expected "
+                f"{' or '.join(repr(x) for x in accepted)}"
+            )
     return idata, attrs
 
 
@@ -283,10 +288,11 @@ class FitBase:
         idata, attrs = load_idata(path, law if law is not None else cls.laws)
         try:
             fit = cls._from_attrs(idata, {**attrs, **read_tables(idata)})
-            fit.label(fit._labels())   # files written before the labels: the tables' at least
+            fit.label(fit._labels())  # files written before the labels: the tables' at least
         except (KeyError, ValueError, TypeError) as err:
-            raise FitError(f"{path}: damaged {attrs.get('law')} fit ({type(err).__name__}: "
-                           f"{err})") from None
+            raise FitError(
+                f"{path}: damaged {attrs.get('law')} fit ({type(err).__name__}: {err})"
+            ) from None
         return fit
 
     @classmethod
@@ -317,8 +323,12 @@ class FitBase:
         """R-hat, ESS, divergences of :meth:`param_vars` (see :mod:`bayescpt.core.diagnostics`),
         and, with ``prior_check``, prior-data conflicts of :attr:`priors` (a sampler's judge of
         slow mixing reads only the former and leaves it off)."""
-        return summarize(self.idata, self.param_vars(), self.derived_names(),
-                         self.priors if prior_check else None)
+        return summarize(
+            self.idata,
+            self.param_vars(),
+            self.derived_names(),
+            self.priors if prior_check else None,
+        )
 
     @property
     def priors(self) -> dict | None:
@@ -357,8 +367,9 @@ class FitBase:
         if self.new_groups:
             return None
         have = [f"{v} @ {s:g}" for v, s in zip(g["val_set"], g[col])]
-        raise ValueError(f"no fitted group for val_set {val_set!r}, model_size {size:g}; the fit "
-                         f"has {have}")
+        raise ValueError(
+            f"no fitted group for val_set {val_set!r}, model_size {size:g}; the fit has {have}"
+        )
 
 
 def load_fit(path, law=None):
@@ -369,8 +380,9 @@ def load_fit(path, law=None):
     name = saved_law(path)
     cls = LAW_CLASSES.get(name)
     if cls is None:
-        load_idata(path, law)      # says why the file is not a fit, if it is not one
+        load_idata(path, law)  # says why the file is not a fit, if it is not one
         known = ", ".join(repr(k) for k in sorted(LAW_CLASSES))
-        raise FitError(f"{path}: a fit of the {name!r} law, which no imported fit class reads "
-                       f"(known: {known})")
+        raise FitError(
+            f"{path}: a fit of the {name!r} law, which no imported fit class reads (known: {known})"
+        )
     return cls.load(path, law)

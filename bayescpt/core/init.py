@@ -43,8 +43,8 @@ from bayescpt.core.chains import GAP_MIN_NATS
 
 INITS = ("map", "jitter")
 FD_STEP = 1e-5
-FINISH = 2          # optimisations run to convergence after the short runs
-MAX_HESSIAN_DIM = 4000   # above this many parameters the diagonal is not probed (s_i = 0.1)
+FINISH = 2  # optimisations run to convergence after the short runs
+MAX_HESSIAN_DIM = 4000  # above this many parameters the diagonal is not probed (s_i = 0.1)
 
 
 @dataclass
@@ -68,12 +68,16 @@ class StartReport:
 
     def text(self) -> str:
         n = len(self.finished)
-        out = (f"chains started around the posterior mode (log density {self.best:.1f}; the best "
-               f"{n} of {self.starts} optimisations, run to convergence")
+        out = (
+            f"chains started around the posterior mode (log density {self.best:.1f}; the best "
+            f"{n} of {self.starts} optimisations, run to convergence"
+        )
         gaps = self.minor_gaps
         if gaps:
-            out += (f", {len(gaps)} ended {min(gaps):.0f} nats lower: the posterior has a minor "
-                    "mode, the chains start in the major one")
+            out += (
+                f", {len(gaps)} ended {min(gaps):.0f} nats lower: the posterior has a minor "
+                "mode, the chains start in the major one"
+            )
         else:
             out += ", agree"
         if self.failed:
@@ -88,7 +92,7 @@ class StartReport:
         return json.dumps(d)
 
     @classmethod
-    def from_json(cls, text: str) -> "StartReport":
+    def from_json(cls, text: str) -> StartReport:
         return cls(**json.loads(text))
 
 
@@ -124,22 +128,23 @@ class ModelStarts:
     def to_point(self, x) -> dict:
         out, i = {}, 0
         for name, shape, size, _ in self._info:
-            out[name] = np.asarray(x[i:i + size], dtype=float).reshape(shape)
+            out[name] = np.asarray(x[i : i + size], dtype=float).reshape(shape)
             i += size
         return out
 
     def from_point(self, point: dict) -> np.ndarray:
-        return np.concatenate([np.ravel(np.asarray(point[name], dtype=float))
-                               for name, _, _, _ in self._info])
+        return np.concatenate(
+            [np.ravel(np.asarray(point[name], dtype=float)) for name, _, _, _ in self._info]
+        )
 
     def jittered(self, seed: int) -> np.ndarray:
         """PyMC's initial point with U(-1, 1) jitter: the samplers' own default start."""
         from pymc.initial_point import make_initial_point_fn
 
         if self._jitter_fn is None:
-            self._jitter_fn = make_initial_point_fn(model=self.model,
-                                                    jitter_rvs=set(self.model.free_RVs),
-                                                    return_transformed=True)
+            self._jitter_fn = make_initial_point_fn(
+                model=self.model, jitter_rvs=set(self.model.free_RVs), return_transformed=True
+            )
         return self.from_point(self._jitter_fn(int(seed)))
 
     def optimise(self, x0, maxiter: int):
@@ -155,9 +160,19 @@ class ModelStarts:
                 return np.inf, np.zeros_like(x)
             return -lp, -g
 
-        res = minimize(f, x0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": int(maxiter), "maxfun": 2 * int(maxiter),
-                                "maxcor": 50, "ftol": 1e-14, "gtol": 1e-9})
+        res = minimize(
+            f,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            options={
+                "maxiter": int(maxiter),
+                "maxfun": 2 * int(maxiter),
+                "maxcor": 50,
+                "ftol": 1e-14,
+                "gtol": 1e-9,
+            },
+        )
         return np.asarray(res.x, dtype=float), -float(res.fun), int(res.nfev)
 
     def hessian(self, x) -> np.ndarray:
@@ -183,7 +198,7 @@ class ModelStarts:
             s = np.where(np.isfinite(h) & (h > 0), 1.0 / np.sqrt(np.abs(h)), 0.1)
         return np.minimum(s, 1.0)
 
-    def starts(self, n_chains: int, seed: int = 0) -> "Starts":
+    def starts(self, n_chains: int, seed: int = 0) -> Starts:
         """Steps 1-4 of the module doc: the mode, its scales and the report."""
         t0 = time.perf_counter()
         k = self.n_starts or max(8, 2 * int(n_chains))
@@ -191,31 +206,35 @@ class ModelStarts:
         ends, evals = [], 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for _ in range(k):          # stage 1: every start, a short run
-                x0 = self.jittered(int(rng.integers(2 ** 31)))
+            for _ in range(k):  # stage 1: every start, a short run
+                x0 = self.jittered(int(rng.integers(2**31)))
                 if not np.isfinite(self._value_grad(x0)[0]):
                     ends.append((np.nan, None))
                     continue
                 x, lp, nfev = self.optimise(x0, self.maxiter // 10)
                 evals += nfev
                 ends.append((lp if np.isfinite(lp) else np.nan, x))
-            order = sorted(range(k), key=lambda j: -ends[j][0] if np.isfinite(ends[j][0])
-                           else np.inf)
-            for j in order[:FINISH]:    # stage 2: the best few, to convergence
+            order = sorted(
+                range(k), key=lambda j: -ends[j][0] if np.isfinite(ends[j][0]) else np.inf
+            )
+            for j in order[:FINISH]:  # stage 2: the best few, to convergence
                 if ends[j][1] is not None:
                     x, lp, nfev = self.optimise(ends[j][1], self.maxiter)
                     evals += nfev
                     ends[j] = (lp if np.isfinite(lp) else np.nan, x)
             best = max((e for e in ends if np.isfinite(e[0])), key=lambda e: e[0], default=None)
             if best is None:
-                raise RuntimeError(f"no start with a finite log density in {k} tries: check the "
-                                   "priors and the data")
+                raise RuntimeError(
+                    f"no start with a finite log density in {k} tries: check the "
+                    "priors and the data"
+                )
             best_lp, best_x = best
             n = len(best_x)
             hess = self.hessian(best_x) if n <= MAX_HESSIAN_DIM else None
             s, n_fd = self.scales(hess, n), (0 if hess is None else n + 1)
-        finished = sorted((ends[j][0] for j in order[:FINISH] if np.isfinite(ends[j][0])),
-                          reverse=True)
+        finished = sorted(
+            (ends[j][0] for j in order[:FINISH] if np.isfinite(ends[j][0])), reverse=True
+        )
         failed = sum(1 for e in ends if e[1] is None)
         report = StartReport(best_lp, finished, k, failed, evals + n_fd, time.perf_counter() - t0)
         return Starts(self, best_x, s, report, hess)
@@ -225,23 +244,36 @@ class ModelStarts:
         if self._back is None:
             names = [rv.name for rv in self.model.free_RVs]
             outs = [v for v in self.model.unobserved_value_vars if v.name in names]
-            self._back = (names, self.model.compile_fn(outs, inputs=self.model.value_vars,
-                                                       on_unused_input="ignore",
-                                                       point_fn=False))
+            self._back = (
+                names,
+                self.model.compile_fn(
+                    outs, inputs=self.model.value_vars, on_unused_input="ignore", point_fn=False
+                ),
+            )
         names, fn = self._back
         values = fn(*[point[v.name] for v in self.model.value_vars])
-        return {v.name: np.asarray(val) for v, val in
-                zip([v for v in self.model.unobserved_value_vars if v.name in names], values)}
+        return {
+            v.name: np.asarray(val)
+            for v, val in zip(
+                [v for v in self.model.unobserved_value_vars if v.name in names], values
+            )
+        }
 
 
 class Starts:
     """The mode ``mode`` (flat, unconstrained), its conditional sds ``scale`` and the
     :class:`StartReport`; one start per chain seed (step 5 of the module doc)."""
 
-    def __init__(self, owner: ModelStarts, mode, scale, report: StartReport,
-                 hessian: np.ndarray | None = None):
+    def __init__(
+        self,
+        owner: ModelStarts,
+        mode,
+        scale,
+        report: StartReport,
+        hessian: np.ndarray | None = None,
+    ):
         self.owner, self.mode, self.scale, self.report = owner, mode, scale, report
-        self._hessian = hessian     # at the mode, from the scales' probe (ModelStarts.hessian)
+        self._hessian = hessian  # at the mode, from the scales' probe (ModelStarts.hessian)
         self._precision = None
         self._lock = threading.Lock()
 
@@ -272,8 +304,10 @@ class Starts:
         return self.owner.to_point(self.flat(seed))
 
     def chain_seeds(self, n_chains: int, seed: int) -> list[int]:
-        return [int(v) for v in np.random.default_rng([int(seed), 20251]).integers(
-            2 ** 62, size=int(n_chains))]
+        return [
+            int(v)
+            for v in np.random.default_rng([int(seed), 20251]).integers(2**62, size=int(n_chains))
+        ]
 
     def initvals(self, n_chains: int, seed: int) -> list[dict]:
         """One dict per chain of the free variables' own values (PyMC's ``initvals``)."""

@@ -34,8 +34,8 @@ import time
 
 import numpy as np
 
-EIG_FLOOR = 1e-2     # smallest curvature kept: no whitened direction wider than sd 10
-MAX_DENSE = 2000     # above this many parameters the Laplace factor is diagonal
+EIG_FLOOR = 1e-2  # smallest curvature kept: no whitened direction wider than sd 10
+MAX_DENSE = 2000  # above this many parameters the Laplace factor is diagonal
 
 
 def laplace_factor(starts) -> tuple[np.ndarray, str]:
@@ -73,12 +73,15 @@ def _sample_jax(model, s: dict, starts, progress: bool = False):
     import arviz as az
     import jax
     import jax.numpy as jnp
-    from pymc.backends.arviz import coords_and_dims_for_inferencedata, find_constants, \
-        find_observations
+    from pymc.backends.arviz import (
+        coords_and_dims_for_inferencedata,
+        find_constants,
+        find_observations,
+    )
     from pymc.sampling.jax import get_jaxified_graph, get_jaxified_logp
     from pymc.util import get_default_varnames
 
-    logp_list = get_jaxified_logp(model)          # also puts JAX in float64 with floatX float64
+    logp_list = get_jaxified_logp(model)  # also puts JAX in float64 with floatX float64
     chains, draws, tune, seed = int(s["chains"]), int(s["draws"]), int(s["tune"]), int(s["seed"])
     L, form = laplace_factor(starts)
     mode = np.asarray(starts.mode, dtype=float)
@@ -93,7 +96,7 @@ def _sample_jax(model, s: dict, starts, progress: bool = False):
     pieces = [offsets[v.name] for v in model.value_vars]
 
     def unflat(u):
-        return [u[a:a + k].reshape(shape) for a, k, shape in pieces]
+        return [u[a : a + k].reshape(shape) for a, k, shape in pieces]
 
     mode_j, L_j = jnp.asarray(mode), jnp.asarray(L)
 
@@ -104,11 +107,11 @@ def _sample_jax(model, s: dict, starts, progress: bool = False):
     key = jax.random.PRNGKey(seed)
     t0 = time.perf_counter()
     if s["sampler"] == "numpyro":
-        z, stats, step = _numpyro(logp_z, z0, key, chains, draws, tune, s["target_accept"],
-                                  depth, progress)
+        z, stats, step = _numpyro(
+            logp_z, z0, key, chains, draws, tune, s["target_accept"], depth, progress
+        )
     elif s["sampler"] == "blackjax":
-        z, stats, step = _blackjax(logp_z, z0, key, chains, draws, tune, s["target_accept"],
-                                   depth)
+        z, stats, step = _blackjax(logp_z, z0, key, chains, draws, tune, s["target_accept"], depth)
     else:
         raise ValueError(f"sample_jax: sampler {s['sampler']!r}; expected numpyro or blackjax")
     seconds = time.perf_counter() - t0
@@ -120,14 +123,26 @@ def _sample_jax(model, s: dict, starts, progress: bool = False):
     values = jax.jit(jax.vmap(jax.vmap(lambda x: fn(*unflat(x)))))(jnp.asarray(u))
     posterior = {v.name: np.asarray(val) for v, val in zip(names, values)}
     coords, dims = coords_and_dims_for_inferencedata(model)
-    attrs = {"sampling_time": seconds, "tuning_steps": tune, "inference_library": s["sampler"],
-             "mass_matrix": f"Laplace at the mode ({form}) x adapted diagonal"}
-    idata = az.from_dict(posterior=posterior, sample_stats=stats, coords=coords, dims=dims,
-                         observed_data=find_observations(model),
-                         constant_data=find_constants(model), attrs=attrs,
-                         posterior_attrs=attrs)
-    idata.sample_stats["step_size"] = (("chain", "draw"),
-                                       np.repeat(np.asarray(step)[:, None], draws, axis=1))
+    attrs = {
+        "sampling_time": seconds,
+        "tuning_steps": tune,
+        "inference_library": s["sampler"],
+        "mass_matrix": f"Laplace at the mode ({form}) x adapted diagonal",
+    }
+    idata = az.from_dict(
+        posterior=posterior,
+        sample_stats=stats,
+        coords=coords,
+        dims=dims,
+        observed_data=find_observations(model),
+        constant_data=find_constants(model),
+        attrs=attrs,
+        posterior_attrs=attrs,
+    )
+    idata.sample_stats["step_size"] = (
+        ("chain", "draw"),
+        np.repeat(np.asarray(step)[:, None], draws, axis=1),
+    )
     return idata
 
 
@@ -135,20 +150,46 @@ def _numpyro(logp_z, z0, key, chains, draws, tune, target_accept, depth, progres
     import jax.numpy as jnp
     from numpyro.infer import MCMC, NUTS
 
-    kernel = NUTS(potential_fn=lambda z: -logp_z(z), target_accept_prob=float(target_accept),
-                  max_tree_depth=int(depth or 10), dense_mass=False)
-    mcmc = MCMC(kernel, num_warmup=tune, num_samples=draws, num_chains=chains,
-                chain_method="vectorized", progress_bar=progress)
-    mcmc.run(key, init_params=jnp.asarray(z0 if chains > 1 else z0[0]),
-             extra_fields=("num_steps", "potential_energy", "energy", "accept_prob",
-                           "diverging", "adapt_state.step_size"))
+    kernel = NUTS(
+        potential_fn=lambda z: -logp_z(z),
+        target_accept_prob=float(target_accept),
+        max_tree_depth=int(depth or 10),
+        dense_mass=False,
+    )
+    mcmc = MCMC(
+        kernel,
+        num_warmup=tune,
+        num_samples=draws,
+        num_chains=chains,
+        chain_method="vectorized",
+        progress_bar=progress,
+    )
+    mcmc.run(
+        key,
+        init_params=jnp.asarray(z0 if chains > 1 else z0[0]),
+        extra_fields=(
+            "num_steps",
+            "potential_energy",
+            "energy",
+            "accept_prob",
+            "diverging",
+            "adapt_state.step_size",
+        ),
+    )
     z = np.asarray(mcmc.get_samples(group_by_chain=True)).reshape(chains, draws, -1)
-    ex = {k: np.asarray(v).reshape(chains, draws)
-          for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    ex = {
+        k: np.asarray(v).reshape(chains, draws)
+        for k, v in mcmc.get_extra_fields(group_by_chain=True).items()
+    }
     n_steps = ex["num_steps"].astype(int)
-    stats = {"lp": -ex["potential_energy"], "energy": ex["energy"],
-             "acceptance_rate": ex["accept_prob"], "diverging": ex["diverging"].astype(bool),
-             "n_steps": n_steps, "tree_depth": np.floor(np.log2(np.maximum(n_steps, 1))).astype(int) + 1}
+    stats = {
+        "lp": -ex["potential_energy"],
+        "energy": ex["energy"],
+        "acceptance_rate": ex["accept_prob"],
+        "diverging": ex["diverging"].astype(bool),
+        "n_steps": n_steps,
+        "tree_depth": np.floor(np.log2(np.maximum(n_steps, 1))).astype(int) + 1,
+    }
     return z, stats, ex["adapt_state.step_size"][:, -1]
 
 
@@ -162,23 +203,40 @@ def _blackjax(logp_z, z0, key, chains, draws, tune, target_accept, depth):
 
     def one_chain(k, start):
         k_tune, k_draw = jax.random.split(k)
-        adapt = blackjax.window_adaptation(blackjax.nuts, logp_z,
-                                           target_acceptance_rate=float(target_accept),
-                                           adaptation_info_fn=get_filter_adapt_info_fn(), **extra)
+        adapt = blackjax.window_adaptation(
+            blackjax.nuts,
+            logp_z,
+            target_acceptance_rate=float(target_accept),
+            adaptation_info_fn=get_filter_adapt_info_fn(),
+            **extra,
+        )
         (state, params), _ = adapt.run(k_tune, start, num_steps=tune)
         step = blackjax.nuts(logp_z, **params, **extra).step
 
         def one(st, kk):
             st, info = step(kk, st)
-            return st, (st.position, st.logdensity, info.energy, info.acceptance_rate,
-                        info.is_divergent, info.num_integration_steps,
-                        info.num_trajectory_expansions)
+            return st, (
+                st.position,
+                st.logdensity,
+                info.energy,
+                info.acceptance_rate,
+                info.is_divergent,
+                info.num_integration_steps,
+                info.num_trajectory_expansions,
+            )
+
         _, out = jax.lax.scan(one, state, jax.random.split(k_draw, draws))
         return out, params["step_size"]
 
     (pos, lp, energy, acc, div, n_steps, depth_), step = jax.jit(jax.vmap(one_chain))(
-        jax.random.split(key, chains), jnp.asarray(z0))
-    stats = {"lp": np.asarray(lp), "energy": np.asarray(energy),
-             "acceptance_rate": np.asarray(acc), "diverging": np.asarray(div).astype(bool),
-             "n_steps": np.asarray(n_steps).astype(int), "tree_depth": np.asarray(depth_).astype(int)}
+        jax.random.split(key, chains), jnp.asarray(z0)
+    )
+    stats = {
+        "lp": np.asarray(lp),
+        "energy": np.asarray(energy),
+        "acceptance_rate": np.asarray(acc),
+        "diverging": np.asarray(div).astype(bool),
+        "n_steps": np.asarray(n_steps).astype(int),
+        "tree_depth": np.asarray(depth_).astype(int),
+    }
     return np.asarray(pos), stats, np.asarray(step)

@@ -69,14 +69,21 @@ def run_longer(idata, s: dict, judge, sample):
     if judge is None:
         return idata
     steps, cur = [], dict(s)
-    while (_complete(idata, cur)
-           and (more := extension(judge(idata), cur, base=s["draws"])) is not None):
+    while (
+        _complete(idata, cur)
+        and (more := extension(judge(idata), cur, base=s["draws"])) is not None
+    ):
         draws, why = more
         steps.append({"draws": int(cur["draws"]), "to": draws, "why": why})
         cur = dict(cur, draws=draws)
         idata = sample(cur)
     if steps:
         idata.sample_stats.attrs["extended"] = json.dumps(
-            {"draws": steps[0]["draws"], "to": steps[-1]["to"], "why": steps[0]["why"],
-             "steps": steps})
+            {
+                "draws": steps[0]["draws"],
+                "to": steps[-1]["to"],
+                "why": steps[0]["why"],
+                "steps": steps,
+            }
+        )
     return idata

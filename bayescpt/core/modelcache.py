@@ -82,8 +82,8 @@ def fingerprint(*parts) -> str | None:
             if inner is None:
                 raise _Unkeyable("table")
             return {"__frame__": inner}
-        if isinstance(o, type):     # a class redefined (a notebook cell run again) is another
-            _classes.add(o)         # class; kept alive so that its id is never reused
+        if isinstance(o, type):  # a class redefined (a notebook cell run again) is another
+            _classes.add(o)  # class; kept alive so that its id is never reused
             return {"__class__": [o.__module__, o.__qualname__, id(o)]}
         raise _Unkeyable(type(o).__name__)
 
@@ -103,7 +103,7 @@ def fingerprint(*parts) -> str | None:
                 h.update(b"json")
                 h.update(json.dumps(part, sort_keys=True, default=canonical).encode())
             h.update(b"\0")
-    except (TypeError, ValueError):     # unkeyable, unhashable cells, a circular reference
+    except (TypeError, ValueError):  # unkeyable, unhashable cells, a circular reference
         return None
     return h.hexdigest()
 
@@ -111,7 +111,7 @@ def fingerprint(*parts) -> str | None:
 def _digest(a) -> str:
     import numpy as np
 
-    if a.dtype.hasobject:       # its bytes are addresses, not values
+    if a.dtype.hasobject:  # its bytes are addresses, not values
         raise _Unkeyable("object array")
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
@@ -135,7 +135,7 @@ def cached(key: str | None, build):
         finally:
             entry.lock.release()
         return
-    if entry is not None:           # in use by another thread: build one of our own
+    if entry is not None:  # in use by another thread: build one of our own
         yield Entry(build())
         return
     stats["misses"] += 1
@@ -143,7 +143,7 @@ def cached(key: str | None, build):
     entry.lock.acquire()
     try:
         yield entry
-        with _guard:    # kept only once a fit went through: a failed build or compile is not
+        with _guard:  # kept only once a fit went through: a failed build or compile is not
             _entries[key] = entry
             while len(_entries) > SIZE:
                 _entries.popitem(last=False)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-STALE_SECONDS = 3600.0     # a temporary this old is stale whoever wrote it
+STALE_SECONDS = 3600.0  # a temporary this old is stale whoever wrote it
 DEAD_GRACE_SECONDS = 60.0  # a dead writer's temporary is stale once this old (pid reuse, NFS)
 
 
@@ -45,8 +45,10 @@ def host_tag() -> str:
 def temp_pattern(path) -> re.Pattern:
     """The names of our temporaries for ``path``: ``.NAME.PID[.hHOST][.RANDOM].tmp``; group 1 is
     the writer's process id, group 2 its host tag (:func:`host_tag`) or None."""
-    return re.compile(rf"^\.{re.escape(Path(path).name)}\.(\d+)(?:\.(h[0-9a-f]{{8}}))?"
-                      r"(?:\.[A-Za-z0-9_]+)?\.tmp$")
+    return re.compile(
+        rf"^\.{re.escape(Path(path).name)}\.(\d+)(?:\.(h[0-9a-f]{{8}}))?"
+        r"(?:\.[A-Za-z0-9_]+)?\.tmp$"
+    )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -54,7 +56,7 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:     # someone else's live process
+    except PermissionError:  # someone else's live process
         return True
     except (OverflowError, ValueError):
         return False
@@ -89,7 +91,7 @@ def clean_stale_temporaries(path, now: float | None = None) -> list[Path]:
         if age > STALE_SECONDS:
             stale = True
         elif m is None or (m.group(2) is not None and m.group(2) != here):
-            stale = False       # the fixed name, or another host's writer: only by age
+            stale = False  # the fixed name, or another host's writer: only by age
         elif m.group(2) == here:
             stale = not _pid_alive(int(m.group(1)))
         else:
@@ -113,7 +115,7 @@ def _fsync(path: Path, directory: bool = False) -> None:
     try:
         fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
     except OSError:
-        if directory:       # some systems cannot open folders; the data itself is synced
+        if directory:  # some systems cannot open folders; the data itself is synced
             return
         raise
     try:
@@ -126,15 +128,21 @@ def _fsync(path: Path, directory: bool = False) -> None:
 
 
 def _new_temporary(path: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.{host_tag()}.", suffix=".tmp",
-                               dir=path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.{host_tag()}.", suffix=".tmp", dir=path.parent
+    )
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())    # the mode a plain open() would have given
+    os.chmod(tmp, 0o666 & ~_umask())  # the mode a plain open() would have given
     return Path(tmp)
 
 
-_KINDS = ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "character device"),
-          (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+_KINDS = (
+    (stat.S_ISDIR, "folder"),
+    (stat.S_ISFIFO, "fifo"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISSOCK, "socket"),
+)
 
 
 def not_a_file(path) -> str | None:
@@ -157,8 +165,10 @@ def refuse_special(path, option: str | None = None) -> None:
     kind = not_a_file(path)
     if kind is not None:
         where = f"{option} {path}" if option else str(path)
-        raise ValueError(f"{where}: is a {kind}, not a regular file; an output is only ever "
-                         "written to a regular file: give a file name")
+        raise ValueError(
+            f"{where}: is a {kind}, not a regular file; an output is only ever "
+            "written to a regular file: give a file name"
+        )
 
 
 def write_outputs(writers: Mapping[object, Callable[[Path], object]]) -> list[Path]:
@@ -231,8 +241,10 @@ def check_output(path, option: str = "--out") -> None:
     try:
         _new_temporary(path).unlink()
     except OSError as err:
-        raise ValueError(f"{option} {path}: cannot write in folder {folder} "
-                         f"({err.strerror or type(err).__name__})") from None
+        raise ValueError(
+            f"{option} {path}: cannot write in folder {folder} "
+            f"({err.strerror or type(err).__name__})"
+        ) from None
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -244,8 +256,9 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_not_input(outputs: Mapping[str, object],
-                    inputs: Mapping[str, object] | Iterable[tuple[str, object]]) -> None:
+def check_not_input(
+    outputs: Mapping[str, object], inputs: Mapping[str, object] | Iterable[tuple[str, object]]
+) -> None:
     """Raise ValueError when an output path is one of the inputs or two outputs are the same file
     (paths resolved: links, ``..`` and hard links count). ``outputs`` maps a label (an option or
     argument name) to a path; ``inputs`` too, or is (label, path) pairs (labels may repeat: "log
@@ -256,9 +269,13 @@ def check_not_input(outputs: Mapping[str, object],
     for i, (label, out) in enumerate(outs):
         for in_label, src in ins:
             if _same_file(out, src):
-                raise ValueError(f"{label} {out} is the input {in_label} {src}: an output may "
-                                 "never replace an input; choose another path")
-        for other_label, other in outs[i + 1:]:
+                raise ValueError(
+                    f"{label} {out} is the input {in_label} {src}: an output may "
+                    "never replace an input; choose another path"
+                )
+        for other_label, other in outs[i + 1 :]:
             if _same_file(out, other):
-                raise ValueError(f"{label} {out} and {other_label} {other} are the same file; "
-                                 "choose different paths")
+                raise ValueError(
+                    f"{label} {out} and {other_label} {other} are the same file; "
+                    "choose different paths"
+                )

@@ -1,5 +1,4 @@
-"""Pictures of predictions (matplotlib). The core library never imports this module.
-"""
+"""Pictures of predictions (matplotlib). The core library never imports this module."""
 
 from __future__ import annotations
 
@@ -28,10 +27,12 @@ def _labelled_draws(post, var_names) -> dict:
     from arviz.sel_utils import xarray_var_iter
 
     lab = BaseLabeller()
-    return {lab.make_label_flat(name, sel, isel): np.asarray(values)
-            for name, sel, isel, values in xarray_var_iter(post, var_names=var_names,
-                                                           combined=False, skip_dims={"chain",
-                                                                                      "draw"})}
+    return {
+        lab.make_label_flat(name, sel, isel): np.asarray(values)
+        for name, sel, isel, values in xarray_var_iter(
+            post, var_names=var_names, combined=False, skip_dims={"chain", "draw"}
+        )
+    }
 
 
 def plot_diagnostics(idata, diag, *, n_rank: int = 4, title: str = "", fig=None):
@@ -62,8 +63,9 @@ def plot_diagnostics(idata, diag, *, n_rank: int = 4, title: str = "", fig=None)
         x = draws[name]
         az.plot_rank({"x": x}, ax=ax, kind="bars")
         row = table.loc[name]
-        ax.set_title(f"{name}: R-hat {row['r_hat']:.3f}, bulk ESS {row['ess_bulk']:.0f}",
-                     fontsize=9)
+        ax.set_title(
+            f"{name}: R-hat {row['r_hat']:.3f}, bulk ESS {row['ess_bulk']:.0f}", fontsize=9
+        )
         ax.set_xlabel("rank of draw (all chains)" if i == len(worst) - 1 else "")
         ax.set_ylabel("chain")
     half = max(n_rank, 3) // 2
@@ -71,8 +73,10 @@ def plot_diagnostics(idata, diag, *, n_rank: int = 4, title: str = "", fig=None)
     if "sample_stats" in idata and "energy" in idata.sample_stats:
         az.plot_energy(idata, ax=ax)
         bfmi = az.bfmi(idata)
-        ax.set_title(f"energy: BFMI per chain {', '.join(f'{b:.2f}' for b in bfmi)} "
-                     "(< 0.3: poor)", fontsize=9)
+        ax.set_title(
+            f"energy: BFMI per chain {', '.join(f'{b:.2f}' for b in bfmi)} (< 0.3: poor)",
+            fontsize=9,
+        )
     else:
         ax.text(0.5, 0.5, "no energy in sample_stats", ha="center", transform=ax.transAxes)
     ax = fig.add_subplot(grid[half:, 1])
@@ -81,9 +85,11 @@ def plot_diagnostics(idata, diag, *, n_rank: int = 4, title: str = "", fig=None)
     corr = np.corrcoef(flat) if len(names) > 1 else np.zeros((1, 1))
     np.fill_diagonal(corr, 0)
     i, j = np.unravel_index(np.nanargmax(np.abs(corr)), corr.shape)
-    div = (np.asarray(idata.sample_stats["diverging"].values).ravel().astype(bool)
-           if "sample_stats" in idata and "diverging" in idata.sample_stats else
-           np.zeros(flat.shape[1], bool))
+    div = (
+        np.asarray(idata.sample_stats["diverging"].values).ravel().astype(bool)
+        if "sample_stats" in idata and "diverging" in idata.sample_stats
+        else np.zeros(flat.shape[1], bool)
+    )
     ax.scatter(flat[i][~div], flat[j][~div], s=3, alpha=0.3, color="C0", label="draws")
     if div.any():
         ax.scatter(flat[i][div], flat[j][div], s=12, color="red", label="divergent")
@@ -91,14 +97,18 @@ def plot_diagnostics(idata, diag, *, n_rank: int = 4, title: str = "", fig=None)
     ax.set_ylabel(names[j])
     ax.set_title(f"most correlated pair: r = {corr[i, j]:+.2f}", fontsize=9)
     ax.legend(fontsize=8, loc="best")
-    fig.suptitle(title or f"sampler diagnostics ({diag.chains} chains x {diag.draws} draws, "
-                 f"{diag.divergences} divergences)")
+    fig.suptitle(
+        title
+        or f"sampler diagnostics ({diag.chains} chains x {diag.draws} draws, "
+        f"{diag.divergences} divergences)"
+    )
     fig.tight_layout()
     return fig
 
 
-def plot_ranks(ranks, labels, ranks_max: int, bins: int = 10, p_values=None, ncols: int = 4,
-               fig=None):
+def plot_ranks(
+    ranks, labels, ranks_max: int, bins: int = 10, p_values=None, ncols: int = 4, fig=None
+):
     """Simulation-based-calibration rank histograms, one panel per quantity.
 
     ``ranks``: a table with one column of ranks (0..``ranks_max``) per label; ``bins`` equal
@@ -124,7 +134,7 @@ def plot_ranks(ranks, labels, ranks_max: int, bins: int = 10, p_values=None, nco
         ax.set_title(title, fontsize=8)
         ax.set_xlim(0, ranks_max + 1)
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(labels):]:
+    for ax in list(axes.flat)[len(labels) :]:
         ax.axis("off")
     fig.suptitle(f"SBC rank histograms ({n} simulations, ranks 0-{ranks_max})", fontsize=10)
     fig.tight_layout()

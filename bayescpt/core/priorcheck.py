@@ -45,22 +45,26 @@ class Conflict:
     """One top-level node whose posterior median is in its prior's far tail."""
 
     name: str
-    prior: str            # e.g. "Normal(mu=0.916, sigma=0.5)"
-    median: float         # posterior median
-    q: float              # prior CDF at the median
-    z: float              # Phi^-1(q)
+    prior: str  # e.g. "Normal(mu=0.916, sigma=0.5)"
+    median: float  # posterior median
+    q: float  # prior CDF at the median
+    z: float  # Phi^-1(q)
 
     def text(self) -> str:
         side = "below" if self.z < 0 else "above"
-        return (f"prior-data conflict on {self.name}: its posterior median {self.median:.4g} lies "
-                f"{abs(self.z):.1f} sd {side} the centre of its prior {self.prior} (prior "
-                f"tail probability {min(self.q, 1 - self.q):.1g}): the data pull it where the "
-                "prior puts almost no mass")
+        return (
+            f"prior-data conflict on {self.name}: its posterior median {self.median:.4g} lies "
+            f"{abs(self.z):.1f} sd {side} the centre of its prior {self.prior} (prior "
+            f"tail probability {min(self.q, 1 - self.q):.1g}): the data pull it where the "
+            "prior puts almost no mass"
+        )
 
 
 def _describe(prior) -> str:
-    args = ", ".join(f"{k}={v:.4g}" if isinstance(v, (int, float, np.floating)) else f"{k}={v}"
-                     for k, v in prior.parameters.items())
+    args = ", ".join(
+        f"{k}={v:.4g}" if isinstance(v, (int, float, np.floating)) else f"{k}={v}"
+        for k, v in prior.parameters.items()
+    )
     return f"{prior.distribution}({args})"
 
 
@@ -75,8 +79,7 @@ _SCIPY = {
     ("Exponential", ("lam",)): lambda st, a: st.expon(scale=1 / a["lam"]),
     ("HalfCauchy", ("beta",)): lambda st, a: st.halfcauchy(scale=a["beta"]),
     ("Cauchy", ("alpha", "beta")): lambda st, a: st.cauchy(a["alpha"], a["beta"]),
-    ("Uniform", ("lower", "upper")): lambda st, a: st.uniform(a["lower"],
-                                                             a["upper"] - a["lower"]),
+    ("Uniform", ("lower", "upper")): lambda st, a: st.uniform(a["lower"], a["upper"] - a["lower"]),
 }
 
 
@@ -89,13 +92,16 @@ def prior_cdf(prior, values) -> np.ndarray | None:
     import scipy.stats as st
 
     if getattr(prior, "transform", None) or any(
-            not isinstance(v, (int, float, np.floating, np.integer, list, tuple, np.ndarray))
-            or (not np.isscalar(v) and np.asarray(v).dtype.kind not in "if")
-            for v in prior.parameters.values()):
-        return None              # a transformed prior's node is not the distribution's variable
+        not isinstance(v, (int, float, np.floating, np.integer, list, tuple, np.ndarray))
+        or (not np.isscalar(v) and np.asarray(v).dtype.kind not in "if")
+        for v in prior.parameters.values()
+    ):
+        return None  # a transformed prior's node is not the distribution's variable
     make = _SCIPY.get((prior.distribution, tuple(sorted(prior.parameters))))
-    args = {k: (float(v) if np.isscalar(v) else np.asarray(v, dtype=float))
-            for k, v in prior.parameters.items()}
+    args = {
+        k: (float(v) if np.isscalar(v) else np.asarray(v, dtype=float))
+        for k, v in prior.parameters.items()
+    }
     if make is not None:
         return make(st, args).cdf(np.asarray(values, dtype=float))
     try:
@@ -132,7 +138,7 @@ def model_priors(model) -> dict:
     from pytensor.graph.traversal import ancestors
 
     rvs = set(model.basic_RVs)
-    found = []                     # (variable, its family maker, its parameters)
+    found = []  # (variable, its family maker, its parameters)
     for rv in model.free_RVs:
         make = _OPS.get(getattr(rv.owner.op, "name", None))
         if make is None or rv.name.endswith("_z"):
@@ -183,18 +189,23 @@ def prior_conflicts(posterior, priors: dict, p_tail: float = P_TAIL) -> list[Con
         q = prior_cdf(prior, med)
         if q is None:
             continue
-        labels = ([name] if da.ndim == 2 else
-                  [f"{name}[{c}]" for c in da[da.dims[2]].values])
+        labels = [name] if da.ndim == 2 else [f"{name}[{c}]" for c in da[da.dims[2]].values]
         one = da.ndim == 2
         for i, (lab, m, qi) in enumerate(zip(labels, med, np.broadcast_to(q, med.shape))):
             if not np.isfinite(qi):
                 continue
             qi = float(np.clip(qi, 1e-300, 1.0))
             if qi < p_tail or qi > 1.0 - p_tail:
-                z = float(norm.ppf(qi)) if qi < 0.5 else float(-norm.ppf(1.0 - qi)) \
-                    if qi < 1.0 else math.inf
-                out.append(Conflict(lab, _describe(prior if one else _element(prior, i)),
-                                    float(m), qi, z))
+                z = (
+                    float(norm.ppf(qi))
+                    if qi < 0.5
+                    else float(-norm.ppf(1.0 - qi))
+                    if qi < 1.0
+                    else math.inf
+                )
+                out.append(
+                    Conflict(lab, _describe(prior if one else _element(prior, i)), float(m), qi, z)
+                )
     return sorted(out, key=lambda c: -abs(c.z))
 
 
@@ -202,6 +213,8 @@ def _element(prior, i: int):
     """The prior of element ``i`` of a vector node (its list parameters indexed)."""
     from pymc_extras.prior import Prior
 
-    args = {k: (v if np.isscalar(v) else float(np.asarray(v, dtype=float).ravel()[i]))
-            for k, v in prior.parameters.items()}
+    args = {
+        k: (v if np.isscalar(v) else float(np.asarray(v, dtype=float).ravel()[i]))
+        for k, v in prior.parameters.items()
+    }
     return Prior(prior.distribution, **args)

@@ -38,34 +38,45 @@ def _check_dict(value, where: str, path: str) -> None:
         raise ConfigError(f"{where}: {path} = {value!r}; expected a prior such as {EXAMPLE}")
     unknown = sorted(set(value) - set(PRIOR_KEYS))
     if unknown:
-        raise ConfigError(f"{where}: {path}: unknown key {unknown[0]!r}; a prior holds "
-                          f"{', '.join(PRIOR_KEYS)}")
+        raise ConfigError(
+            f"{where}: {path}: unknown key {unknown[0]!r}; a prior holds {', '.join(PRIOR_KEYS)}"
+        )
     dist = value.get("dist")
     if not isinstance(dist, str):
-        raise ConfigError(f"{where}: {path}.dist = {dist!r}; expected a PyMC distribution name, "
-                          f"e.g. {EXAMPLE}")
+        raise ConfigError(
+            f"{where}: {path}.dist = {dist!r}; expected a PyMC distribution name, e.g. {EXAMPLE}"
+        )
     families = _families()
     if dist not in families:
         near = difflib.get_close_matches(dist, families, n=3)
-        hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else \
-            "e.g. Normal, HalfNormal, LogNormal, Gamma, StudentT"
+        hint = (
+            f"did you mean {' or '.join(repr(n) for n in near)}?"
+            if near
+            else "e.g. Normal, HalfNormal, LogNormal, Gamma, StudentT"
+        )
         raise ConfigError(f"{where}: {path}.dist = {dist!r} is not a PyMC distribution; {hint}")
     kwargs = value.get("kwargs", {})
     if not isinstance(kwargs, dict):
-        raise ConfigError(f"{where}: {path}.kwargs = {kwargs!r}; expected a dict of the "
-                          f"{dist} distribution's parameters")
+        raise ConfigError(
+            f"{where}: {path}.kwargs = {kwargs!r}; expected a dict of the "
+            f"{dist} distribution's parameters"
+        )
     import pymc as pm
 
     allowed = _parameters(getattr(pm, dist))
     for k, v in kwargs.items():
         if allowed and k not in allowed:
-            raise ConfigError(f"{where}: {path}.kwargs.{k}: not a parameter of {dist}; expected "
-                              f"some of {', '.join(sorted(allowed))}")
+            raise ConfigError(
+                f"{where}: {path}.kwargs.{k}: not a parameter of {dist}; expected "
+                f"some of {', '.join(sorted(allowed))}"
+            )
         if isinstance(v, dict):
             _check_dict(v, where, f"{path}.kwargs.{k}")
         elif isinstance(v, bool) or not isinstance(v, (int, float, list)):
-            raise ConfigError(f"{where}: {path}.kwargs.{k} = {v!r}; expected a number, a list "
-                              f"of numbers or a prior such as {EXAMPLE}")
+            raise ConfigError(
+                f"{where}: {path}.kwargs.{k} = {v!r}; expected a number, a list "
+                f"of numbers or a prior such as {EXAMPLE}"
+            )
 
 
 def _parameters(cls) -> set:
@@ -76,8 +87,11 @@ def _parameters(cls) -> set:
         sig = inspect.signature(cls.dist)
     except (TypeError, ValueError):
         return set()
-    names = {n for n, p in sig.parameters.items()
-             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in ("cls", "args")}
+    names = {
+        n
+        for n, p in sig.parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in ("cls", "args")
+    }
     return names - {"kwargs", "size", "shape", "dims", "rng", "dtype"}
 
 
@@ -91,8 +105,10 @@ def check_prior(value, where: str, path: str, positive: bool = False):
     _check_dict(value, where, path)
     prior = _checked(value, where, path)
     if positive and not _positive_support(prior):
-        raise ConfigError(f"{where}: {path} = {value['dist']}: a scale needs a prior on positive "
-                          "values only, e.g. HalfNormal, LogNormal, Gamma, Exponential")
+        raise ConfigError(
+            f"{where}: {path} = {value['dist']}: a scale needs a prior on positive "
+            "values only, e.g. HalfNormal, LogNormal, Gamma, Exponential"
+        )
     return prior
 
 
@@ -139,20 +155,26 @@ def _checked(value: dict, where: str, path: str):
                     raise ConfigError(
                         f"{where}: {path} = {dist} of shape {tuple(rv.type.shape)}: expected a "
                         f"prior of one number (a univariate distribution with number "
-                        f"parameters), e.g. {EXAMPLE}")
+                        f"parameters), e.g. {EXAMPLE}"
+                    )
                 logp = pm.logp(rv, support_point(rv)).eval()
         except ConfigError:
             raise
         except ParameterValueError as err:
-            raise ConfigError(_broken(str(err).splitlines()[0], kwargs, where, path,
-                                      dist)) from None
+            raise ConfigError(
+                _broken(str(err).splitlines()[0], kwargs, where, path, dist)
+            ) from None
         except Exception as err:  # noqa: BLE001 - PyMC's own refusal: one line, named
-            raise ConfigError(f"{where}: {path} = {dist}: {str(err).splitlines()[0]}; expected "
-                              f"the parameters of {dist}") from None
+            raise ConfigError(
+                f"{where}: {path} = {dist}: {str(err).splitlines()[0]}; expected "
+                f"the parameters of {dist}"
+            ) from None
     if not np.isfinite(np.asarray(logp)).all():
-        raise ConfigError(f"{where}: {path} = {dist} with {_numbers(kwargs)}: no finite density "
-                          f"at its own centre; expected parameters in the {dist} "
-                          "distribution's range (a spread > 0)")
+        raise ConfigError(
+            f"{where}: {path} = {dist} with {_numbers(kwargs)}: no finite density "
+            f"at its own centre; expected parameters in the {dist} "
+            "distribution's range (a spread > 0)"
+        )
     return prior
 
 
@@ -167,8 +189,9 @@ def _broken(conditions: str, kwargs: dict, where: str, path: str, dist: str) -> 
     import re
 
     ops = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
-    numbers = {k: v for k, v in kwargs.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    numbers = {
+        k: v for k, v in kwargs.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
 
     def resolve(token):
         if token in numbers:
@@ -190,11 +213,15 @@ def _broken(conditions: str, kwargs: dict, where: str, path: str, dist: str) -> 
         bound = right if name == left else left
         if bound in numbers:
             bound = f"{bound} ({numbers[bound]!r})"
-        want = f"{op} {bound}" if name == left else \
-            f"{ {'>': '<', '>=': '<=', '<': '>', '<=': '>='}[op]} {bound}"
+        want = (
+            f"{op} {bound}"
+            if name == left
+            else f"{ {'>': '<', '>=': '<=', '<': '>', '<=': '>='}[op] } {bound}"
+        )
         return f"{where}: {path}.kwargs.{name} = {numbers[name]!r}; expected {want}"
-    return (f"{where}: {path} = {dist} with {_numbers(kwargs)}: expected parameters with "
-            f"{conditions}")
+    return (
+        f"{where}: {path} = {dist} with {_numbers(kwargs)}: expected parameters with {conditions}"
+    )
 
 
 def _positive_support(prior) -> bool:

@@ -11,14 +11,23 @@ from bayescpt.core.tables import shown
 
 SAMPLERS = ("nutpie", "pymc", "numpyro", "blackjax")
 
-DEFAULT_SAMPLER_SETTINGS = {"chains": 4, "draws": 1000, "tune": 1000, "target_accept": 0.95,
-                            "seed": 0, "low_rank": True, "max_tree_depth": None,
-                            "drop_stuck_chains": False, "init": "map", "extend": None,
-                            "tune_jitter": None}
+DEFAULT_SAMPLER_SETTINGS = {
+    "chains": 4,
+    "draws": 1000,
+    "tune": 1000,
+    "target_accept": 0.95,
+    "seed": 0,
+    "low_rank": True,
+    "max_tree_depth": None,
+    "drop_stuck_chains": False,
+    "init": "map",
+    "extend": None,
+    "tune_jitter": None,
+}
 
 #: the largest seed: every sampler takes it (nutpie's and NumPy's seeds are unsigned 64-bit,
 #: JAX's PRNGKey signed 64-bit), and it is the conventional 32-bit seed range
-MAX_SEED = 2 ** 32 - 1
+MAX_SEED = 2**32 - 1
 #: the deepest tree cap accepted (2^30 leapfrog steps per draw: far beyond any useful fit)
 MAX_TREE_DEPTH = 30
 
@@ -40,6 +49,7 @@ def _whole(lo, hi=None, none: str | None = None):
         except (OverflowError, ValueError):
             return False
         return int(v) >= lo and (hi is None or int(v) <= hi)
+
     return ok, what
 
 
@@ -49,8 +59,10 @@ SAMPLER_RULES = {
     "chains": _whole(1),
     "draws": _whole(1),
     "tune": _whole(0),
-    "target_accept": (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool)
-                      and 0 < v < 1, "a number strictly between 0 and 1"),
+    "target_accept": (
+        lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < 1,
+        "a number strictly between 0 and 1",
+    ),
     "seed": _whole(0, MAX_SEED),
     "low_rank": (lambda v: isinstance(v, bool), "true or false"),
     "max_tree_depth": _whole(1, MAX_TREE_DEPTH, none="each sampler's default, 10"),
@@ -78,9 +90,9 @@ def check_sampler_settings(s: dict, where: str = "sampler setting") -> dict:
         problem = sampler_setting_problem(key, value)
         if problem:
             raise ValueError(f"{where} {key} = {shown(value)}; expected {problem}")
-        if key in ("chains", "draws", "tune", "seed", "max_tree_depth", "extend",
-                   "tune_jitter") and value is not None:
+        if (
+            key in ("chains", "draws", "tune", "seed", "max_tree_depth", "extend", "tune_jitter")
+            and value is not None
+        ):
             s[key] = int(value)
     return s
-
-

@@ -48,7 +48,7 @@ from bayescpt.core.sampler_settings import (  # noqa: F401 - importable from her
 
 #: the pointwise log likelihood (chains x draws x observed points, float64) is stored only up to
 #: this size: 4 x 1000 draws of 1e6 points would be 32 GB, more than the fit itself needs
-LOGLIK_MAX_BYTES = 2 * 2 ** 30
+LOGLIK_MAX_BYTES = 2 * 2**30
 
 
 @contextlib.contextmanager
@@ -64,6 +64,7 @@ def default_sampler() -> str:
     """nutpie when installed (fastest on CPU), else PyMC's own NUTS."""
     try:
         import nutpie  # noqa: F401
+
         return "nutpie"
     except ImportError:
         return "pymc"
@@ -81,8 +82,9 @@ def check_sampler(name: str) -> str:
             __import__(need)
         except ImportError:
             extra = "nutpie" if name == "nutpie" else "jax"
-            raise ValueError(f"sampler {name!r} needs the package {need!r}: "
-                             f"pip install 'bayescpt[{extra}]'") from None
+            raise ValueError(
+                f"sampler {name!r} needs the package {need!r}: pip install 'bayescpt[{extra}]'"
+            ) from None
     return name
 
 
@@ -99,7 +101,7 @@ def resolve_settings(base: dict | None = None, sampler: str | None = "auto", **o
     s.update({k: v for k, v in overrides.items() if v is not None})
     if overrides.get("tune") is not None:
         s["tune_jitter"] = None
-    check_sampler_settings(s)       # every setting in range, before anything is compiled
+    check_sampler_settings(s)  # every setting in range, before anything is compiled
     tj = s.get("tune_jitter")
     if s.get("init", "map") == "jitter" and tj is not None:
         s["tune"] = tj
@@ -161,8 +163,15 @@ def nutpie_with_starts(compiled, starts):
     return dataclasses.replace(compiled, initial_point_func=initial_point)
 
 
-def sample_model(model, s: dict, progress: bool = False, cores: int | None = None,
-                 initvals=None, judge=None, compiled: dict | None = None):
+def sample_model(
+    model,
+    s: dict,
+    progress: bool = False,
+    cores: int | None = None,
+    initvals=None,
+    judge=None,
+    compiled: dict | None = None,
+):
     """Sample ``model`` with the settings ``s`` (:func:`_sample_model`), BLAS on one thread;
     with ``judge`` (InferenceData -> Diagnostics) a slowly mixing run is run longer
     (:func:`bayescpt.core.mixing.run_longer`) from the same starts and compiled model.
@@ -170,7 +179,7 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
     run; :mod:`bayescpt.core.modelcache` keeps it for the next fit of the same model)."""
     with one_blas_thread():
         starts = find_starts(model, s) if initvals is None else None
-        compiled = {} if compiled is None else compiled   # nutpie's, made on the first run
+        compiled = {} if compiled is None else compiled  # nutpie's, made on the first run
 
         def run(settings):
             return _sample_model(model, settings, progress, cores, initvals, starts, compiled)
@@ -178,8 +187,15 @@ def sample_model(model, s: dict, progress: bool = False, cores: int | None = Non
         return run_longer(run(s), s, judge, run)
 
 
-def _sample_model(model, s: dict, progress: bool = False, cores: int | None = None,
-                  initvals=None, starts=None, compiled: dict | None = None):
+def _sample_model(
+    model,
+    s: dict,
+    progress: bool = False,
+    cores: int | None = None,
+    initvals=None,
+    starts=None,
+    compiled: dict | None = None,
+):
     """Sample ``model`` with the settings ``s``; returns InferenceData with log likelihood.
 
     No sampler stores its tuning draws (nutpie's ``save_warmup=False``), so the result holds only
@@ -192,20 +208,33 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
     """
     import pymc as pm
 
-    loglik = loglik_too_large(model, s) is None   # small enough to store
+    loglik = loglik_too_large(model, s) is None  # small enough to store
     ncores = cores or min(s["chains"], os.cpu_count() or 1)
-    kw = dict(draws=s["draws"], tune=s["tune"], chains=s["chains"], random_seed=s["seed"],
-              progressbar=progress, model=model, target_accept=s["target_accept"])
+    kw = dict(
+        draws=s["draws"],
+        tune=s["tune"],
+        chains=s["chains"],
+        random_seed=s["seed"],
+        progressbar=progress,
+        model=model,
+        target_accept=s["target_accept"],
+    )
     if starts is not None and s["sampler"] == "pymc":
         initvals = starts.initvals(s["chains"], s["seed"])
     if initvals is not None:
         kw["initvals"] = initvals
     depth = s.get("max_tree_depth")
     # each sampler's name for the cap on tree doublings (all default to 10)
-    cap = {} if depth is None else {"pymc": {"max_treedepth": int(depth)},
-                                    "nutpie": {"maxdepth": int(depth)},
-                                    "numpyro": {"max_tree_depth": int(depth)},
-                                    "blackjax": {"max_num_doublings": int(depth)}}[s["sampler"]]
+    cap = (
+        {}
+        if depth is None
+        else {
+            "pymc": {"max_treedepth": int(depth)},
+            "nutpie": {"maxdepth": int(depth)},
+            "numpyro": {"max_tree_depth": int(depth)},
+            "blackjax": {"max_num_doublings": int(depth)},
+        }[s["sampler"]]
+    )
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=FutureWarning)
         warnings.filterwarnings("ignore", message=".*[Dd]ivergen.*")
@@ -213,23 +242,38 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
         if s["sampler"] == "pymc":
             # given starts are used as they are (PyMC's default init would jitter them again)
             init = {"init": "adapt_diag"} if initvals is not None else {}
-            idata = pm.sample(cores=ncores, idata_kwargs={"log_likelihood": loglik},
-                              **init, **cap, **kw)
+            idata = pm.sample(
+                cores=ncores, idata_kwargs={"log_likelihood": loglik}, **init, **cap, **kw
+            )
         elif s["sampler"] == "nutpie" and starts is not None:
             compiled = {} if compiled is None else compiled
             if "nutpie" not in compiled:
                 compiled["nutpie"] = compile_nutpie(model)
-            idata = sample_compiled(compiled["nutpie"], model, s, starts,
-                                    cores=ncores, progress=progress, log_likelihood=False,
-                                    finish=False)
+            idata = sample_compiled(
+                compiled["nutpie"],
+                model,
+                s,
+                starts,
+                cores=ncores,
+                progress=progress,
+                log_likelihood=False,
+                finish=False,
+            )
         elif s["sampler"] == "nutpie":
             # The low-rank mass-matrix adaptation follows strong posterior correlations (L0-A-alpha
             # in the loss laws) that a diagonal one cannot: 10x faster and no divergences there.
             # numba's fastmath off: the same draws from a fresh and a cached compile
             with numba_exact():
-                idata = pm.sample(nuts_sampler="nutpie", nuts_sampler_kwargs={
-                    "low_rank_modified_mass_matrix": s.get("low_rank", True), "cores": ncores,
-                    "save_warmup": False, **cap}, **kw)
+                idata = pm.sample(
+                    nuts_sampler="nutpie",
+                    nuts_sampler_kwargs={
+                        "low_rank_modified_mass_matrix": s.get("low_rank", True),
+                        "cores": ncores,
+                        "save_warmup": False,
+                        **cap,
+                    },
+                    **kw,
+                )
         elif starts is not None:
             # JAX samplers from the mode: on coordinates whitened by the Laplace approximation
             # there, which their diagonal mass matrices cannot find themselves (core.jax_nuts)
@@ -238,11 +282,16 @@ def _sample_model(model, s: dict, progress: bool = False, cores: int | None = No
             jax_precision()
             # JAX samplers from their own starts: chains vectorised on one device. Their default ('parallel', pmap over
             # chains) fails when there are fewer devices than chains, as on a 1-device CPU.
-            idata = pm.sample(nuts_sampler=s["sampler"],
-                              idata_kwargs={"log_likelihood": loglik},
-                              nuts_sampler_kwargs={"chain_method": "vectorized",
-                                                   "jitter": initvals is None,
-                                                   **({"nuts_kwargs": cap} if cap else {})}, **kw)
+            idata = pm.sample(
+                nuts_sampler=s["sampler"],
+                idata_kwargs={"log_likelihood": loglik},
+                nuts_sampler_kwargs={
+                    "chain_method": "vectorized",
+                    "jitter": initvals is None,
+                    **({"nuts_kwargs": cap} if cap else {}),
+                },
+                **kw,
+            )
             if s["sampler"] == "numpyro" and "lp" in idata.sample_stats:
                 # PyMC stores numpyro's potential energy, -log p, as 'lp'; the mode report reads
                 # 'lp' as the log density (blackjax's and every other sampler's)
@@ -287,12 +336,16 @@ def loglik_too_large(model, s: dict) -> str | None:
     size = 8 * s["chains"] * s["draws"] * n
     if size <= LOGLIK_MAX_BYTES:
         return None
+
     def gib(b):
-        return f"{b / 2 ** 30:.1f} GiB" if b >= 2 ** 30 else f"{b / 2 ** 20:.0f} MiB"
-    return (f"pointwise log likelihood not stored: {s['chains']} chains x {s['draws']} draws x "
-            f"{n} observed points would take {gib(size)} (limit {gib(LOGLIK_MAX_BYTES)}); "
-            "PSIS-LOO (compare) needs it: fit fewer points (the default thinning of long "
-            "curves) or fewer draws")
+        return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.0f} MiB"
+
+    return (
+        f"pointwise log likelihood not stored: {s['chains']} chains x {s['draws']} draws x "
+        f"{n} observed points would take {gib(size)} (limit {gib(LOGLIK_MAX_BYTES)}); "
+        "PSIS-LOO (compare) needs it: fit fewer points (the default thinning of long "
+        "curves) or fewer draws"
+    )
 
 
 def add_log_likelihood(idata, model) -> None:
@@ -306,8 +359,16 @@ def add_log_likelihood(idata, model) -> None:
     pm.compute_log_likelihood(idata, model=model, progressbar=False)
 
 
-def sample_compiled(compiled, model, s: dict, starts=None, cores: int | None = None,
-                    progress: bool = False, log_likelihood: bool = True, finish: bool = True):
+def sample_compiled(
+    compiled,
+    model,
+    s: dict,
+    starts=None,
+    cores: int | None = None,
+    progress: bool = False,
+    log_likelihood: bool = True,
+    finish: bool = True,
+):
     """nutpie on a compiled ``model`` (``nutpie.compile_pymc_model``, its data as ``model``'s)
     from ``starts``: the trace with observed and constant data as PyMC adds them, finished
     (:func:`finish_trace`, unless ``finish`` is False) and with the log likelihood when asked. What :func:`sample_model`
@@ -324,18 +385,27 @@ def sample_compiled(compiled, model, s: dict, starts=None, cores: int | None = N
     depth = s.get("max_tree_depth")
     with warnings.catch_warnings(), one_blas_thread():
         warnings.simplefilter("ignore")
-        idata = nutpie.sample(nutpie_with_starts(compiled, starts), draws=s["draws"],
-                              tune=s["tune"], chains=s["chains"],
-                              target_accept=s["target_accept"], seed=int(s["seed"]),
-                              progress_bar=progress, save_warmup=False,
-                              cores=cores or min(s["chains"], os.cpu_count() or 1),
-                              low_rank_modified_mass_matrix=s.get("low_rank", True),
-                              **({"maxdepth": int(depth)} if depth else {}))
+        idata = nutpie.sample(
+            nutpie_with_starts(compiled, starts),
+            draws=s["draws"],
+            tune=s["tune"],
+            chains=s["chains"],
+            target_accept=s["target_accept"],
+            seed=int(s["seed"]),
+            progress_bar=progress,
+            save_warmup=False,
+            cores=cores or min(s["chains"], os.cpu_count() or 1),
+            low_rank_modified_mass_matrix=s.get("low_rank", True),
+            **({"maxdepth": int(depth)} if depth else {}),
+        )
         coords, dims = coords_and_dims_for_inferencedata(model)
-        groups = {name: dict_to_dataset(fn(model), library=pm, coords=coords, dims=dims,
-                                        default_dims=[])
-                  for name, fn in (("constant_data", find_constants),
-                                   ("observed_data", find_observations))}
+        groups = {
+            name: dict_to_dataset(fn(model), library=pm, coords=coords, dims=dims, default_dims=[])
+            for name, fn in (
+                ("constant_data", find_constants),
+                ("observed_data", find_observations),
+            )
+        }
         idata.add_groups(groups, coords=coords, dims=dims)
         if finish:
             finish_trace(idata, s, starts)
@@ -354,7 +424,6 @@ def finish_trace(idata, s: dict, starts=None) -> None:
         if group in idata.groups():
             raise ValueError(f"the trace holds {group}: sample with save_warmup=False")
     idata.sample_stats.attrs["max_tree_depth"] = int(s.get("max_tree_depth") or DEFAULT_MAX_DEPTH)
-    idata.sample_stats.attrs["init"] = starts.report.to_json() if starts is not None \
-        else "jitter"
+    idata.sample_stats.attrs["init"] = starts.report.to_json() if starts is not None else "jitter"
     if s.get("drop_stuck_chains"):
         drop_stuck_chains(idata, inplace=True)

@@ -53,11 +53,15 @@ class Schedule:
     def __post_init__(self):
         lr = np.asarray(self.lr, dtype=float)
         if lr.ndim != 1 or lr.size < 2:
-            raise ValueError("a schedule needs eta_0 and at least one step (1-D array, length >= 2)")
+            raise ValueError(
+                "a schedule needs eta_0 and at least one step (1-D array, length >= 2)"
+            )
         if not np.all(np.isfinite(lr)) or np.any(lr < 0):
             bad = int(np.flatnonzero(~np.isfinite(lr) | (lr < 0))[0])
-            raise ValueError(f"schedule {self.name!r}: learning rate {lr[bad]!r} at step {bad}; "
-                             "expected a finite, non-negative raw learning rate")
+            raise ValueError(
+                f"schedule {self.name!r}: learning rate {lr[bad]!r} at step {bad}; "
+                "expected a finite, non-negative raw learning rate"
+            )
         if not 0 <= self.warmup_steps <= lr.size - 1:
             raise ValueError(f"warmup_steps={self.warmup_steps} outside 0..{lr.size - 1}")
         object.__setattr__(self, "lr", lr)
@@ -75,7 +79,7 @@ class Schedule:
         """(S1, S2), each of length T + 1; see :func:`areas`."""
         return areas(self.lr, lam=lam, warmup_steps=self.warmup_steps, warmup=warmup)
 
-    def then(self, segment: "Schedule", name: str | None = None) -> "Schedule":
+    def then(self, segment: Schedule, name: str | None = None) -> Schedule:
         """This schedule followed by ``segment`` (e.g. PT then CPT).
 
         The segment's eta_0 is replaced by this schedule's last learning rate, so a CPT re-warmup
@@ -83,8 +87,11 @@ class Schedule:
         combined schedule is this one's.
         """
         lr = np.concatenate([self.lr, segment.lr[1:]])
-        return Schedule(lr, self.warmup_steps, name if name is not None else
-                        f"{self.name}+{segment.name}".strip("+"))
+        return Schedule(
+            lr,
+            self.warmup_steps,
+            name if name is not None else f"{self.name}+{segment.name}".strip("+"),
+        )
 
 
 def areas(lr, lam: float = 0.999, warmup_steps: int = 0, warmup: str = "peak"):
@@ -126,6 +133,7 @@ def areas(lr, lam: float = 0.999, warmup_steps: int = 0, warmup: str = "peak"):
 # runs over the remaining steps.
 # ----------------------------------------------------------------------------------------------
 
+
 def _check(total_steps: int, peak: float, warmup_steps: int):
     if int(total_steps) != total_steps or total_steps < 1:
         raise ValueError(f"total_steps={total_steps}; expected a positive integer")
@@ -161,15 +169,27 @@ def decay_curve(progress, peak: float, final: float, shape: str = "linear"):
     raise ValueError(f"decay shape {shape!r}; expected one of {DECAY_SHAPES}")
 
 
-def constant(total_steps: int, peak: float, warmup_steps: int = 0, warmup_from: float = 0.0,
-             name: str = "constant") -> Schedule:
+def constant(
+    total_steps: int,
+    peak: float,
+    warmup_steps: int = 0,
+    warmup_from: float = 0.0,
+    name: str = "constant",
+) -> Schedule:
     _check(total_steps, peak, warmup_steps)
-    return _with_warmup(np.full(total_steps - warmup_steps, float(peak)), peak, warmup_steps,
-                        warmup_from, name)
+    return _with_warmup(
+        np.full(total_steps - warmup_steps, float(peak)), peak, warmup_steps, warmup_from, name
+    )
 
 
-def cosine(total_steps: int, peak: float, final: float = 0.0, warmup_steps: int = 0,
-           warmup_from: float = 0.0, name: str = "cosine") -> Schedule:
+def cosine(
+    total_steps: int,
+    peak: float,
+    final: float = 0.0,
+    warmup_steps: int = 0,
+    warmup_from: float = 0.0,
+    name: str = "cosine",
+) -> Schedule:
     """Cosine decay from ``peak`` (right after the warmup) to ``final`` at the last step."""
     _check(total_steps, peak, warmup_steps)
     n = total_steps - warmup_steps
@@ -177,9 +197,16 @@ def cosine(total_steps: int, peak: float, final: float = 0.0, warmup_steps: int 
     return _with_warmup(body, peak, warmup_steps, warmup_from, name)
 
 
-def wsd(total_steps: int, peak: float, decay_steps: int, final: float = 0.0,
-        shape: str = "linear", warmup_steps: int = 0, warmup_from: float = 0.0,
-        name: str | None = None) -> Schedule:
+def wsd(
+    total_steps: int,
+    peak: float,
+    decay_steps: int,
+    final: float = 0.0,
+    shape: str = "linear",
+    warmup_steps: int = 0,
+    warmup_from: float = 0.0,
+    name: str | None = None,
+) -> Schedule:
     """Warmup-stable-decay: constant at ``peak``, then the last ``decay_steps`` steps decay to
     ``final`` with ``shape`` in ``DECAY_SHAPES``."""
     _check(total_steps, peak, warmup_steps)
@@ -188,12 +215,20 @@ def wsd(total_steps: int, peak: float, decay_steps: int, final: float = 0.0,
         raise ValueError(f"decay_steps={decay_steps}; expected 1..{n} (the steps after warmup)")
     stable = np.full(n - decay_steps, float(peak))
     decay = decay_curve(np.arange(1, decay_steps + 1) / decay_steps, peak, final, shape)
-    return _with_warmup(np.concatenate([stable, decay]), peak, warmup_steps, warmup_from,
-                        name or f"wsd-{shape}")
+    return _with_warmup(
+        np.concatenate([stable, decay]), peak, warmup_steps, warmup_from, name or f"wsd-{shape}"
+    )
 
 
-def multistep(total_steps: int, peak: float, milestones, factors, warmup_steps: int = 0,
-              warmup_from: float = 0.0, name: str = "multistep") -> Schedule:
+def multistep(
+    total_steps: int,
+    peak: float,
+    milestones,
+    factors,
+    warmup_steps: int = 0,
+    warmup_from: float = 0.0,
+    name: str = "multistep",
+) -> Schedule:
     """Step decay: from step ``milestones[j]`` on (1-based, inclusive) the learning rate is
     ``peak * factors[j]``. Milestones must increase."""
     _check(total_steps, peak, warmup_steps)
@@ -207,9 +242,17 @@ def multistep(total_steps: int, peak: float, milestones, factors, warmup_steps: 
     return _with_warmup(body, peak, warmup_steps, warmup_from, name)
 
 
-def cyclic(total_steps: int, peak: float, period: int, low: float, rewarmup_steps: int = 0,
-           shape: str = "cosine", warmup_steps: int = 0, warmup_from: float = 0.0,
-           name: str = "cyclic") -> Schedule:
+def cyclic(
+    total_steps: int,
+    peak: float,
+    period: int,
+    low: float,
+    rewarmup_steps: int = 0,
+    shape: str = "cosine",
+    warmup_steps: int = 0,
+    warmup_from: float = 0.0,
+    name: str = "cyclic",
+) -> Schedule:
     """Repeated decays from ``peak`` to ``low`` over ``period`` steps, each cycle after the first
     starting with a linear re-warmup of ``rewarmup_steps`` steps from ``low`` back to ``peak``."""
     _check(total_steps, peak, warmup_steps)
@@ -225,9 +268,16 @@ def cyclic(total_steps: int, peak: float, period: int, low: float, rewarmup_step
     return _with_warmup(body, peak, warmup_steps, warmup_from, name)
 
 
-def rewarmup(total_steps: int, peak: float, warmup_steps: int, final: float = 0.0,
-             shape: str = "cosine", decay_steps: int | None = None,
-             start_lr: "float | Schedule" = 0.0, name: str | None = None) -> Schedule:
+def rewarmup(
+    total_steps: int,
+    peak: float,
+    warmup_steps: int,
+    final: float = 0.0,
+    shape: str = "cosine",
+    decay_steps: int | None = None,
+    start_lr: float | Schedule = 0.0,
+    name: str | None = None,
+) -> Schedule:
     """A CPT segment: linear re-warmup from ``start_lr`` to ``peak`` over ``warmup_steps`` steps,
     then ``shape`` (``constant``, ``cosine``, or a WSD decay shape over the last ``decay_steps``).
 
@@ -242,8 +292,15 @@ def rewarmup(total_steps: int, peak: float, warmup_steps: int, final: float = 0.
     elif shape == "cosine" and decay_steps is None:
         seg = cosine(total_steps, peak, final, warmup_steps, start)
     else:
-        seg = wsd(total_steps, peak, decay_steps or total_steps - warmup_steps, final,
-                  "cosine" if shape == "cosine" else shape, warmup_steps, start)
+        seg = wsd(
+            total_steps,
+            peak,
+            decay_steps or total_steps - warmup_steps,
+            final,
+            "cosine" if shape == "cosine" else shape,
+            warmup_steps,
+            start,
+        )
     # The segment's own warmup is a rise from the previous schedule's LR, not an initial warmup.
     return Schedule(seg.lr, 0, name or f"cpt-{shape}")
 
@@ -280,8 +337,10 @@ def from_points(steps, lrs, name: str = "logged") -> Schedule:
     if np.any(np.diff(steps) <= 0):
         raise ValueError("steps must be strictly increasing")
     if steps[0] not in (0, 1):
-        raise ValueError(f"the learning rate is given from step {steps[0]:g} on; give it from "
-                         "step 0 or 1 (e.g. step 0, lr 0 for a linear warmup from zero)")
+        raise ValueError(
+            f"the learning rate is given from step {steps[0]:g} on; give it from "
+            "step 0 or 1 (e.g. step 0, lr 0 for a linear warmup from zero)"
+        )
     if steps[0] == 1:
         steps = np.concatenate([[0.0], steps])
         lrs = np.concatenate([[start_lr(lrs)], lrs])

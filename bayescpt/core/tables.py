@@ -40,8 +40,11 @@ MIN_MODEL_SIZE = 1e4
 #: the only number syntax a table may use: optional sign, ASCII digits with an optional decimal
 #: point, optional exponent (``3.5``, ``-2e-4``, ``.5``), or ``nan``/``inf`` (rejected later with a
 #: column-specific message). ``float()`` alone would also take ``3_5`` (as 35) or non-ASCII digits.
-PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                          r"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+PLAIN_NUMBER = re.compile(
+    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    r"|[+-]?(?:inf|infinity|nan)",
+    re.IGNORECASE,
+)
 
 
 class DataError(ValueError):
@@ -87,29 +90,37 @@ def where(source, run=None, column=None, step=None, line=None) -> str:
     return ", ".join(parts)
 
 
-def parse_numeric(raw: pd.Series, column: str, source, runs: pd.Series, lines: pd.Series,
-                   allow_empty: bool) -> pd.Series:
+def parse_numeric(
+    raw: pd.Series, column: str, source, runs: pd.Series, lines: pd.Series, allow_empty: bool
+) -> pd.Series:
     """Strings -> floats, one clear error for the first cell that is not a number."""
     text = raw.astype(str).str.strip()
     empty = (text == "") | raw.isna()
+
     def num(t):
         return float(t) if PLAIN_NUMBER.fullmatch(t) else None
+
     parsed = [num(t) if not e else float("nan") for t, e in zip(text, empty)]
     bad = pd.Series([p is None for p in parsed], index=raw.index)
     values = pd.Series([np.nan if p is None else p for p in parsed], index=raw.index)
     if bad.any():
         i = bad.idxmax()
-        raise DataError(f"{where(source, runs[i], column, line=lines[i])}: value {shown(raw[i])} "
-                        "is not a number")
+        raise DataError(
+            f"{where(source, runs[i], column, line=lines[i])}: value {shown(raw[i])} "
+            "is not a number"
+        )
     if not allow_empty and empty.any():
         i = empty.idxmax()
-        raise DataError(f"{where(source, runs[i], column, line=lines[i])}: empty; "
-                        f"every row needs a value in {column!r}")
+        raise DataError(
+            f"{where(source, runs[i], column, line=lines[i])}: empty; "
+            f"every row needs a value in {column!r}"
+        )
     return values.astype(float)
 
 
-def number_column(df: pd.DataFrame, column: str, source, lines, run_column: str | None = None
-                  ) -> pd.Series:
+def number_column(
+    df: pd.DataFrame, column: str, source, lines, run_column: str | None = None
+) -> pd.Series:
     """A column that must hold a number in every row, as floats; the first empty or non-numeric
     cell is one :class:`DataError` naming the file, line, run (``run_column``) and column."""
     text = df[column].astype(str).str.strip()
@@ -117,8 +128,11 @@ def number_column(df: pd.DataFrame, column: str, source, lines, run_column: str 
     bad = values.isna()
     if bad.any():
         i = int(bad.to_numpy().argmax())
-        what = ("empty" if text.iloc[i] in ("", "nan", "None")
-                else f"value {shown(df[column].iloc[i])} is not a number")
+        what = (
+            "empty"
+            if text.iloc[i] in ("", "nan", "None")
+            else f"value {shown(df[column].iloc[i])} is not a number"
+        )
         run = None if run_column is None else df[run_column].iloc[i]
         raise DataError(f"{where(source, run, column, line=lines[i])}: {what}; expected a number")
     return values.astype(float)
@@ -138,30 +152,43 @@ def read_text_csv(path) -> pd.DataFrame:
     try:
         text = _read_bytes(path).decode("utf-8-sig")
         counts, lines = _field_counts(text)
-    except (UnicodeDecodeError, csv.Error, OSError, EOFError, zipfile.BadZipFile,
-            lzma.LZMAError) as err:
+    except (
+        UnicodeDecodeError,
+        csv.Error,
+        OSError,
+        EOFError,
+        zipfile.BadZipFile,
+        lzma.LZMAError,
+    ) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
     if not any(counts):
         raise DataError(f"{path}: empty file; expected a header line and rows")
     first = next(i for i, n in enumerate(counts) if n)
-    for n, line in zip(counts[first + 1:], lines[first + 1:]):
+    for n, line in zip(counts[first + 1 :], lines[first + 1 :]):
         if n and n != counts[first]:
-            raise DataError(f"{where(path, line=line)}: {n} fields; the header has "
-                            f"{counts[first]}")
+            raise DataError(f"{where(path, line=line)}: {n} fields; the header has {counts[first]}")
     try:
-        raw = pd.read_csv(io.StringIO(text), dtype=str, header=None, keep_default_na=False,
-                          skipinitialspace=True, skip_blank_lines=False)
+        raw = pd.read_csv(
+            io.StringIO(text),
+            dtype=str,
+            header=None,
+            keep_default_na=False,
+            skipinitialspace=True,
+            skip_blank_lines=False,
+        )
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
-    if len(counts) != len(raw):   # records pandas and csv count differently: plain numbering
+    if len(counts) != len(raw):  # records pandas and csv count differently: plain numbering
         counts = [1] * len(raw)
         lines = list(range(1, len(raw) + 1))
     header = [str(c).strip() for c in raw.iloc[first]]
     seen = set()
     for name in header:
         if name in seen:
-            raise DataError(f"{where(path, line=lines[first], column=name)}: the column name "
-                            "appears twice; give each column one header")
+            raise DataError(
+                f"{where(path, line=lines[first], column=name)}: the column name "
+                "appears twice; give each column one header"
+            )
         seen.add(name)
     keep = [i for i in range(first + 1, len(raw)) if counts[i]]
     out = raw.iloc[keep].reset_index(drop=True)
@@ -196,8 +223,10 @@ def _field_counts(text: str, quoted: bool | None = None) -> tuple[list, list]:
         rows = text.split("\n")
         if rows and rows[-1] == "":
             rows.pop()
-        return ([line.count(",") + 1 if line.strip() else 0 for line in rows],
-                list(range(1, len(rows) + 1)))
+        return (
+            [line.count(",") + 1 if line.strip() else 0 for line in rows],
+            list(range(1, len(rows) + 1)),
+        )
     counts, lines, reader = [], [], csv.reader(io.StringIO(text))
     start = 1
     for row in reader:
@@ -207,8 +236,9 @@ def _field_counts(text: str, quoted: bool | None = None) -> tuple[list, list]:
     return counts, lines
 
 
-def start_table(df: pd.DataFrame, source, required, optional: str = "",
-                from_text: bool = False) -> tuple[pd.DataFrame, list]:
+def start_table(
+    df: pd.DataFrame, source, required, optional: str = "", from_text: bool = False
+) -> tuple[pd.DataFrame, list]:
     """The checks every input table starts with: a copy with stripped column names, the
     ``required`` columns present, at least one row. Returns the copy (index 0..n-1) and each row's
     CSV line number (header = line 1; None when the table did not come from a file)."""
@@ -220,13 +250,16 @@ def start_table(df: pd.DataFrame, source, required, optional: str = "",
     df.columns = [str(c).strip() for c in df.columns]
     twice = df.columns[df.columns.duplicated()]
     if len(twice):
-        raise DataError(f"{where(source, column=twice[0])}: the column name appears twice; give "
-                        "each column one header")
+        raise DataError(
+            f"{where(source, column=twice[0])}: the column name appears twice; give "
+            "each column one header"
+        )
     missing = [c for c in required if c not in df.columns]
     if missing:
-        raise DataError(f"{source}: missing column(s) {missing}; found {list(df.columns)}; "
-                        f"expected {list(required)}" + (f" (+ optional {optional})" if optional
-                                                        else ""))
+        raise DataError(
+            f"{source}: missing column(s) {missing}; found {list(df.columns)}; "
+            f"expected {list(required)}" + (f" (+ optional {optional})" if optional else "")
+        )
     if df.empty:
         raise DataError(f"{source}: no rows")
     df = df.reset_index(drop=True)
@@ -239,8 +272,22 @@ def start_table(df: pd.DataFrame, source, required, optional: str = "",
 
 def data_hash(df: pd.DataFrame) -> str:
     """A short, order-independent hash of a validated table's content."""
-    cols = [c for c in ("run", "val_set", "step", "lr", "loss", "model_size", "phase", "val_role",
-                        "replay_ratio") if c in df.columns]
-    canon = df[cols].sort_values(["run", "val_set", "step"]).to_csv(index=False,
-                                                                     float_format="%.10g")
+    cols = [
+        c
+        for c in (
+            "run",
+            "val_set",
+            "step",
+            "lr",
+            "loss",
+            "model_size",
+            "phase",
+            "val_role",
+            "replay_ratio",
+        )
+        if c in df.columns
+    ]
+    canon = (
+        df[cols].sort_values(["run", "val_set", "step"]).to_csv(index=False, float_format="%.10g")
+    )
     return hashlib.sha256(canon.encode()).hexdigest()[:16]

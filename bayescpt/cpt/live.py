@@ -22,8 +22,8 @@ import pandas as pd
 
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data.table import curve_info, schedules_of
-from bayescpt.curves.forecast.predict import curve_draws
 from bayescpt.curves.forecast.particles import curve_particles, weighted_quantiles
+from bayescpt.curves.forecast.predict import curve_draws
 
 
 def general_set(fit, table: pd.DataFrame, run: str) -> str:
@@ -35,12 +35,21 @@ def general_set(fit, table: pd.DataFrame, run: str) -> str:
             role = known.iloc[0] if len(known) else None
         if role == "general":
             return vs
-    raise DataError(f"run {run!r}: no validation set with role 'general' (val_role); the risk of "
-                    "forgetting is about the general loss")
+    raise DataError(
+        f"run {run!r}: no validation set with role 'general' (val_role); the risk of "
+        "forgetting is about the general loss"
+    )
 
 
-def plan_risk(fit, table: pd.DataFrame, run: str, tolerance: float, prob: float = 0.9,
-              seed: int = 0, n_dev: int = 8) -> dict:
+def plan_risk(
+    fit,
+    table: pd.DataFrame,
+    run: str,
+    tolerance: float,
+    prob: float = 0.9,
+    seed: int = 0,
+    n_dev: int = 8,
+) -> dict:
     """P(final general-loss rise <= ``tolerance`` | the run's logged general losses) and the
     rise's weighted mean and central ``prob`` interval (nats), the weights' ``ess`` and the
     number of general ``evaluations`` used (module docstring)."""
@@ -55,11 +64,19 @@ def plan_risk(fit, table: pd.DataFrame, run: str, tolerance: float, prob: float 
     t_pt = part.info["pt_end"]
     if t_pt <= 0:
         raise DataError(f"run {run!r}: no PT rows, so no transfer step to measure the rise from")
-    X = fit.law.design(sched, np.array([t_pt, sched.total_steps]), fit.config["settings"],
-                       part.info)
+    X = fit.law.design(
+        sched, np.array([t_pt, sched.total_steps]), fit.config["settings"], part.info
+    )
     c = curve_draws(fit, part.theta, X)
     rise = c[:, 1] - c[:, 0]
     lo, hi = weighted_quantiles(rise[:, None], part.w, [(1 - prob) / 2, (1 + prob) / 2])
-    return {"run": run, "val_set": vs, "p_within": float(part.w @ (rise <= tolerance)),
-            "rise_mean": float(part.w @ rise), "rise_lower": float(lo[0]),
-            "rise_upper": float(hi[0]), "ess": float(part.ess), "evaluations": len(part.obs)}
+    return {
+        "run": run,
+        "val_set": vs,
+        "p_within": float(part.w @ (rise <= tolerance)),
+        "rise_mean": float(part.w @ rise),
+        "rise_lower": float(lo[0]),
+        "rise_upper": float(hi[0]),
+        "ess": float(part.ess),
+        "evaluations": len(part.obs),
+    }

@@ -15,9 +15,9 @@ import pandas as pd
 
 from bayescpt.cpt.rows import loss_potential
 from bayescpt.curves.data.table import curve_info, schedules_of
-from bayescpt.curves.model.other_sets import other_sets
 from bayescpt.curves.forecast.predict import curve_draws, other_draws
 from bayescpt.curves.model.hierarchy import parameter_draws
+from bayescpt.curves.model.other_sets import other_sets
 
 
 def outlook(fit, plans: pd.DataFrame, prob: float = 0.9, seed: int = 0) -> pd.DataFrame:
@@ -53,11 +53,17 @@ def outlook(fit, plans: pd.DataFrame, prob: float = 0.9, seed: int = 0) -> pd.Da
             X = fit.law.design(s, steps, fit.config["settings"], info)
             curves = curve_draws(fit, parameter_draws(fit, vs, info["model_size"], rng), X)
         final = curves[:, -1]
-        row = {"run": run, "val_set": vs, "val_role": info["val_role"],
-               "cpt_steps": int(s.total_steps - t_pt),
-               "loss_potential": loss_potential(s, t_pt) if t_pt > 0 else float("nan"),
-               "final_mean": final.mean(), "final_median": np.median(final),
-               "final_lower": np.quantile(final, q[0]), "final_upper": np.quantile(final, q[1])}
+        row = {
+            "run": run,
+            "val_set": vs,
+            "val_role": info["val_role"],
+            "cpt_steps": int(s.total_steps - t_pt),
+            "loss_potential": loss_potential(s, t_pt) if t_pt > 0 else float("nan"),
+            "final_mean": final.mean(),
+            "final_median": np.median(final),
+            "final_lower": np.quantile(final, q[0]),
+            "final_upper": np.quantile(final, q[1]),
+        }
         if info["val_role"] == "general" and t_pt > 0:
             peak = curves.argmax(axis=1)
             rises = curves.max(axis=1) > curves[:, 0]

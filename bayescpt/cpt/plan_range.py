@@ -7,7 +7,12 @@ import pandas as pd
 
 from bayescpt.core import schedules as S
 from bayescpt.cpt.plan.grid import plan_schedule
-from bayescpt.curves.forecast.extrapolation import QUANTITIES, check_extrapolation, range_of_fit, unknown_note
+from bayescpt.curves.forecast.extrapolation import (
+    QUANTITIES,
+    check_extrapolation,
+    range_of_fit,
+    unknown_note,
+)
 
 #: the plan settings that set each extrapolated quantity of a plan's whole run (lr: its peak LR,
 #: unless the PT schedule's own peak is higher; steps: transfer + CPT steps); a line per value
@@ -40,7 +45,7 @@ def plan_extrapolation(fit, pt: S.Schedule, plans: pd.DataFrame, model_size=None
         p = plans.iloc[i]
         for w in found:
             if w.quantity == "lr" and p["peak_lr"] < w.value * (1 - 1e-9):
-                key = ("lr", "pt")               # the PT schedule's own peak LR
+                key = ("lr", "pt")  # the PT schedule's own peak LR
             else:
                 key = (w.quantity,) + tuple(p[c] for c in _SET_BY.get(w.quantity, ()))
             groups.setdefault(key, []).append((i, w))
@@ -54,14 +59,17 @@ def plan_extrapolation(fit, pt: S.Schedule, plans: pd.DataFrame, model_size=None
         elif key[0] == "lr":
             label = f"plans with peak LR {p['peak_lr']:g} ({share})"
         elif key[0] == "steps":
-            label = (f"plans of {int(p['steps'])} CPT steps from PT step {int(p['transfer'])} "
-                     f"({share})")
+            label = (
+                f"plans of {int(p['steps'])} CPT steps from PT step {int(p['transfer'])} ({share})"
+            )
         elif key[0] == "model_size":
             label = f"plans at --model-size {float(model_size):g} ({share})"
         else:
-            label = (f"the plans' whole runs ({share}; the furthest: {p['shape']}, peak LR "
-                     f"{p['peak_lr']:g}, {int(p['steps'])} CPT steps from PT step "
-                     f"{int(p['transfer'])})")
+            label = (
+                f"the plans' whole runs ({share}; the furthest: {p['shape']}, peak LR "
+                f"{p['peak_lr']:g}, {int(p['steps'])} CPT steps from PT step "
+                f"{int(p['transfer'])})"
+            )
         lines.append(worst.relabelled(label))
     order = list(QUANTITIES)
     lines.sort(key=lambda w: (order.index(w.quantity), w.label))

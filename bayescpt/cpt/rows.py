@@ -10,5 +10,5 @@ from bayescpt.core.schedules import Schedule
 
 def loss_potential(schedule: Schedule, pt_end: int) -> float:
     """Final PT learning rate / PT peak learning rate (1: not annealed, 0: annealed to zero)."""
-    pt_lr = schedule.lr[:pt_end + 1]
+    pt_lr = schedule.lr[: pt_end + 1]
     return float(pt_lr[-1] / pt_lr.max()) if pt_lr.max() > 0 else float("nan")

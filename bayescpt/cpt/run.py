@@ -34,9 +34,22 @@ from bayescpt.cpt.plan.request import PlanRequest
 from bayescpt.cpt.plan_range import plan_extrapolation
 
 #: the plan table's columns shown on the Pareto front (the optional ones where present)
-FRONT = ["shape", "peak_lr", "steps", "transfer", "decay_frac", "replay_ratio", "domain_mean",
-         "domain_lower", "domain_upper", "general_rise_mean", "p_within_tolerance",
-         "p_mixture_feasible", "lr_over_opt", "chosen"]
+FRONT = [
+    "shape",
+    "peak_lr",
+    "steps",
+    "transfer",
+    "decay_frac",
+    "replay_ratio",
+    "domain_mean",
+    "domain_lower",
+    "domain_upper",
+    "general_rise_mean",
+    "p_within_tolerance",
+    "p_mixture_feasible",
+    "lr_over_opt",
+    "chosen",
+]
 
 
 @dataclass
@@ -99,10 +112,10 @@ def run_plan(fit, pt: S.Schedule, request: PlanRequest) -> PlanResult:
     crit, how = request.criterion, request.evaluation
     optimum = None if request.hparams is None else request.hparams.optimum(crit.prob)
     grid, source = request.grid, "given"
-    if grid.peak_lrs is None:          # the request then has an hparams check
+    if grid.peak_lrs is None:  # the request then has an hparams check
         grid, source = replace(grid, peak_lrs=optimum_peak_lrs(optimum)), "hparams"
     plans = grid.table(pt.total_steps)
-    draws = evaluate(fit, pt, plans, how)     # refuses a grid too big for memory first
+    draws = evaluate(fit, pt, plans, how)  # refuses a grid too big for memory first
     column, extrapolation, range_note = plan_extrapolation(fit, pt, plans, how.model_size)
     also = None
     if request.mixture is not None:
@@ -114,11 +127,20 @@ def run_plan(fit, pt: S.Schedule, request: PlanRequest) -> PlanResult:
     table["extrapolation"] = column
     failing = None
     if request.mixture is not None:
-        failing = sorted(float(r) for r in
-                         table.loc[~table["mixture_ok"], "replay_ratio"].unique())
+        failing = sorted(float(r) for r in table.loc[~table["mixture_ok"], "replay_ratio"].unique())
     label = "the mixture fit" if request.mixture is None else request.mixture.label
-    return PlanResult(table, draws, crit.tolerance, crit.risk, crit.objective,
-                      list(grid.peak_lrs), source, optimum, failing,
-                      infeasibility(table, crit.tolerance, crit.risk, label),
-                      list(optimum["warnings"]) if optimum is not None else [], extrapolation,
-                      range_note)
+    return PlanResult(
+        table,
+        draws,
+        crit.tolerance,
+        crit.risk,
+        crit.objective,
+        list(grid.peak_lrs),
+        source,
+        optimum,
+        failing,
+        infeasibility(table, crit.tolerance, crit.risk, label),
+        list(optimum["warnings"]) if optimum is not None else [],
+        extrapolation,
+        range_note,
+    )

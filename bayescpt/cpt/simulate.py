@@ -19,15 +19,39 @@ from bayescpt.curves.model.laws.cpt import CPTLaw, with_bref
 #: Fig. 3 of Wang et al. 2025 (wang2025_cpt_fitted_parameters.csv); B is the magnitude, its sign
 #: comes from the role (general: +, domain: -).
 PAPER_FIG3 = {
-    "general": {"L0": 3.057, "A": 0.490, "alpha": 0.497, "B": 0.366, "E": 28.0, "beta": 0.189,
-                "C1": 0.299, "C2": 0.298},
-    "domain": {"L0": 3.024, "A": 0.412, "alpha": 0.677, "B": 0.666, "E": 5662.0, "beta": 0.146,
-               "C1": 0.278, "C2": 0.324},
+    "general": {
+        "L0": 3.057,
+        "A": 0.490,
+        "alpha": 0.497,
+        "B": 0.366,
+        "E": 28.0,
+        "beta": 0.189,
+        "C1": 0.299,
+        "C2": 0.298,
+    },
+    "domain": {
+        "L0": 3.024,
+        "A": 0.412,
+        "alpha": 0.677,
+        "B": 0.666,
+        "E": 5662.0,
+        "beta": 0.146,
+        "C1": 0.278,
+        "C2": 0.324,
+    },
 }
 
-def simulate_cpt(truth: dict | None = None, pt: Schedule | None = None, transfers=(8000, 10000),
-                 segments: list | None = None, points: int = 30, sigma: float = 0.003,
-                 seed: int = 0, law=None):
+
+def simulate_cpt(
+    truth: dict | None = None,
+    pt: Schedule | None = None,
+    transfers=(8000, 10000),
+    segments: list | None = None,
+    points: int = 30,
+    sigma: float = 0.003,
+    seed: int = 0,
+    law=None,
+):
     """Simulated PT -> CPT runs on a general and a domain validation set, from known parameters.
 
     ``truth``: role -> parameters (natural scale; default the paper's Fig. 3 values,
@@ -42,8 +66,10 @@ def simulate_cpt(truth: dict | None = None, pt: Schedule | None = None, transfer
     """
 
     law = law or CPTLaw()
-    truth = {role: with_bref(theta, law.default_settings["shift_ref"])
-             for role, theta in (truth or PAPER_FIG3).items()}
+    truth = {
+        role: with_bref(theta, law.default_settings["shift_ref"])
+        for role, theta in (truth or PAPER_FIG3).items()
+    }
     rng = np.random.default_rng(seed)
     pt = pt or S.wsd(10000, 2e-4, decay_steps=2000, final=2e-5, warmup_steps=200, name="pt-wsd")
     segments = segments or default_cpt_segments()
@@ -52,7 +78,7 @@ def simulate_cpt(truth: dict | None = None, pt: Schedule | None = None, transfer
     pt_noise = {}
     frames = []
     for t in transfers:
-        head = Schedule(pt.lr[:t + 1], pt.warmup_steps, f"pt@{t}")
+        head = Schedule(pt.lr[: t + 1], pt.warmup_steps, f"pt@{t}")
         pt_steps = np.unique(np.linspace(pt.warmup_steps + 1, t, 10).round().astype(int))
         for seg in segments:
             cpt_steps = t + np.unique(np.linspace(1, seg.total_steps, points).round().astype(int))
@@ -79,7 +105,10 @@ def simulate_cpt(truth: dict | None = None, pt: Schedule | None = None, transfer
 def default_cpt_segments(steps: int = 4000, peak: float = 2e-4, rewarm: int = 100) -> list:
     """CPT segments with a re-warmup to ``peak``: cosine to 0, WSD (20 % linear decay), constant."""
 
-    return [S.rewarmup(steps, peak, rewarm, final=0.0, shape="cosine", name="cosine"),
-            S.rewarmup(steps, peak, rewarm, final=0.0, shape="linear", decay_steps=steps // 5,
-                       name="wsd"),
-            S.rewarmup(steps, peak, rewarm, shape="constant", name="constant")]
+    return [
+        S.rewarmup(steps, peak, rewarm, final=0.0, shape="cosine", name="cosine"),
+        S.rewarmup(
+            steps, peak, rewarm, final=0.0, shape="linear", decay_steps=steps // 5, name="wsd"
+        ),
+        S.rewarmup(steps, peak, rewarm, shape="constant", name="constant"),
+    ]

@@ -36,9 +36,14 @@ CPT_DATA = RESOURCES / "data" / "cpt_simulated.csv"
 
 #: the demo's planning question: keep the general loss within 0.05 nats of the checkpoint's with
 #: 90 % probability, choosing among these CPT decisions
-PLAN = {"tolerance": 0.05, "risk": 0.1, "transfers": [8000, 10000],
-        "shapes": ["cosine", "linear", "constant"], "peak_lrs": [2.5e-5, 5e-5, 1e-4, 2e-4],
-        "steps": [1000, 2000, 4000, 8000]}
+PLAN = {
+    "tolerance": 0.05,
+    "risk": 0.1,
+    "transfers": [8000, 10000],
+    "shapes": ["cosine", "linear", "constant"],
+    "peak_lrs": [2.5e-5, 5e-5, 1e-4, 2e-4],
+    "steps": [1000, 2000, 4000, 8000],
+}
 
 
 def bundled_multipowerlaw() -> pd.DataFrame:
@@ -57,9 +62,14 @@ def split(df: pd.DataFrame, train=TRAIN_SCHEDULES):
 
 #: every reference fit (``models/NAME.nc``) -> the bundled table its predicted curves are drawn
 #: over (its data, or the data it was split from), None where the repository bundles none
-REFERENCE_TABLES = {"annealing_multipowerlaw": BUNDLED, "multipower_multipowerlaw": BUNDLED,
-                    "annealing_olmo_c4": None, "cpt_simulated": CPT_DATA,
-                    "hparams_steplaw": None, "mixture_ct70m": None}
+REFERENCE_TABLES = {
+    "annealing_multipowerlaw": BUNDLED,
+    "multipower_multipowerlaw": BUNDLED,
+    "annealing_olmo_c4": None,
+    "cpt_simulated": CPT_DATA,
+    "hparams_steplaw": None,
+    "mixture_ct70m": None,
+}
 
 
 def reference_inputs(name: str) -> list[Path]:

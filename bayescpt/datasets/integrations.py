@@ -36,24 +36,36 @@ class EvalLogger:
     same columns (``DataError`` otherwise), and is only ever appended to.
     """
 
-    def __init__(self, path, run: str = "run", val_set: str = DEFAULT_VAL_SET,
-                 val_role: str | None = None, phase: str | None = None,
-                 model_size: float | None = None):
+    def __init__(
+        self,
+        path,
+        run: str = "run",
+        val_set: str = DEFAULT_VAL_SET,
+        val_role: str | None = None,
+        phase: str | None = None,
+        model_size: float | None = None,
+    ):
         self.path, self.run, self.val_set = Path(path), str(run), str(val_set)
-        self.fixed = {k: v for k, v in (("val_role", val_role), ("phase", phase),
-                                        ("model_size", model_size)) if v is not None}
+        self.fixed = {
+            k: v
+            for k, v in (("val_role", val_role), ("phase", phase), ("model_size", model_size))
+            if v is not None
+        }
         self.columns = list(BASE_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in self.fixed]
         if self.path.exists() and self.path.stat().st_size > 0:
             with self.path.open(newline="") as fh:
                 header = next(csv.reader(fh), [])
             if header != self.columns:
-                raise DataError(f"{self.path}: columns {', '.join(header)}; this logger writes "
-                                f"{', '.join(self.columns)} (another file, or other options)")
+                raise DataError(
+                    f"{self.path}: columns {', '.join(header)}; this logger writes "
+                    f"{', '.join(self.columns)} (another file, or other options)"
+                )
         else:
             self._write(self.columns)
 
-    def log(self, step: int, loss: float, lr: float | None = None,
-            val_set: str | None = None) -> None:
+    def log(
+        self, step: int, loss: float, lr: float | None = None, val_set: str | None = None
+    ) -> None:
         """One evaluation: the ``loss`` on ``val_set`` (default: the logger's) after ``step``."""
         self._row(step, lr, loss, val_set)
 
@@ -67,12 +79,19 @@ class EvalLogger:
 
         def num(v):
             return "" if v is None else repr(float(v))
-        row = {"run": self.run, "step": int(step), "lr": num(lr), "loss": num(loss),
-               "val_set": self.val_set if val_set is None else str(val_set), **self.fixed}
+
+        row = {
+            "run": self.run,
+            "step": int(step),
+            "lr": num(lr),
+            "loss": num(loss),
+            "val_set": self.val_set if val_set is None else str(val_set),
+            **self.fixed,
+        }
         self._write([row[c] if c != "model_size" else num(row[c]) for c in self.columns])
 
     def _write(self, values) -> None:
-        with self.path.open("a", newline="") as fh:      # closed, so flushed, after each row
+        with self.path.open("a", newline="") as fh:  # closed, so flushed, after each row
             csv.writer(fh).writerow(values)
 
 
@@ -109,7 +128,7 @@ class BayescptCallback:
                 self.logger.log(state.global_step, value, lr, m.group(1))
 
     def __getattr__(self, name):
-        if name.startswith("on_"):                       # the Trainer's other events
+        if name.startswith("on_"):  # the Trainer's other events
             return lambda *args, **kwargs: None
         raise AttributeError(name)
 
@@ -129,9 +148,11 @@ def parse_steps(raw: pd.Series, source, column: str, place) -> pd.Series:
     bad |= np.isfinite(num.to_numpy()) & (num.to_numpy() != np.floor(num.to_numpy()))
     if bad.any():
         k = raw.index[int(np.argmax(bad))]
-        raise DataError(f"{source}, {place(k)}, column {column!r}: value {shown(raw[k])}; "
-                        "expected a whole number of optimizer steps >= 0 (steps are whole "
-                        "numbers)")
+        raise DataError(
+            f"{source}, {place(k)}, column {column!r}: value {shown(raw[k])}; "
+            "expected a whole number of optimizer steps >= 0 (steps are whole "
+            "numbers)"
+        )
     return num.astype(np.int64)
 
 
@@ -149,21 +170,32 @@ def read_eval_csv(path) -> pd.DataFrame:
         raise DataError(f"{path}: not a readable CSV ({str(err).splitlines()[0]})") from None
     missing = [c for c in ("step", "lr", "loss") if c not in df.columns]
     if missing:
-        raise DataError(f"{path}: no column(s) {', '.join(missing)}; columns: "
-                        f"{', '.join(df.columns)}")
+        raise DataError(
+            f"{path}: no column(s) {', '.join(missing)}; columns: {', '.join(df.columns)}"
+        )
     runs = sorted(set(df["run"].str.strip()) - {""}) if "run" in df.columns else []
     if len(runs) > 1:
         raise DataError(f"{path}: several runs ({', '.join(runs)}); import one file per run")
-    vs = df["val_set"].str.strip().replace("", DEFAULT_VAL_SET) if "val_set" in df.columns \
+    vs = (
+        df["val_set"].str.strip().replace("", DEFAULT_VAL_SET)
+        if "val_set" in df.columns
         else pd.Series(DEFAULT_VAL_SET, index=df.index)
+    )
     steps = parse_steps(df["step"], path, "step", lambda k: f"line {k + 2}")
     parts = []
     for col in ("lr", "loss"):
         given = df[col].str.strip() != ""
         tag = "lr" if col == "lr" else "loss@" + vs[given]
-        parts.append(pd.DataFrame({"tag": tag, "step": steps[given],
-                                   "value": pd.to_numeric(df.loc[given, col], errors="coerce"),
-                                   "order": np.flatnonzero(given)}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "tag": tag,
+                    "step": steps[given],
+                    "value": pd.to_numeric(df.loc[given, col], errors="coerce"),
+                    "order": np.flatnonzero(given),
+                }
+            )
+        )
     out = pd.concat(parts).sort_values("order", kind="stable")
     out = out[["tag", "step", "value"]].reset_index(drop=True)
     out.attrs["run"] = runs[0] if runs else None
@@ -174,6 +206,7 @@ def read_eval_csv(path) -> pd.DataFrame:
         ph = df.loc[df["phase"].str.strip() != ""]
         out.attrs["phase"] = dict(zip(steps[ph.index].tolist(), ph["phase"]))
     if "model_size" in df.columns and (df["model_size"].str.strip() != "").any():
-        out.attrs["model_size"] = float(df.loc[df["model_size"].str.strip() != "",
-                                               "model_size"].iloc[-1])
+        out.attrs["model_size"] = float(
+            df.loc[df["model_size"].str.strip() != "", "model_size"].iloc[-1]
+        )
     return out

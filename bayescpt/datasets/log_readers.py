@@ -17,8 +17,17 @@ from bayescpt.core.tables import DataError, shown
 from bayescpt.datasets.integrations import parse_steps, read_eval_csv
 
 _WANDB_STEPS = ("train/global_step", "_step", "step", "Step")
-_NOT_TAGS = {"step", "epoch", "_step", "_runtime", "_timestamp", "train/global_step", "train/epoch",
-             "Step", "total_flos"}
+_NOT_TAGS = {
+    "step",
+    "epoch",
+    "_step",
+    "_runtime",
+    "_timestamp",
+    "train/global_step",
+    "train/epoch",
+    "Step",
+    "total_flos",
+}
 
 
 class LogWarning(UserWarning):
@@ -26,6 +35,7 @@ class LogWarning(UserWarning):
 
 
 # --- Readers: one source -> long table (tag, step, value) in logging order ---
+
 
 def read_tensorboard(path) -> pd.DataFrame:
     """Scalars of the TensorBoard event files directly in the directory ``path`` (or one file).
@@ -38,11 +48,13 @@ def read_tensorboard(path) -> pd.DataFrame:
         from tensorboard.backend.event_processing import event_accumulator as ea
         from tensorboard.util import tensor_util
     except ImportError:
-        raise DataError(f"{path}: reading TensorBoard logs needs tensorboard, the 'logs' extra: "
-                        "pip install 'bayescpt[logs]' (in a clone: pip install -e '.[logs]')"
-                        ) from None
-    acc = ea.EventAccumulator(str(path), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0},
-                              purge_orphaned_data=False)
+        raise DataError(
+            f"{path}: reading TensorBoard logs needs tensorboard, the 'logs' extra: "
+            "pip install 'bayescpt[logs]' (in a clone: pip install -e '.[logs]')"
+        ) from None
+    acc = ea.EventAccumulator(
+        str(path), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0}, purge_orphaned_data=False
+    )
     with _stopped_files() as stopped:
         acc.Reload()
     for f in stopped:
@@ -51,8 +63,10 @@ def read_tensorboard(path) -> pd.DataFrame:
     tags = acc.Tags()
     if not tags.get("scalars") and not tags.get("tensors"):
         files = sorted(Path(path).glob("*tfevents*")) if Path(path).is_dir() else [Path(path)]
-        raise DataError(f"{path}: no scalar values in its TensorBoard event file(s) "
-                        f"({', '.join(f.name for f in files) or 'none'})")
+        raise DataError(
+            f"{path}: no scalar values in its TensorBoard event file(s) "
+            f"({', '.join(f.name for f in files) or 'none'})"
+        )
     for tag in tags.get("scalars", []):
         rows += [(e.wall_time, tag, e.step, _f32(e.value)) for e in acc.Scalars(tag)]
     for tag in tags.get("tensors", []):
@@ -60,8 +74,9 @@ def read_tensorboard(path) -> pd.DataFrame:
             arr = tensor_util.make_ndarray(e.tensor_proto)
             if arr.size == 1 and np.issubdtype(arr.dtype, np.number):
                 v = arr.reshape(-1)[0]
-                rows.append((e.wall_time, tag, e.step, _f32(v) if arr.dtype == np.float32
-                             else float(v)))
+                rows.append(
+                    (e.wall_time, tag, e.step, _f32(v) if arr.dtype == np.float32 else float(v))
+                )
     df = pd.DataFrame(rows, columns=["wall_time", "tag", "step", "value"])
     df = df.sort_values("wall_time", kind="stable")
     return df[["tag", "step", "value"]].reset_index(drop=True)
@@ -86,7 +101,7 @@ def _stopped_files():
     handler, level, propagate = _Stopped(), logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
-    logger.propagate = False             # its debug messages are for us only
+    logger.propagate = False  # its debug messages are for us only
     try:
         yield handler.files
     finally:
@@ -105,10 +120,15 @@ def _say_stopped(f: Path) -> None:
         for event in event_file_loader.EventFileLoader(str(f)).Load():
             last = int(event.step)
     if last is None:
-        raise DataError(f"{f}: not a readable TensorBoard event file (its first record is "
-                        "corrupt or cut short)")
-    warnings.warn(f"{f}: the event file is truncated or corrupt after step {last} (the last step "
-                  "read); the events after it are lost", LogWarning, stacklevel=3)
+        raise DataError(
+            f"{f}: not a readable TensorBoard event file (its first record is corrupt or cut short)"
+        )
+    warnings.warn(
+        f"{f}: the event file is truncated or corrupt after step {last} (the last step "
+        "read); the events after it are lost",
+        LogWarning,
+        stacklevel=3,
+    )
 
 
 def _f32(v) -> float:
@@ -129,8 +149,12 @@ def read_hf_trainer(path) -> pd.DataFrame:
     if not isinstance(hist, list):
         raise DataError(f"{path}: no log_history list; expected a Hugging Face trainer_state.json")
     at = [i for i, entry in enumerate(hist) if isinstance(entry, dict) and "step" in entry]
-    steps = parse_steps(pd.Series([hist[i]["step"] for i in at], index=at, dtype=object), path,
-                        "step", lambda i: f"log_history[{i}]")
+    steps = parse_steps(
+        pd.Series([hist[i]["step"] for i in at], index=at, dtype=object),
+        path,
+        "step",
+        lambda i: f"log_history[{i}]",
+    )
     rows, not_numbers = [], {}
     for i, step in steps.items():
         for k, v in hist[i].items():
@@ -139,14 +163,16 @@ def read_hf_trainer(path) -> pd.DataFrame:
             if isinstance(v, str) and v.strip().lower() in _JSON_NONFINITE:
                 v = float(v.strip().lower().replace("infinity", "inf"))  # a NaN written as text
             elif v is None:
-                v = float("nan")                  # null: no value, dropped with a warning
+                v = float("nan")  # null: no value, dropped with a warning
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 rows.append((k, step, v))
             elif k not in not_numbers:
-                not_numbers[k] = (f"{path}, log_history[{i}] (step {step}), key {k!r}: value "
-                                  f"{shown(v)} is not a number")
+                not_numbers[k] = (
+                    f"{path}, log_history[{i}] (step {step}), key {k!r}: value "
+                    f"{shown(v)} is not a number"
+                )
     out = pd.DataFrame(rows, columns=["tag", "step", "value"])
-    out.attrs["not_numbers"] = not_numbers      # refused if the tag is used
+    out.attrs["not_numbers"] = not_numbers  # refused if the tag is used
     return out
 
 
@@ -161,8 +187,10 @@ def read_wandb_csv(path) -> pd.DataFrame:
     df = _read_csv(path)
     step_col = next((c for c in _WANDB_STEPS if c in df.columns and df[c].notna().any()), None)
     if step_col is None:
-        raise DataError(f"{path}: no step column (expected one of {', '.join(_WANDB_STEPS)}); "
-                        f"columns: {', '.join(map(str, df.columns))}")
+        raise DataError(
+            f"{path}: no step column (expected one of {', '.join(_WANDB_STEPS)}); "
+            f"columns: {', '.join(map(str, df.columns))}"
+        )
     return _wide_to_long(df, step_col, path)
 
 
@@ -176,8 +204,13 @@ def read_lightning_csv(path) -> pd.DataFrame:
     return _wide_to_long(df, "step", path)
 
 
-READERS = {"tensorboard": read_tensorboard, "hf-trainer": read_hf_trainer,
-           "wandb-csv": read_wandb_csv, "lightning-csv": read_lightning_csv, "csv": read_eval_csv}
+READERS = {
+    "tensorboard": read_tensorboard,
+    "hf-trainer": read_hf_trainer,
+    "wandb-csv": read_wandb_csv,
+    "lightning-csv": read_lightning_csv,
+    "csv": read_eval_csv,
+}
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -191,8 +224,16 @@ def _read_csv(path: Path) -> pd.DataFrame:
 
 def _wide_to_long(df: pd.DataFrame, step_col: str, path: Path) -> pd.DataFrame:
     df = df[df[step_col].notna()]
-    df = df.assign(**{step_col: parse_steps(df[step_col], path, step_col,  # header: line 1
-                                            lambda k: f"line {k + 2}")})
+    df = df.assign(
+        **{
+            step_col: parse_steps(
+                df[step_col],
+                path,
+                step_col,  # header: line 1
+                lambda k: f"line {k + 2}",
+            )
+        }
+    )
     parts = []
     for c in df.columns:
         if c in _NOT_TAGS or c == step_col or str(c).startswith("Unnamed:"):
@@ -200,8 +241,16 @@ def _wide_to_long(df: pd.DataFrame, step_col: str, path: Path) -> pd.DataFrame:
         v = pd.to_numeric(df[c], errors="coerce")
         keep = v.notna()
         if keep.any():
-            parts.append(pd.DataFrame({"tag": str(c), "step": df.loc[keep, step_col].to_numpy(),
-                                       "value": v[keep].to_numpy(), "order": np.flatnonzero(keep)}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "tag": str(c),
+                        "step": df.loc[keep, step_col].to_numpy(),
+                        "value": v[keep].to_numpy(),
+                        "order": np.flatnonzero(keep),
+                    }
+                )
+            )
     if not parts:
         return pd.DataFrame(columns=["tag", "step", "value"])
     out = pd.concat(parts).sort_values("order", kind="stable")

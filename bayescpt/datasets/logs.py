@@ -56,24 +56,29 @@ from bayescpt.core.tables import DataError
 from bayescpt.curves.data.table import DEFAULT_VAL_SET
 from bayescpt.curves.data.validate import validate_curves
 from bayescpt.datasets.log_readers import (  # noqa: F401 - the readers, importable from here
+    READERS,
     LogWarning,
     read_hf_trainer,
     read_lightning_csv,
     read_tensorboard,
     read_wandb_csv,
-    READERS,
 )
 
 FORMATS = ("tensorboard", "hf-trainer", "wandb-csv", "lightning-csv", "csv")
-LOSS_TAGS = {"tensorboard": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
-             "hf-trainer": ("eval_loss", "loss"),
-             "wandb-csv": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
-             "lightning-csv": ("val_loss", "val/loss", "loss", "train_loss"),
-             "csv": ("loss@*",)}
-LR_TAGS = {"tensorboard": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
-           "hf-trainer": ("learning_rate",),
-           "wandb-csv": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
-           "lightning-csv": ("lr-*", "lr", "learning_rate"), "csv": ("lr",)}
+LOSS_TAGS = {
+    "tensorboard": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
+    "hf-trainer": ("eval_loss", "loss"),
+    "wandb-csv": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
+    "lightning-csv": ("val_loss", "val/loss", "loss", "train_loss"),
+    "csv": ("loss@*",),
+}
+LR_TAGS = {
+    "tensorboard": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
+    "hf-trainer": ("learning_rate",),
+    "wandb-csv": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
+    "lightning-csv": ("lr-*", "lr", "learning_rate"),
+    "csv": ("lr",),
+}
 
 
 class PastScheduleError(DataError):
@@ -85,6 +90,7 @@ class PastScheduleError(DataError):
 
 
 # --- Sources: paths and globs -> runs -> files ---
+
 
 def _natural(p: Path):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))]
@@ -111,10 +117,14 @@ def find_runs(src, fmt: str) -> list[tuple[str, list[Path]]]:
         for name, files in _runs_in(p, fmt):
             for f in files:
                 if f in given:
-                    as_ = (f"SRC {s} twice" if str(s) == str(given[f])
-                           else f"SRC {given[f]} and SRC {s}")
-                    raise DataError(f"{f}: the same source was given twice ({as_}); give each "
-                                    "log once")
+                    as_ = (
+                        f"SRC {s} twice"
+                        if str(s) == str(given[f])
+                        else f"SRC {given[f]} and SRC {s}"
+                    )
+                    raise DataError(
+                        f"{f}: the same source was given twice ({as_}); give each log once"
+                    )
                 given[f] = s
             runs.append((name, files))
     if not runs:
@@ -135,8 +145,12 @@ def log_files(src, fmt: str) -> list[Path]:
     never be one of them. Raises :class:`DataError` as :func:`find_runs` does."""
     files = [f for _, fs in find_runs(src, fmt) for f in fs]
     if fmt == "tensorboard":
-        files = [e for d in files for e in sorted(d.iterdir(), key=_natural)
-                 if "tfevents" in e.name and e.is_file()]
+        files = [
+            e
+            for d in files
+            for e in sorted(d.iterdir(), key=_natural)
+            if "tfevents" in e.name and e.is_file()
+        ]
     return files
 
 
@@ -183,6 +197,7 @@ def _one_run(d: Path, fmt: str) -> list[Path]:
 
 # --- import_logs ---
 
+
 def scalars(long: pd.DataFrame, source: str) -> dict[str, pd.Series]:
     """tag -> values indexed by step (sorted, unique); a step logged twice keeps its later value
     and warns once naming ``source`` and the steps."""
@@ -197,8 +212,11 @@ def scalars(long: pd.DataFrame, source: str) -> dict[str, pd.Series]:
     if twice:
         st = sorted(twice)
         shown = ", ".join(map(str, st[:8])) + (f", ... ({len(st)} steps)" if len(st) > 8 else "")
-        warnings.warn(f"{source}: step(s) {shown} logged more than once (a restart); kept the "
-                      "later values", LogWarning, stacklevel=3)
+        warnings.warn(
+            f"{source}: step(s) {shown} logged more than once (a restart); kept the later values",
+            LogWarning,
+            stacklevel=3,
+        )
     return out
 
 
@@ -206,17 +224,23 @@ def _finite(s: pd.Series, tag: str, source: str) -> pd.Series:
     bad = ~np.isfinite(s.to_numpy())
     if bad.any():
         steps = ", ".join(map(str, s.index[bad][:5])) + (" ..." if bad.sum() > 5 else "")
-        warnings.warn(f"{source}: {int(bad.sum())} non-finite value(s) of {tag!r} dropped "
-                      f"(step(s) {steps})", LogWarning, stacklevel=4)
+        warnings.warn(
+            f"{source}: {int(bad.sum())} non-finite value(s) of {tag!r} dropped (step(s) {steps})",
+            LogWarning,
+            stacklevel=4,
+        )
     return s[~bad]
 
 
 def _pick(tags: dict, wanted, defaults, what: str, source: str):
     cands = [wanted] if wanted else list(defaults)
     for c in cands:
-        if c.endswith("*"):     # e.g. lr-* : LearningRateMonitor's lr-AdamW[/pg1], not momentum
-            hits = [t for t in tags if t.startswith(c[:-1]) and "momentum" not in t
-                    and "weight_decay" not in t]
+        if c.endswith("*"):  # e.g. lr-* : LearningRateMonitor's lr-AdamW[/pg1], not momentum
+            hits = [
+                t
+                for t in tags
+                if t.startswith(c[:-1]) and "momentum" not in t and "weight_decay" not in t
+            ]
         else:
             hits = [t for t in tags if t == c]
         if hits:
@@ -240,8 +264,11 @@ def _lr_rows(lr: pd.Series, steps: np.ndarray) -> pd.Series:
 def _schedule_rows(schedule: Schedule, steps: np.ndarray, source: str) -> pd.Series:
     T = schedule.total_steps
     if len(steps) and steps.max() > T:
-        raise PastScheduleError(f"{source}: losses logged up to step {int(steps.max())}, after "
-                                f"the end of the --schedule ({T} steps)", int(steps.max()))
+        raise PastScheduleError(
+            f"{source}: losses logged up to step {int(steps.max())}, after "
+            f"the end of the --schedule ({T} steps)",
+            int(steps.max()),
+        )
     lr = schedule.lr
     bend = np.flatnonzero(np.abs(np.diff(lr, 2)) > 1e-9 * max(schedule.peak, 1e-30)) + 1
     knots = np.union1d(np.union1d([0, T], bend), steps.astype(np.int64))
@@ -259,10 +286,17 @@ class RunLabels:
     model_size: float | None = None
 
 
-def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None = None,
-                run: str | None = None, val_set: str = DEFAULT_VAL_SET,
-                labels: RunLabels = RunLabels(), schedule: Schedule | None = None,
-                log=None) -> pd.DataFrame:
+def import_logs(
+    src,
+    fmt: str,
+    loss_tag: str | None = None,
+    lr_tag: str | None = None,
+    run: str | None = None,
+    val_set: str = DEFAULT_VAL_SET,
+    labels: RunLabels = RunLabels(),
+    schedule: Schedule | None = None,
+    log=None,
+) -> pd.DataFrame:
     """Read training logs into the tidy loss-curve table, validated as ``fit`` reads it.
 
     ``src``: a run directory or file, a glob, or a list of them (one run per directory; with
@@ -279,29 +313,34 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
     for name, files in runs:
         source = ", ".join(map(str, files))
         parts = [READERS[fmt](f) for f in files]
-        meta = {k: v for part in parts for k, v in part.attrs.items() if v}   # later files win
+        meta = {k: v for part in parts for k, v in part.attrs.items() if v}  # later files win
         name = meta.get("run", name) if run is None else name
         tags = scalars(pd.concat(parts, ignore_index=True), source)
         not_numbers = {t: m for part in parts for t, m in part.attrs.get("not_numbers", {}).items()}
         pairs, losses = _losses(tags, not_numbers, fmt, loss_tag, val_set, source)
         steps = np.unique(np.concatenate([v.index.to_numpy() for v in losses.values()]))
         if schedule is not None:
-            lr, said = _schedule_rows(schedule, steps, source), f"lr from the schedule {schedule.name}"
+            lr, said = (
+                _schedule_rows(schedule, steps, source),
+                f"lr from the schedule {schedule.name}",
+            )
         else:
             lr, ltr = _logged_lr(tags, not_numbers, (fmt, lr_tag), steps, name, source)
             said = f"lr from {ltr!r}"
         if log is not None:
             n = sum(len(v) for v in losses.values())
-            log(f"{name}: {n} losses from {', '.join(repr(t) for t, _ in pairs)}, {said} "
-                f"({source})")
+            log(
+                f"{name}: {n} losses from {', '.join(repr(t) for t, _ in pairs)}, {said} ({source})"
+            )
         tables.append(_run_table(name, losses, lr, meta, labels))
         sources.append(source)
     out = pd.concat(tables, ignore_index=True)
     for col in ("val_role", "phase", "model_size"):
         if getattr(labels, col) is not None:
             out[col] = getattr(labels, col)
-    cols = ["run", "step", "lr", "loss", "val_set"] + [c for c in ("val_role", "phase",
-                                                                    "model_size") if c in out]
+    cols = ["run", "step", "lr", "loss", "val_set"] + [
+        c for c in ("val_role", "phase", "model_size") if c in out
+    ]
     given = [src] if isinstance(src, (str, Path)) else list(src)
     try:
         return validate_curves(out[cols], source=", ".join(map(str, given)))
@@ -312,11 +351,12 @@ def import_logs(src, fmt: str, loss_tag: str | None = None, lr_tag: str | None =
         raise
 
 
-def _losses(tags: dict, not_numbers: dict, fmt: str, loss_tag: str | None, val_set: str,
-            source: str) -> tuple[list, dict]:
+def _losses(
+    tags: dict, not_numbers: dict, fmt: str, loss_tag: str | None, val_set: str, source: str
+) -> tuple[list, dict]:
     """The loss tags of one run and their finite values: ([(tag, val_set)], {val_set: values
     by step}); for ``csv`` without ``loss_tag`` every ``loss@VAL_SET`` tag."""
-    if fmt == "csv" and loss_tag is None:        # every validation set of the file
+    if fmt == "csv" and loss_tag is None:  # every validation set of the file
         pairs = [(t, t[5:]) for t in sorted(tags) if t.startswith("loss@")]
         if not pairs:
             raise DataError(f"{source}: no loss values")
@@ -330,39 +370,52 @@ def _losses(tags: dict, not_numbers: dict, fmt: str, loss_tag: str | None, val_s
     return pairs, losses
 
 
-def _logged_lr(tags: dict, not_numbers: dict, fmt_tag: tuple, steps: np.ndarray, name: str,
-               source: str) -> tuple[pd.Series, str]:
+def _logged_lr(
+    tags: dict, not_numbers: dict, fmt_tag: tuple, steps: np.ndarray, name: str, source: str
+) -> tuple[pd.Series, str]:
     """The learning rate of one run from its LR tag (``fmt_tag``: the format and the tag asked
     for, None: the format's default), at its logged steps and the loss ``steps``; returns (lr
     by step, the tag). Warns when the LR log ends before the losses."""
     fmt, lr_tag = fmt_tag
     ltr = _pick(tags, lr_tag, LR_TAGS[fmt], "lr", source)
     if ltr is None:
-        raise DataError(f"{source}: no learning-rate tag ({', '.join(LR_TAGS[fmt])}); "
-                        f"give --lr-tag or --schedule; tags: {', '.join(sorted(tags))}")
+        raise DataError(
+            f"{source}: no learning-rate tag ({', '.join(LR_TAGS[fmt])}); "
+            f"give --lr-tag or --schedule; tags: {', '.join(sorted(tags))}"
+        )
     _numbers_only([ltr], not_numbers)
     lr_log = _finite(tags[ltr], ltr, source)
     if lr_log.empty:
         raise DataError(f"{source}: tag {ltr!r} has no finite values")
     if lr_log.index.max() < steps.max():
-        warnings.warn(f"{source}: run {name!r}: the learning-rate log {ltr!r} ends at step "
-                      f"{int(lr_log.index.max())}, the losses at step {int(steps.max())}; "
-                      f"the LR after step {int(lr_log.index.max())} is taken as constant "
-                      f"({float(lr_log.iloc[-1]):g}); give --schedule if it changed",
-                      LogWarning, stacklevel=3)
+        warnings.warn(
+            f"{source}: run {name!r}: the learning-rate log {ltr!r} ends at step "
+            f"{int(lr_log.index.max())}, the losses at step {int(steps.max())}; "
+            f"the LR after step {int(lr_log.index.max())} is taken as constant "
+            f"({float(lr_log.iloc[-1]):g}); give --schedule if it changed",
+            LogWarning,
+            stacklevel=3,
+        )
     return _lr_rows(lr_log, steps), ltr
 
 
-def _run_table(name: str, losses: dict, lr: pd.Series, meta: dict,
-               labels: RunLabels) -> pd.DataFrame:
+def _run_table(
+    name: str, losses: dict, lr: pd.Series, meta: dict, labels: RunLabels
+) -> pd.DataFrame:
     """One run's rows: per validation set its loss steps with their LR (the rows where only
     the LR is logged once, in the first set), and the log's own ``val_role``, ``phase`` and
     ``model_size`` where ``labels`` leaves them open."""
     frames = []
-    for i, (vs, loss) in enumerate(losses.items()):    # LR-only rows once, in the first set
+    for i, (vs, loss) in enumerate(losses.items()):  # LR-only rows once, in the first set
         keep = lr.index.isin(loss.index) | (i == 0)
-        df = pd.DataFrame({"run": name, "step": lr.index[keep].astype(np.int64),
-                           "lr": lr.to_numpy()[keep], "val_set": vs})
+        df = pd.DataFrame(
+            {
+                "run": name,
+                "step": lr.index[keep].astype(np.int64),
+                "lr": lr.to_numpy()[keep],
+                "val_set": vs,
+            }
+        )
         df["loss"] = loss.reindex(df["step"]).to_numpy()
         if labels.val_role is None and meta.get("val_role"):
             df["val_role"] = df["val_set"].map(meta["val_role"]).fillna("")

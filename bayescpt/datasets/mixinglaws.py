@@ -28,8 +28,13 @@ from bayescpt.core.tables import DataError
 from bayescpt.curves.data.cpt_rows import cpt_rows
 from bayescpt.curves.data.validate import validate_curves
 
-PYTHIA_70M = {"peak": 1e-3, "total": 143000, "warmup": 1430, "final_frac": 0.1,
-              "non_embedding": 18.9e6}
+PYTHIA_70M = {
+    "peak": 1e-3,
+    "total": 143000,
+    "warmup": 1430,
+    "final_frac": 0.1,
+    "non_embedding": 18.9e6,
+}
 TRANSFER = 20000
 CPT_STEPS = 10000
 #: candidate CPT schedules (10000 steps from Pythia's step-20000 checkpoint)
@@ -40,9 +45,14 @@ DEFAULT_CPT_SCHEDULE = "cosine"
 def pythia_pt(until: int = TRANSFER) -> S.Schedule:
     """Pythia-70M's published PT schedule, steps 0..``until``."""
     p = PYTHIA_70M
-    full = S.cosine(p["total"], p["peak"], p["peak"] * p["final_frac"], warmup_steps=p["warmup"],
-                    name="pythia-70m")
-    return S.Schedule(full.lr[:until + 1], p["warmup"], f"pythia-70m@{until}")
+    full = S.cosine(
+        p["total"],
+        p["peak"],
+        p["peak"] * p["final_frac"],
+        warmup_steps=p["warmup"],
+        name="pythia-70m",
+    )
+    return S.Schedule(full.lr[: until + 1], p["warmup"], f"pythia-70m@{until}")
 
 
 def cpt_segment(kind: str) -> S.Schedule:
@@ -59,8 +69,14 @@ def cpt_segment(kind: str) -> S.Schedule:
     if kind == "cosine":
         return S.cosine(CPT_STEPS, start, p["peak"] * p["final_frac"], name="cosine")
     if kind == "rewarmup-cosine":
-        return S.rewarmup(CPT_STEPS, p["peak"], 100, final=p["peak"] * p["final_frac"],
-                          start_lr=start, name="rewarmup-cosine")
+        return S.rewarmup(
+            CPT_STEPS,
+            p["peak"],
+            100,
+            final=p["peak"] * p["final_frac"],
+            start_lr=start,
+            name="rewarmup-cosine",
+        )
     if kind == "continue":
         full = pythia_pt(TRANSFER + CPT_STEPS)
         return S.Schedule(full.lr[TRANSFER:], 0, "continue")
@@ -75,17 +91,25 @@ def read_ct(path) -> pd.DataFrame:
     raw = pd.read_csv(path, sep="\t", header=None, names=["ckpt", "valid", "loss"])
     if raw["loss"].isna().any() or not np.all(np.isfinite(raw["loss"])) or (raw["loss"] <= 0).any():
         i = int((raw["loss"].isna() | ~(raw["loss"] > 0)).idxmax())
-        raise DataError(f"{path}, line {i + 1}, column 'loss': value {raw['loss'][i]!r}; expected a "
-                        "positive loss")
+        raise DataError(
+            f"{path}, line {i + 1}, column 'loss': value {raw['loss'][i]!r}; expected a "
+            "positive loss"
+        )
     parts = raw["ckpt"].str.rstrip("/").str.split("/")
     last, parent = parts.str[-1], parts.str[-2]
     base = last.str.startswith("pythia_")
-    out = pd.DataFrame({
-        "run": np.where(base, "base", parent),
-        "step": np.where(base, 0, pd.to_numeric(last, errors="coerce")),
-        "subset": raw["valid"].str.split("/").str[-1].str.replace(".bin", "", regex=False)
-                              .str.replace("pythia-pile.valid.", "", regex=False),
-        "loss": raw["loss"]})
+    out = pd.DataFrame(
+        {
+            "run": np.where(base, "base", parent),
+            "step": np.where(base, 0, pd.to_numeric(last, errors="coerce")),
+            "subset": raw["valid"]
+            .str.split("/")
+            .str[-1]
+            .str.replace(".bin", "", regex=False)
+            .str.replace("pythia-pile.valid.", "", regex=False),
+            "loss": raw["loss"],
+        }
+    )
     if out["step"].isna().any():
         i = int(out["step"].isna().idxmax())
         raise DataError(f"{path}, line {i + 1}: cannot read the step from {raw['ckpt'][i]!r}")
@@ -100,8 +124,9 @@ def pile_share(run: str) -> float:
         raise DataError(f"run {run!r}: cannot read the Pile share from the name") from None
 
 
-def load_mixinglaws_ct(root, cpt_schedule: str = DEFAULT_CPT_SCHEDULE,
-                       lr_every: int = 100) -> pd.DataFrame:
+def load_mixinglaws_ct(
+    root, cpt_schedule: str = DEFAULT_CPT_SCHEDULE, lr_every: int = 100
+) -> pd.DataFrame:
     """The five CPT runs in the CPT data model (``root`` = the ``mixinglaws`` folder).
 
     Runs are named ``pile=<share>``; each lists the PT schedule (rows every ``lr_every`` steps,
@@ -117,8 +142,10 @@ def load_mixinglaws_ct(root, cpt_schedule: str = DEFAULT_CPT_SCHEDULE,
         raise DataError(f"{root / 'ct' / '70M.txt'}: no losses for Pile subsets {missing}")
     w = pd.Series(weights, dtype=float)
     pile = ct[ct["subset"].isin(w.index)]
-    general = (pile.assign(wl=pile["loss"] * pile["subset"].map(w))
-               .groupby(["run", "step"])["wl"].sum() / w.sum())
+    general = (
+        pile.assign(wl=pile["loss"] * pile["subset"].map(w)).groupby(["run", "step"])["wl"].sum()
+        / w.sum()
+    )
     domain = ct[ct["subset"] == "starcoder.python.valid"].set_index(["run", "step"])["loss"]
     pt = pythia_pt()
     seg = cpt_segment(cpt_schedule)
@@ -126,14 +153,26 @@ def load_mixinglaws_ct(root, cpt_schedule: str = DEFAULT_CPT_SCHEDULE,
     for run in sorted(r for r in ct["run"].unique() if r != "base"):
         steps = np.sort(ct.loc[ct["run"] == run, "step"].unique()).astype(int)
         loss_steps = np.concatenate([[TRANSFER], TRANSFER + steps])
-        losses = {"general": np.concatenate([[general[("base", 0)]],
-                                             general.loc[run].loc[steps].to_numpy()]),
-                  "domain": np.concatenate([[domain[("base", 0)]],
-                                            domain.loc[run].loc[steps].to_numpy()])}
+        losses = {
+            "general": np.concatenate(
+                [[general[("base", 0)]], general.loc[run].loc[steps].to_numpy()]
+            ),
+            "domain": np.concatenate(
+                [[domain[("base", 0)]], domain.loc[run].loc[steps].to_numpy()]
+            ),
+        }
         r = pile_share(run)
-        frames.append(cpt_rows(f"pile={r:g}", pt, seg, {"general": "general", "domain": "domain"},
-                               loss_steps=loss_steps, losses=losses,
-                               model_size=PYTHIA_70M["non_embedding"], replay_ratio=r,
-                               lr_every=lr_every))
-    return validate_curves(pd.concat(frames, ignore_index=True),
-                           source=root / "ct" / "70M.txt")
+        frames.append(
+            cpt_rows(
+                f"pile={r:g}",
+                pt,
+                seg,
+                {"general": "general", "domain": "domain"},
+                loss_steps=loss_steps,
+                losses=losses,
+                model_size=PYTHIA_70M["non_embedding"],
+                replay_ratio=r,
+                lr_every=lr_every,
+            )
+        )
+    return validate_curves(pd.concat(frames, ignore_index=True), source=root / "ct" / "70M.txt")

@@ -48,8 +48,15 @@ def load_multipowerlaw(root, sizes=("25", "100", "400"), schedules=None) -> pd.D
                 raise DataError(f"{path}: missing column(s) {sorted(missing)}")
             head = [pd.DataFrame({"step": [0], "lr": [0.0], "loss": [np.nan]})]
             if f["step"].iloc[0] > MULTIPOWER_WARMUP_STEPS:
-                head.append(pd.DataFrame({"step": [MULTIPOWER_WARMUP_STEPS],
-                                          "lr": [f["lr"].iloc[0]], "loss": [np.nan]}))
+                head.append(
+                    pd.DataFrame(
+                        {
+                            "step": [MULTIPOWER_WARMUP_STEPS],
+                            "lr": [f["lr"].iloc[0]],
+                            "loss": [np.nan],
+                        }
+                    )
+                )
             f = pd.concat(head + [f])
             f.insert(0, "run", f"{size}M/{name}")
             f["model_size"] = float(size) * 1e6
@@ -88,11 +95,26 @@ def load_olmo_ladder(root, val_sets=("c4_en",), runs=None) -> pd.DataFrame:
             raise DataError(f"{path}: cannot read the model size from the file name")
         size = float(m.group(1)) * (1e6 if m.group(2) == "M" else 1e9)
         for vs in wanted:
-            g = pd.DataFrame({"run": path.stem, "step": f["_step"],
-                              "lr": f["optim/learning_rate_group0"], "loss": f[avail[vs]],
-                              "val_set": vs, "model_size": size})
+            g = pd.DataFrame(
+                {
+                    "run": path.stem,
+                    "step": f["_step"],
+                    "lr": f["optim/learning_rate_group0"],
+                    "loss": f[avail[vs]],
+                    "val_set": vs,
+                    "model_size": size,
+                }
+            )
             g = g.dropna(subset=["loss"])
-            zero = pd.DataFrame({"run": [path.stem], "step": [0], "lr": [0.0], "loss": [np.nan],
-                                 "val_set": [vs], "model_size": [size]})
+            zero = pd.DataFrame(
+                {
+                    "run": [path.stem],
+                    "step": [0],
+                    "lr": [0.0],
+                    "loss": [np.nan],
+                    "val_set": [vs],
+                    "model_size": [size],
+                }
+            )
             frames.append(pd.concat([zero, g], ignore_index=True))
     return validate_curves(pd.concat(frames, ignore_index=True), source=root)

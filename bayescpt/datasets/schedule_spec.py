@@ -29,14 +29,34 @@ from bayescpt.core import schedules as sch
 from bayescpt.core.schedules import Schedule
 
 SHAPES = ("constant", "cosine", "wsd", "linear", "multistep")
-KEYS = {"total", "peak", "warmup", "warmup_from", "final", "decay", "decay_steps", "decay_shape",
-        "milestones", "factors"}
-_ALLOWED = {"constant": {"total", "peak", "warmup", "warmup_from"},
-            "cosine": {"total", "peak", "warmup", "warmup_from", "final"},
-            "wsd": {"total", "peak", "warmup", "warmup_from", "final", "decay", "decay_steps",
-                    "decay_shape"},
-            "linear": {"total", "peak", "warmup", "warmup_from", "final"},
-            "multistep": {"total", "peak", "warmup", "warmup_from", "milestones", "factors"}}
+KEYS = {
+    "total",
+    "peak",
+    "warmup",
+    "warmup_from",
+    "final",
+    "decay",
+    "decay_steps",
+    "decay_shape",
+    "milestones",
+    "factors",
+}
+_ALLOWED = {
+    "constant": {"total", "peak", "warmup", "warmup_from"},
+    "cosine": {"total", "peak", "warmup", "warmup_from", "final"},
+    "wsd": {
+        "total",
+        "peak",
+        "warmup",
+        "warmup_from",
+        "final",
+        "decay",
+        "decay_steps",
+        "decay_shape",
+    },
+    "linear": {"total", "peak", "warmup", "warmup_from", "final"},
+    "multistep": {"total", "peak", "warmup", "warmup_from", "milestones", "factors"},
+}
 
 
 def parse_schedule_spec(spec: str | Path) -> Schedule:
@@ -70,16 +90,22 @@ def parse_schedule_spec(spec: str | Path) -> Schedule:
 def build_schedule(shape: str, keys: dict, source: str = "schedule") -> Schedule:
     """Build ``shape`` from ``keys`` (values as numbers or numeric strings); see the module doc."""
     if shape not in SHAPES:
-        raise ValueError(f"{source}: shape {shape!r}; expected one of {', '.join(SHAPES)} "
-                         "(e.g. wsd:peak=3e-4,warmup=2000,total=100000,decay=0.2)")
+        raise ValueError(
+            f"{source}: shape {shape!r}; expected one of {', '.join(SHAPES)} "
+            "(e.g. wsd:peak=3e-4,warmup=2000,total=100000,decay=0.2)"
+        )
     unknown = sorted(set(keys) - _ALLOWED[shape])
     if unknown:
-        raise ValueError(f"{source}: unknown key(s) {', '.join(unknown)} for {shape}; expected "
-                         f"{', '.join(sorted(_ALLOWED[shape]))}")
+        raise ValueError(
+            f"{source}: unknown key(s) {', '.join(unknown)} for {shape}; expected "
+            f"{', '.join(sorted(_ALLOWED[shape]))}"
+        )
     for need in ("total", "peak"):
         if need not in keys:
-            raise ValueError(f"{source}: missing {need}= (the schedule's "
-                             f"{'number of steps' if need == 'total' else 'peak learning rate'})")
+            raise ValueError(
+                f"{source}: missing {need}= (the schedule's "
+                f"{'number of steps' if need == 'total' else 'peak learning rate'})"
+            )
 
     def num(key, default=None, integer=False):
         if key not in keys:
@@ -102,8 +128,15 @@ def build_schedule(shape: str, keys: dict, source: str = "schedule") -> Schedule
         if shape == "cosine":
             return sch.cosine(total, peak, num("final", 0.0), **common)
         if shape == "linear":
-            return sch.wsd(total, peak, total - common["warmup_steps"], num("final", 0.0),
-                           "linear", name="linear", **common)
+            return sch.wsd(
+                total,
+                peak,
+                total - common["warmup_steps"],
+                num("final", 0.0),
+                "linear",
+                name="linear",
+                **common,
+            )
         if shape == "multistep":
             if "milestones" not in keys or "factors" not in keys:
                 raise ValueError("multistep needs milestones and factors (lists; use a TOML file)")
@@ -113,13 +146,21 @@ def build_schedule(shape: str, keys: dict, source: str = "schedule") -> Schedule
         if "decay" in keys:
             share = num("decay")
             if not 0 < share <= 1:
-                raise ValueError(f"decay={keys['decay']!r}; expected a share of total in (0, 1]"
-                                 " (or decay_steps=)")
+                raise ValueError(
+                    f"decay={keys['decay']!r}; expected a share of total in (0, 1]"
+                    " (or decay_steps=)"
+                )
             decay_steps = int(round(share * total))
         else:
             decay_steps = num("decay_steps", integer=True)
-        return sch.wsd(total, peak, decay_steps, num("final", 0.0),
-                       str(keys.get("decay_shape", "linear")).lower(), **common)
+        return sch.wsd(
+            total,
+            peak,
+            decay_steps,
+            num("final", 0.0),
+            str(keys.get("decay_shape", "linear")).lower(),
+            **common,
+        )
     except ValueError as err:
         if str(err).startswith(source):
             raise

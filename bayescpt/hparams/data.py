@@ -58,24 +58,42 @@ def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) 
 
     def fail(mask, column, expected):
         i = int(np.asarray(mask).argmax())
-        raise DataError(f"{where(source, column=column, line=lines[i])}: value "
-                        f"{float(df[column].iloc[i])!r}; expected {expected}")
+        raise DataError(
+            f"{where(source, column=column, line=lines[i])}: value "
+            f"{float(df[column].iloc[i])!r}; expected {expected}"
+        )
 
     checks = [
         ("model_size", lambda v: ~np.isfinite(v) | (v <= 0), "a positive parameter count"),
-        ("model_size", lambda v: v < MIN_MODEL_SIZE, "the number of non-embedding parameters "
-         "(e.g. 215e6), not millions or billions"),
+        (
+            "model_size",
+            lambda v: v < MIN_MODEL_SIZE,
+            "the number of non-embedding parameters (e.g. 215e6), not millions or billions",
+        ),
         ("tokens", lambda v: ~np.isfinite(v) | (v <= 0), "a positive number of training tokens"),
-        ("tokens", lambda v: v < MIN_TOKENS, "the number of training tokens (e.g. 4e9), not "
-         "billions"),
+        (
+            "tokens",
+            lambda v: v < MIN_TOKENS,
+            "the number of training tokens (e.g. 4e9), not billions",
+        ),
         ("lr", lambda v: ~np.isfinite(v) | (v <= 0), "a positive, finite raw learning rate"),
-        ("lr", lambda v: v > MAX_RAW_LR, f"a raw learning rate (at most {MAX_RAW_LR:g}), not "
-         "percent or normalised"),
+        (
+            "lr",
+            lambda v: v > MAX_RAW_LR,
+            f"a raw learning rate (at most {MAX_RAW_LR:g}), not percent or normalised",
+        ),
         ("batch_size", lambda v: ~np.isfinite(v) | (v <= 0), "a positive batch size in tokens"),
-        ("batch_size", lambda v: v < MIN_BATCH_TOKENS, "the batch size in tokens (sequences x "
-         "sequence length), not in sequences"),
-        ("loss", lambda v: ~np.isfinite(v) | (v <= 0), "a positive, finite loss in nats (keep "
-         "diverged runs with their large finite loss; drop runs that crashed without one)"),
+        (
+            "batch_size",
+            lambda v: v < MIN_BATCH_TOKENS,
+            "the batch size in tokens (sequences x sequence length), not in sequences",
+        ),
+        (
+            "loss",
+            lambda v: ~np.isfinite(v) | (v <= 0),
+            "a positive, finite loss in nats (keep "
+            "diverged runs with their large finite loss; drop runs that crashed without one)",
+        ),
     ]
     for column, bad, expected in checks:
         mask = bad(df[column].to_numpy())
@@ -94,19 +112,25 @@ def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) 
         i = int(dup.argmax())
         first = int(df.duplicated(key, keep=False).to_numpy().argmax())
         first_at = f"line {lines[first]}" if lines[first] is not None else f"row {first}"
-        raise DataError(f"{where(source, line=lines[i])}: duplicate run (group "
-                        f"{df['group'].iloc[i]!r}, model_size {df['model_size'].iloc[i]:g}, tokens "
-                        f"{df['tokens'].iloc[i]:g}, lr {df['lr'].iloc[i]:g}, batch_size "
-                        f"{df['batch_size'].iloc[i]:g}) also on {first_at}; average repeats first")
+        raise DataError(
+            f"{where(source, line=lines[i])}: duplicate run (group "
+            f"{df['group'].iloc[i]!r}, model_size {df['model_size'].iloc[i]:g}, tokens "
+            f"{df['tokens'].iloc[i]:g}, lr {df['lr'].iloc[i]:g}, batch_size "
+            f"{df['batch_size'].iloc[i]:g}) also on {first_at}; average repeats first"
+        )
     for (grp, n, d), c in df.groupby(["group", "model_size", "tokens"], sort=True):
         for column in ("lr", "batch_size"):
             if c[column].nunique() < MIN_LEVELS:
-                raise DataError(f"{source}, cell (group {grp!r}, model_size {n:g}, tokens {d:g}): "
-                                f"only {c[column].nunique()} distinct {column} value(s); expected at"
-                                f" least {MIN_LEVELS} to locate the optimum")
-    return df.sort_values(["group", "model_size", "tokens", "lr", "batch_size"],
-                          kind="stable").reset_index(drop=True)[list(REQUIRED) + ["group"] + [
-                              c for c in df.columns if c not in REQUIRED and c != "group"]]
+                raise DataError(
+                    f"{source}, cell (group {grp!r}, model_size {n:g}, tokens {d:g}): "
+                    f"only {c[column].nunique()} distinct {column} value(s); expected at"
+                    f" least {MIN_LEVELS} to locate the optimum"
+                )
+    return df.sort_values(
+        ["group", "model_size", "tokens", "lr", "batch_size"], kind="stable"
+    ).reset_index(drop=True)[
+        list(REQUIRED) + ["group"] + [c for c in df.columns if c not in REQUIRED and c != "group"]
+    ]
 
 
 def load_steplaw(path, loss_column: str = "smooth loss") -> pd.DataFrame:
@@ -123,10 +147,15 @@ def load_steplaw(path, loss_column: str = "smooth loss") -> pd.DataFrame:
     missing = [c for c in need if c not in raw.columns]
     if missing:
         raise DataError(f"{path}: missing column(s) {missing}; not the Step Law grid file")
-    df = pd.DataFrame({"model_size": raw["N"].astype(float), "tokens": raw["D"].astype(float),
-                       "lr": raw["lr"].astype(float),
-                       "batch_size": raw["bs"].astype(float) * STEPLAW_SEQ_LEN,
-                       "loss": raw[loss_column].astype(float)})
+    df = pd.DataFrame(
+        {
+            "model_size": raw["N"].astype(float),
+            "tokens": raw["D"].astype(float),
+            "lr": raw["lr"].astype(float),
+            "batch_size": raw["bs"].astype(float) * STEPLAW_SEQ_LEN,
+            "loss": raw[loss_column].astype(float),
+        }
+    )
     if "exp_name" in raw.columns:
         df["run"] = raw["exp_name"].astype(str)
     return validate_grid(df, source=path)
@@ -138,9 +167,17 @@ def cells(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (grp, n, d), c in df.groupby(["group", "model_size", "tokens"], sort=True):
         best = c.loc[c["loss"].idxmin()]
-        rows.append({"group": grp, "model_size": n, "tokens": d, "runs": len(c),
-                     "best_lr": best["lr"], "best_batch_size": best["batch_size"],
-                     "best_loss": best["loss"]})
+        rows.append(
+            {
+                "group": grp,
+                "model_size": n,
+                "tokens": d,
+                "runs": len(c),
+                "best_lr": best["lr"],
+                "best_batch_size": best["batch_size"],
+                "best_loss": best["loss"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -153,9 +190,11 @@ def grid_hash(df: pd.DataFrame) -> str:
 
 def describe_grid(df: pd.DataFrame) -> str:
     """A short human summary: runs, cells, sizes, token budgets."""
-    return (f"{len(df)} runs in {df.groupby(['group', 'model_size', 'tokens']).ngroups} cells; "
-            f"model sizes {sorted({f'{x:.3g}' for x in df['model_size']}, key=float)}; tokens "
-            f"{df['tokens'].min():.3g}-{df['tokens'].max():.3g}")
+    return (
+        f"{len(df)} runs in {df.groupby(['group', 'model_size', 'tokens']).ngroups} cells; "
+        f"model sizes {sorted({f'{x:.3g}' for x in df['model_size']}, key=float)}; tokens "
+        f"{df['tokens'].min():.3g}-{df['tokens'].max():.3g}"
+    )
 
 
 def read_any_grid(path):

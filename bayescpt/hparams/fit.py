@@ -45,15 +45,16 @@ class HparamsRecipe(Recipe):
         self.config = make_config(config)
 
     def prepare(self) -> None:
-        self.key = fingerprint("hparams", {k: v for k, v in self.config.items()
-                                           if k != "sampler"}, self.df)
+        self.key = fingerprint(
+            "hparams", {k: v for k, v in self.config.items() if k != "sampler"}, self.df
+        )
 
     def build(self):
         return build_model(self.df, self.config)
 
     def model(self, value):
         model, ct, refs = value
-        self.ct, self.refs = ct.copy(), copy.deepcopy(refs)   # the fit's own: the entry stays
+        self.ct, self.refs = ct.copy(), copy.deepcopy(refs)  # the fit's own: the entry stays
         return model
 
     def judge(self, idata):
@@ -63,9 +64,14 @@ class HparamsRecipe(Recipe):
         self.priors = priors_json(model_priors(model))
 
     def fit(self, idata, seconds: float):
-        meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
-                "data_hash": grid_hash(self.df), "fit_seconds": round(seconds, 3),
-                "priors": self.priors}
+        meta = {
+            "format": FORMAT,
+            "law": LAW,
+            "bayescpt_version": __version__,
+            "data_hash": grid_hash(self.df),
+            "fit_seconds": round(seconds, 3),
+            "priors": self.priors,
+        }
         self.fitted = self.cls(idata, self.config, self.ct, self.refs, meta)
         return self.fitted
 
@@ -102,13 +108,20 @@ class HparamsFit(SampledFit):
         return [v for v in names if v not in EXPONENTS["size_tokens"]] + EXPONENTS[law]
 
     def _own_attrs(self) -> dict:
-        return {"refs": json.dumps({"ln_n": self.refs.ln_n, "ln_d": self.refs.ln_d,
-                                    "ln_l": self.refs.ln_l})}
+        return {
+            "refs": json.dumps(
+                {"ln_n": self.refs.ln_n, "ln_d": self.refs.ln_d, "ln_l": self.refs.ln_l}
+            )
+        }
 
     def _labels(self) -> dict:
         c = self.cells
-        return {"cell": {"model_size": c["model_size"].astype(float).to_numpy(),
-                         "tokens": c["tokens"].astype(float).to_numpy()}}
+        return {
+            "cell": {
+                "model_size": c["model_size"].astype(float).to_numpy(),
+                "tokens": c["tokens"].astype(float).to_numpy(),
+            }
+        }
 
     def label_observations(self, df: pd.DataFrame) -> None:
         """Label the ``run`` dimension of the observed losses (:meth:`observation_labels`)."""
@@ -120,11 +133,15 @@ class HparamsFit(SampledFit):
         y = self.idata.observed_data["loss"].values
         if len(df) != len(y) or not np.allclose(df["loss"].to_numpy(), y, rtol=0, atol=1e-12):
             raise ValueError(f"the grid's {len(df)} runs are not the fit's {len(y)} observations")
-        return {"run": {k: df[k].astype(float).to_numpy()
-                        for k in ("model_size", "tokens", "lr", "batch_size")}}
+        return {
+            "run": {
+                k: df[k].astype(float).to_numpy()
+                for k in ("model_size", "tokens", "lr", "batch_size")
+            }
+        }
 
     @classmethod
-    def _from_attrs(cls, idata, attrs: dict) -> "HparamsFit":
+    def _from_attrs(cls, idata, attrs: dict) -> HparamsFit:
         cfg = json.loads(attrs["config"])
         ct = as_table(attrs["cells"], orient="records")
         refs = Refs(**json.loads(attrs["refs"]))

@@ -75,57 +75,83 @@ NOISE_FORMS = ("quadrature", "linear")
 DEFAULT_CONFIG = {
     "optimum_law": "size_tokens",
     "priors": {
-        "a_lr": [None, 2.0],       # ln lr* at the reference cell; None: mean ln lr of best runs
-        "a_bs": [None, 2.0],       # ln B* (tokens) there; None: mean ln batch of best runs
-        "slope": [0.0, 1.0],       # every exponent bN, bD (or b_C)
-        "slope_loss": [0.0, 10.0], # the loss law's bL: cells' ln L spans ~0.2 (vs ~2-3 for
-                                   # ln N, ln D), so the same shift across the grid needs ~10x
-        "tau_opt": 0.1,            # mean of the Gamma(2) cell scatter of ln lr*, ln B*
-        "L_lo": [None, 1.0],       # best loss at the smallest cell compute; None: grid's
-        "ln_drop": [-1.5, 1.5],    # ln of its drop to the largest cell compute
-        "g": [-1.2, 0.8],          # ln of the compute exponent g (e^-1.2 = 0.3)
-        "tau_L": 0.03,             # mean of the Gamma(2) cell scatter of the best loss
-        "ln_q": [-4.0, 1.5],       # ln curvature q_x, q_y (nats per ln-unit^2)
-        "shape_sd": 0.5,           # HalfNormal scale of the cell spread of ln h
-        "shear": 1.0,              # Normal scale of the LR-optimum shift per ln batch
-        "shear_sd": 0.3,           # HalfNormal scale of its cell-to-cell spread
-        "skew": [0.0, 1.0],        # ln of the LINEX asymmetry s (> 0: steeper above the optimum)
-        "sigma": 0.02,             # HalfNormal scale of the run noise at the optimum (nats)
-        "sigma_slope": 1.0,        # HalfNormal scale of the noise growth per nat of excess loss
+        "a_lr": [None, 2.0],  # ln lr* at the reference cell; None: mean ln lr of best runs
+        "a_bs": [None, 2.0],  # ln B* (tokens) there; None: mean ln batch of best runs
+        "slope": [0.0, 1.0],  # every exponent bN, bD (or b_C)
+        "slope_loss": [0.0, 10.0],  # the loss law's bL: cells' ln L spans ~0.2 (vs ~2-3 for
+        # ln N, ln D), so the same shift across the grid needs ~10x
+        "tau_opt": 0.1,  # mean of the Gamma(2) cell scatter of ln lr*, ln B*
+        "L_lo": [None, 1.0],  # best loss at the smallest cell compute; None: grid's
+        "ln_drop": [-1.5, 1.5],  # ln of its drop to the largest cell compute
+        "g": [-1.2, 0.8],  # ln of the compute exponent g (e^-1.2 = 0.3)
+        "tau_L": 0.03,  # mean of the Gamma(2) cell scatter of the best loss
+        "ln_q": [-4.0, 1.5],  # ln curvature q_x, q_y (nats per ln-unit^2)
+        "shape_sd": 0.5,  # HalfNormal scale of the cell spread of ln h
+        "shear": 1.0,  # Normal scale of the LR-optimum shift per ln batch
+        "shear_sd": 0.3,  # HalfNormal scale of its cell-to-cell spread
+        "skew": [0.0, 1.0],  # ln of the LINEX asymmetry s (> 0: steeper above the optimum)
+        "sigma": 0.02,  # HalfNormal scale of the run noise at the optimum (nats)
+        "sigma_slope": 1.0,  # HalfNormal scale of the noise growth per nat of excess loss
     },
     "nu": 3.0,
-    "cell_shear": False,           # True: each cell its own shear ~ Normal(shear, sd_shear)
-                                   # (screened on 4 LOCO folds: same coverage, 40 % slower)
-    "noise": "quadrature",         # run noise sd: sqrt(sigma^2 + (sigma_slope excess)^2);
-                                   # "linear": sigma + sigma_slope excess (the first form)
-    "centered_bs": False,          # centred y*_k: tau_bs (~0.02) had ESS 195 of 4000 draws
-    "bracket": 0.5,                # ln units the optimum may lie beyond the cell's grid edges
-    "bracket_best": 1.0,           # ... and away from the cell's best run (a factor e)
+    "cell_shear": False,  # True: each cell its own shear ~ Normal(shear, sd_shear)
+    # (screened on 4 LOCO folds: same coverage, 40 % slower)
+    "noise": "quadrature",  # run noise sd: sqrt(sigma^2 + (sigma_slope excess)^2);
+    # "linear": sigma + sigma_slope excess (the first form)
+    "centered_bs": False,  # centred y*_k: tau_bs (~0.02) had ESS 195 of 4000 draws
+    "bracket": 0.5,  # ln units the optimum may lie beyond the cell's grid edges
+    "bracket_best": 1.0,  # ... and away from the cell's best run (a factor e)
 }
 
-LAW_VARS = ["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "tau_lr", "tau_bs",
-            "L_lo", "L_hi", "L0", "A", "g", "tau_L"]
+LAW_VARS = [
+    "a_lr",
+    "bN_lr",
+    "bD_lr",
+    "a_bs",
+    "bN_bs",
+    "bD_bs",
+    "tau_lr",
+    "tau_bs",
+    "L_lo",
+    "L_hi",
+    "L0",
+    "A",
+    "g",
+    "tau_L",
+]
 #: the exponents each optimum law samples (the others are absent or deterministic copies)
-EXPONENTS = {"size_tokens": ["bN_lr", "bD_lr", "bN_bs", "bD_bs"], "compute": ["b_lr", "b_bs"],
-             "loss": ["bL_lr", "bL_bs"]}
+EXPONENTS = {
+    "size_tokens": ["bN_lr", "bD_lr", "bN_bs", "bD_bs"],
+    "compute": ["b_lr", "b_bs"],
+    "loss": ["bL_lr", "bL_bs"],
+}
 SHAPE_VARS = ["qx", "qy", "sd_ln_h", "shear", "sd_shear", "skew", "sigma", "sigma_slope"]
 CELL_VARS = ["x_opt", "y_opt", "m"]
 
 
 #: the numeric knobs' ranges: every [loc, scale] pair's scale, every scale and mean > 0
-KNOB_RANGES = {"priors.*.1": "> 0",
-               **{f"priors.{k}": "> 0" for k, v in DEFAULT_CONFIG["priors"].items()
-                  if not isinstance(v, list)},
-               "nu": "> 0", "bracket": ">= 0", "bracket_best": ">= 0"}
+KNOB_RANGES = {
+    "priors.*.1": "> 0",
+    **{
+        f"priors.{k}": "> 0" for k, v in DEFAULT_CONFIG["priors"].items() if not isinstance(v, list)
+    },
+    "nu": "> 0",
+    "bracket": ">= 0",
+    "bracket_best": ">= 0",
+}
 
 
 def make_config(override: dict | None = None) -> dict:
     """DEFAULT_CONFIG updated by ``override`` (nested dicts merged key by key), checked by
     :func:`bayescpt.core.config.check_config`: known keys and types, ``noise`` one of
     NOISE_FORMS, ``optimum_law`` one of OPTIMUM_LAWS, numbers in :data:`KNOB_RANGES`."""
-    return check_config(override, DEFAULT_CONFIG, "hparams config",
-                        choices={"noise": NOISE_FORMS, "optimum_law": OPTIMUM_LAWS},
-                        ranges=KNOB_RANGES)
+    return check_config(
+        override,
+        DEFAULT_CONFIG,
+        "hparams config",
+        choices={"noise": NOISE_FORMS, "optimum_law": OPTIMUM_LAWS},
+        ranges=KNOB_RANGES,
+    )
 
 
 # -- the three laws, written once over an array namespace (pytensor.tensor or numpy) ------------
@@ -139,7 +165,7 @@ def best_loss(xp, L0, A, g, c):
     return L0 + A * xp.exp(-g * c)
 
 
-def law_location(p: dict, law: str, refs: "Refs", n, c, loss=None):
+def law_location(p: dict, law: str, refs: Refs, n, c, loss=None):
     """ln lr*, ln B* (tokens) of the fitted optimum law, no cell scatter, per draw (numpy).
 
     ``p``: posterior draws (arrays of length S); ``n``: centred ln N (scalar); ``c``: centred
@@ -156,8 +182,10 @@ def law_location(p: dict, law: str, refs: "Refs", n, c, loss=None):
         return p["a_lr"] + p["bL_lr"] * ln_l, p["a_bs"] + p["bL_bs"] * ln_l
     d = c - n
     with np.errstate(invalid="ignore"):
-        return (optimum_mean(p["a_lr"], p["bN_lr"], p["bD_lr"], n, d),
-                optimum_mean(p["a_bs"], p["bN_bs"], p["bD_bs"], n, d))
+        return (
+            optimum_mean(p["a_lr"], p["bN_lr"], p["bD_lr"], n, d),
+            optimum_mean(p["a_bs"], p["bN_bs"], p["bD_bs"], n, d),
+        )
 
 
 def bowl(xp, x, y, m, x_opt, y_opt, qx, qy, shear, skew):
@@ -208,18 +236,19 @@ class Refs:
 
     ln_n: float
     ln_d: float
-    ln_l: float | None = None   # mean ln best loss over the cells (the loss law's centre)
+    ln_l: float | None = None  # mean ln best loss over the cells (the loss law's centre)
 
     @property
     def ln_c(self) -> float:
         return float(np.log(6.0) + self.ln_n + self.ln_d)
 
     @classmethod
-    def of(cls, cell_table: pd.DataFrame) -> "Refs":
-        return cls(float(np.log(cell_table["model_size"]).mean()),
-                   float(np.log(cell_table["tokens"]).mean()),
-                   float(np.log(cell_table["best_loss"]).mean())
-                   if "best_loss" in cell_table else None)
+    def of(cls, cell_table: pd.DataFrame) -> Refs:
+        return cls(
+            float(np.log(cell_table["model_size"]).mean()),
+            float(np.log(cell_table["tokens"]).mean()),
+            float(np.log(cell_table["best_loss"]).mean()) if "best_loss" in cell_table else None,
+        )
 
 
 def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
@@ -235,9 +264,14 @@ def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):
     d = np.log(ct["tokens"].to_numpy()) - refs.ln_d
     x = np.log(df["lr"].to_numpy())
     y = np.log(df["batch_size"].to_numpy())
-    coords = {"cell": [f"N={r.model_size:.4g},D={r.tokens:.4g}" +
-                       ("" if r.group == "default" else f",{r.group}")
-                       for r in ct.itertuples()], "run": np.arange(len(df))}
+    coords = {
+        "cell": [
+            f"N={r.model_size:.4g},D={r.tokens:.4g}"
+            + ("" if r.group == "default" else f",{r.group}")
+            for r in ct.itertuples()
+        ],
+        "run": np.arange(len(df)),
+    }
     with pm.Model(coords=coords) as model:
         m = _depth_law(cfg["priors"], ct, n + d)
         mean_lr, mean_bs = _optimum_law(cfg, ct, refs, n, d, m)
@@ -257,14 +291,18 @@ def _depth_law(pr: dict, ct: pd.DataFrame, c: np.ndarray):
     c_lo, c_hi = float(c.min()), float(c.max())
     g = pm.LogNormal("g", *pr["g"])
     lo_cell = int(np.argmin(c))
-    L_lo = pm.Normal("L_lo", pr["L_lo"][0] if pr["L_lo"][0] is not None else
-                     float(ct["best_loss"].iloc[lo_cell]), pr["L_lo"][1])
+    L_lo = pm.Normal(
+        "L_lo",
+        pr["L_lo"][0] if pr["L_lo"][0] is not None else float(ct["best_loss"].iloc[lo_cell]),
+        pr["L_lo"][1],
+    )
     L_hi = pm.Deterministic("L_hi", L_lo - pt.exp(pm.Normal("ln_drop", *pr["ln_drop"])))
     A = pm.Deterministic("A", (L_lo - L_hi) / (pt.exp(-g * c_lo) - pt.exp(-g * c_hi)))
     L0 = pm.Deterministic("L0", L_lo - A * pt.exp(-g * c_lo))
     tau_L = pm.Gamma("tau_L", 2.0, 2.0 / pr["tau_L"])
-    return pm.Normal("m", best_loss(pt, L0, A, g, c), tau_L, dims="cell",
-                     initval=ct["best_loss"].to_numpy())
+    return pm.Normal(
+        "m", best_loss(pt, L0, A, g, c), tau_L, dims="cell", initval=ct["best_loss"].to_numpy()
+    )
 
 
 def _optimum_law(cfg: dict, ct: pd.DataFrame, refs: Refs, n: np.ndarray, d: np.ndarray, m):
@@ -281,14 +319,16 @@ def _optimum_law(cfg: dict, ct: pd.DataFrame, refs: Refs, n: np.ndarray, d: np.n
     # U(-1, 1) in the sampled coordinates, which here is +-0.1 instead of +-1 in an exponent.
     # With +-1, a chain could start (and stay) in a poor mode: R-hat 1.53 on Step Law.
     ln_l = np.log(ct["best_loss"].to_numpy()) - refs.ln_l if law == "loss" else None
-    X = np.column_stack({"compute": [np.ones_like(n), n + d],
-                         "loss": [np.ones_like(n), ln_l]}.get(law, [np.ones_like(n), n, d]))
+    X = np.column_stack(
+        {"compute": [np.ones_like(n), n + d], "loss": [np.ones_like(n), ln_l]}.get(
+            law, [np.ones_like(n), n, d]
+        )
+    )
     ols_lr = np.linalg.lstsq(X, np.log(ct["best_lr"].to_numpy()), rcond=None)[0]
     ols_bs = np.linalg.lstsq(X, np.log(ct["best_batch_size"].to_numpy()), rcond=None)[0]
     # Intercepts: prior centred on the grid's best runs (wide scale).
     a_lr = _start_near("a_lr", [_loc(pr["a_lr"], ct["best_lr"]), pr["a_lr"][1]], ols_lr[0])
-    a_bs = _start_near("a_bs", [_loc(pr["a_bs"], ct["best_batch_size"]), pr["a_bs"][1]],
-                       ols_bs[0])
+    a_bs = _start_near("a_bs", [_loc(pr["a_bs"], ct["best_batch_size"]), pr["a_bs"][1]], ols_bs[0])
     if law == "loss":
         # ln lr*_k = a_lr + bL_lr (ln m_k - ln L_ref): a power law in the cell's best loss
         # (Zhou et al.'s B_opt(L), LR_opt(L)); m_k is the latent depth above, not the grid's
@@ -327,22 +367,25 @@ def _cell_optima(cfg: dict, ct: pd.DataFrame, mean_lr, mean_bs, xy: tuple, idx: 
     # Without them a chain could settle in the LINEX bowl's poor mode far above a cell's
     # best run (every run on the linear branch): R-hat 1.5-1.8 on Step Law; with the grid
     # bracket alone, one LOCO fold (2 chains) still had a chain at the bracket's edge.
-    x_opt = pm.Normal("x_opt", mean_lr, tau_lr, dims="cell",
-                      initval=np.log(ct["best_lr"].to_numpy()))
+    x_opt = pm.Normal(
+        "x_opt", mean_lr, tau_lr, dims="cell", initval=np.log(ct["best_lr"].to_numpy())
+    )
     if cfg["centered_bs"]:
-        y_opt = pm.Normal("y_opt", mean_bs, tau_bs,
-                          dims="cell", initval=np.log(ct["best_batch_size"].to_numpy()))
+        y_opt = pm.Normal(
+            "y_opt", mean_bs, tau_bs, dims="cell", initval=np.log(ct["best_batch_size"].to_numpy())
+        )
     else:  # the batch bowl is quadratic (one mode): no start near the data needed
-        y_opt = pm.Deterministic("y_opt", mean_bs + tau_bs *
-                                 pm.Normal("z_bs", 0.0, 1.0, dims="cell"), dims="cell")
+        y_opt = pm.Deterministic(
+            "y_opt", mean_bs + tau_bs * pm.Normal("z_bs", 0.0, 1.0, dims="cell"), dims="cell"
+        )
     br, bb = float(cfg["bracket"]), float(cfg["bracket_best"])
-    for name, var, col, best in (("x_bracket", x_opt, xy[0], ct["best_lr"]),
-                                 ("y_bracket", y_opt, xy[1], ct["best_batch_size"])):
+    for name, var, col, best in (
+        ("x_bracket", x_opt, xy[0], ct["best_lr"]),
+        ("y_bracket", y_opt, xy[1], ct["best_batch_size"]),
+    ):
         best = np.log(best.to_numpy())
-        lo = np.maximum(np.array([col[idx == k].min() for k in range(len(ct))]) - br,
-                        best - bb)
-        hi = np.minimum(np.array([col[idx == k].max() for k in range(len(ct))]) + br,
-                        best + bb)
+        lo = np.maximum(np.array([col[idx == k].min() for k in range(len(ct))]) - br, best - bb)
+        hi = np.minimum(np.array([col[idx == k].max() for k in range(len(ct))]) + br, best + bb)
         out = pt.maximum(var - hi, 0.0) + pt.maximum(lo - var, 0.0)
         pm.Potential(name, -0.5 * pt.sum((out / 0.1) ** 2))
     return x_opt, y_opt
@@ -369,8 +412,14 @@ def _runs(cfg: dict, df: pd.DataFrame, idx: np.ndarray, xy: tuple, cell: tuple) 
     skew = pm.LogNormal("skew", *pr["skew"])
     sigma = pm.HalfNormal("sigma", pr["sigma"])
     sigma_slope = pm.HalfNormal("sigma_slope", pr["sigma_slope"])
-    mu = bowl(pt, xy[0], xy[1], m[idx], x_opt[idx], y_opt[idx], h[idx] * qx, h[idx] * qy,
-              shear_k, skew)
-    pm.StudentT("loss", nu=cfg["nu"], mu=mu,
-                sigma=noise_sd(pt, sigma, sigma_slope, mu - m[idx], cfg["noise"]),
-                observed=df["loss"].to_numpy(), dims="run")
+    mu = bowl(
+        pt, xy[0], xy[1], m[idx], x_opt[idx], y_opt[idx], h[idx] * qx, h[idx] * qy, shear_k, skew
+    )
+    pm.StudentT(
+        "loss",
+        nu=cfg["nu"],
+        mu=mu,
+        sigma=noise_sd(pt, sigma, sigma_slope, mu - m[idx], cfg["noise"]),
+        observed=df["loss"].to_numpy(),
+        dims="run",
+    )

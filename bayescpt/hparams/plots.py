@@ -15,8 +15,9 @@ def _cell_index(fit: HparamsFit, df: pd.DataFrame) -> np.ndarray:
     return df.merge(fit.cells[key].reset_index(), on=key, how="left")["index"].to_numpy()
 
 
-def plot_fit(fit: HparamsFit, df: pd.DataFrame, *, cell: int | None = None, prob: float = 0.9,
-             fig=None):
+def plot_fit(
+    fit: HparamsFit, df: pd.DataFrame, *, cell: int | None = None, prob: float = 0.9, fig=None
+):
     """Four panels; ``cell`` picks the loss-surface cell (default: the one with the most runs at
     the median compute); ``fig`` a Figure to draw into (default: a new 12 x 9.5 in one). Returns
     the Figure; nothing is written."""
@@ -26,8 +27,24 @@ def plot_fit(fit: HparamsFit, df: pd.DataFrame, *, cell: int | None = None, prob
     ct = fit.cells.reset_index(drop=True)
     law = fit.config["optimum_law"]
     exps = ["bL_lr", "bL_bs"] if law == "loss" else ["bN_lr", "bD_lr", "bN_bs", "bD_bs"]
-    names = ["x_opt", "y_opt", "m", "a_lr", "a_bs", "tau_lr", "tau_bs", "L0", "A", "g", "qx",
-             "qy", "shear", "skew", "sd_ln_h", "z_ln_h"] + exps
+    names = [
+        "x_opt",
+        "y_opt",
+        "m",
+        "a_lr",
+        "a_bs",
+        "tau_lr",
+        "tau_bs",
+        "L0",
+        "A",
+        "g",
+        "qx",
+        "qy",
+        "shear",
+        "skew",
+        "sd_ln_h",
+        "z_ln_h",
+    ] + exps
     p = fit.draws(names + (["sd_shear", "z_shear"] if "sd_shear" in fit.idata.posterior else []))
     comp = 6.0 * ct["model_size"].to_numpy() * ct["tokens"].to_numpy()
     if cell is None:
@@ -60,31 +77,75 @@ def _surface_panel(ax, fit: HparamsFit, df: pd.DataFrame, p: dict, cell: int, pr
     sel = df[idx == cell]
     m_k = float(np.median(p["m"][:, cell]))
     norm = Normalize(m_k, m_k + 0.15)
-    sc = ax.scatter(sel["lr"], sel["batch_size"], c=np.minimum(sel["loss"], m_k + 0.15), s=40,
-                    cmap="viridis_r", norm=norm, edgecolor="k", linewidth=0.3)
+    sc = ax.scatter(
+        sel["lr"],
+        sel["batch_size"],
+        c=np.minimum(sel["loss"], m_k + 0.15),
+        s=40,
+        cmap="viridis_r",
+        norm=norm,
+        edgecolor="k",
+        linewidth=0.3,
+    )
     fig.colorbar(sc, ax=ax, label="observed loss (clipped at best + 0.15)")
     xs = np.linspace(np.log(sel["lr"].min()) - 0.3, np.log(sel["lr"].max()) + 0.3, 160)
-    ys = np.linspace(np.log(sel["batch_size"].min()) - 0.3, np.log(sel["batch_size"].max()) + 0.3,
-                     160)
+    ys = np.linspace(
+        np.log(sel["batch_size"].min()) - 0.3, np.log(sel["batch_size"].max()) + 0.3, 160
+    )
     X, Y = np.meshgrid(xs, ys)
     med = {k: np.median(v, axis=0) for k, v in p.items()}
     h = np.exp(med["sd_ln_h"] * med["z_ln_h"][cell])
     shear = med["shear"] + (med["sd_shear"] * med["z_shear"][cell] if "sd_shear" in med else 0.0)
-    Z = bowl(np, X, Y, med["m"][cell], med["x_opt"][cell], med["y_opt"][cell], h * med["qx"],
-             h * med["qy"], shear, med["skew"])
-    cs = ax.contour(np.exp(X), np.exp(Y), Z - med["m"][cell], levels=[0.005, 0.01, 0.02, 0.05, 0.1],
-                    colors="0.3", linewidths=0.8)
+    Z = bowl(
+        np,
+        X,
+        Y,
+        med["m"][cell],
+        med["x_opt"][cell],
+        med["y_opt"][cell],
+        h * med["qx"],
+        h * med["qy"],
+        shear,
+        med["skew"],
+    )
+    cs = ax.contour(
+        np.exp(X),
+        np.exp(Y),
+        Z - med["m"][cell],
+        levels=[0.005, 0.01, 0.02, 0.05, 0.1],
+        colors="0.3",
+        linewidths=0.8,
+    )
     ax.clabel(cs, fmt="+%.3g", fontsize=7)
     xo, yo = np.exp(p["x_opt"][:, cell]), np.exp(p["y_opt"][:, cell])
-    ax.errorbar(np.median(xo), np.median(yo),
-                xerr=[[np.median(xo) - np.quantile(xo, lo_q)], [np.quantile(xo, hi_q) - np.median(xo)]],
-                yerr=[[np.median(yo) - np.quantile(yo, lo_q)], [np.quantile(yo, hi_q) - np.median(yo)]],
-                fmt="o", color="red", ms=5, capsize=3, label=f"posterior optimum ({prob:.0%})")
+    ax.errorbar(
+        np.median(xo),
+        np.median(yo),
+        xerr=[[np.median(xo) - np.quantile(xo, lo_q)], [np.quantile(xo, hi_q) - np.median(xo)]],
+        yerr=[[np.median(yo) - np.quantile(yo, lo_q)], [np.quantile(yo, hi_q) - np.median(yo)]],
+        fmt="o",
+        color="red",
+        ms=5,
+        capsize=3,
+        label=f"posterior optimum ({prob:.0%})",
+    )
     b = ct.iloc[cell]
-    ax.plot(b["best_lr"], b["best_batch_size"], "*", color="orange", ms=14, mec="k",
-            label="grid's best run")
-    ax.set(xscale="log", yscale="log", xlabel="learning rate", ylabel="batch size (tokens)",
-           title=f"N={b['model_size']:.3g}, D={b['tokens']:.3g}: runs, fitted excess loss")
+    ax.plot(
+        b["best_lr"],
+        b["best_batch_size"],
+        "*",
+        color="orange",
+        ms=14,
+        mec="k",
+        label="grid's best run",
+    )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="learning rate",
+        ylabel="batch size (tokens)",
+        title=f"N={b['model_size']:.3g}, D={b['tokens']:.3g}: runs, fitted excess loss",
+    )
     ax.legend(fontsize=8, loc="lower left")
 
 
@@ -99,26 +160,48 @@ def _optimum_panels(axes, fit: HparamsFit, p: dict, colours, prob: float):
     dgrid = np.geomspace(ct["tokens"].min() / 1.5, ct["tokens"].max() * 1.5, 60)
     r = fit.refs
     for ax, var, which, best, label in (
-            (axes[0], "x_opt", 0, "best_lr", "optimal learning rate"),
-            (axes[1], "y_opt", 1, "best_batch_size", "optimal batch size (tokens)")):
+        (axes[0], "x_opt", 0, "best_lr", "optimal learning rate"),
+        (axes[1], "y_opt", 1, "best_batch_size", "optimal batch size (tokens)"),
+    ):
         for size, col in zip(sizes, colours):
             k = np.flatnonzero(ct["model_size"].to_numpy() == size)
             v = np.exp(p[var][:, k])
             mid = np.median(v, axis=0)
-            ax.errorbar(ct["tokens"].to_numpy()[k] * (1 + 0.02 * (size == sizes).argmax()), mid,
-                        yerr=[mid - np.quantile(v, lo_q, axis=0), np.quantile(v, hi_q, axis=0) - mid],
-                        fmt="o", color=col, capsize=3, ms=5, label=f"N={size:.3g}")
+            ax.errorbar(
+                ct["tokens"].to_numpy()[k] * (1 + 0.02 * (size == sizes).argmax()),
+                mid,
+                yerr=[mid - np.quantile(v, lo_q, axis=0), np.quantile(v, hi_q, axis=0) - mid],
+                fmt="o",
+                color=col,
+                capsize=3,
+                ms=5,
+                label=f"N={size:.3g}",
+            )
             ax.plot(ct["tokens"].to_numpy()[k], ct[best].to_numpy()[k], "x", color=col, ms=7)
             # the law per N, no cell scatter (loss law: at L(6 N D))
-            lnv = law_location({k: v[:, None] for k, v in p.items() if v.ndim == 1}, law, r,
-                               np.log(size) - r.ln_n,
-                               (np.log(6.0 * size * dgrid) - r.ln_c)[None, :])[which]
+            lnv = law_location(
+                {k: v[:, None] for k, v in p.items() if v.ndim == 1},
+                law,
+                r,
+                np.log(size) - r.ln_n,
+                (np.log(6.0 * size * dgrid) - r.ln_c)[None, :],
+            )[which]
             ax.plot(dgrid, np.exp(np.median(lnv, axis=0)), color=col, lw=1)
-            ax.fill_between(dgrid, np.exp(np.quantile(lnv, lo_q, axis=0)),
-                            np.exp(np.quantile(lnv, hi_q, axis=0)), color=col, alpha=0.15)
-        ax.set(xscale="log", yscale="log", xlabel="training tokens D", ylabel=label,
-               title=f"cells ({prob:.0%} interval, o), grid best (x), law per N"
-               + (" at L(6ND)" if law == "loss" else ""))
+            ax.fill_between(
+                dgrid,
+                np.exp(np.quantile(lnv, lo_q, axis=0)),
+                np.exp(np.quantile(lnv, hi_q, axis=0)),
+                color=col,
+                alpha=0.15,
+            )
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="training tokens D",
+            ylabel=label,
+            title=f"cells ({prob:.0%} interval, o), grid best (x), law per N"
+            + (" at L(6ND)" if law == "loss" else ""),
+        )
         ax.legend(fontsize=8)
 
 
@@ -133,18 +216,33 @@ def _best_loss_panel(ax, fit: HparamsFit, p: dict, colours, prob: float):
     cc = np.log(cgrid) - fit.refs.ln_c
     L = p["L0"][:, None] + p["A"][:, None] * np.exp(-p["g"][:, None] * cc[None, :])
     ax.plot(cgrid, np.median(L, axis=0), color="k", lw=1, label="L(C) = L0 + A C^-g")
-    ax.fill_between(cgrid, np.quantile(L, lo_q, axis=0), np.quantile(L, hi_q, axis=0),
-                    color="k", alpha=0.15)
+    ax.fill_between(
+        cgrid, np.quantile(L, lo_q, axis=0), np.quantile(L, hi_q, axis=0), color="k", alpha=0.15
+    )
     mm = p["m"]
     mid = np.median(mm, axis=0)
     for size, col in zip(sizes, colours):
         k = np.flatnonzero(ct["model_size"].to_numpy() == size)
-        ax.errorbar(comp[k], mid[k], yerr=[mid[k] - np.quantile(mm[:, k], lo_q, axis=0),
-                                           np.quantile(mm[:, k], hi_q, axis=0) - mid[k]],
-                    fmt="o", color=col, ms=5, capsize=3, label=f"N={size:.3g}")
+        ax.errorbar(
+            comp[k],
+            mid[k],
+            yerr=[
+                mid[k] - np.quantile(mm[:, k], lo_q, axis=0),
+                np.quantile(mm[:, k], hi_q, axis=0) - mid[k],
+            ],
+            fmt="o",
+            color=col,
+            ms=5,
+            capsize=3,
+            label=f"N={size:.3g}",
+        )
         ax.plot(comp[k], ct["best_loss"].to_numpy()[k], "x", color=col, ms=7)
-    ax.set(xscale="log", xlabel="compute C = 6 N D (FLOPs)", ylabel="best loss (nats)",
-           title=f"best loss per cell (o), grid best (x); L0 median {np.median(p['L0']):.2f}")
+    ax.set(
+        xscale="log",
+        xlabel="compute C = 6 N D (FLOPs)",
+        ylabel="best loss (nats)",
+        title=f"best loss per cell (o), grid best (x); L0 median {np.median(p['L0']):.2f}",
+    )
     ax.legend(fontsize=8)
 
 
@@ -162,33 +260,63 @@ def plot_optimum(res: dict, *, title: str = "", ax=None):
     if own:
         fig, ax = plt.subplots(figsize=(6.4, 4.8))
     fig = ax.figure
-    ax.scatter(d["lr"][ok], d["batch_size"][ok], s=3, alpha=0.15, color="C0",
-               label="optimum, posterior draws")
+    ax.scatter(
+        d["lr"][ok],
+        d["batch_size"][ok],
+        s=3,
+        alpha=0.15,
+        color="C0",
+        label="optimum, posterior draws",
+    )
     lr, bs = res["lr_opt"], res["batch_size_opt"]
     prob = res["prob"]
     if lr["median"] is not None and bs["median"] is not None:
         ax.plot(lr["median"], bs["median"], "o", color="C3", ms=7, label="median")
         if None not in (lr["lower"], lr["upper"], bs["lower"], bs["upper"]):
-            ax.add_patch(plt.Rectangle((lr["lower"], bs["lower"]), lr["upper"] - lr["lower"],
-                                       bs["upper"] - bs["lower"], fill=False, color="C3",
-                                       lw=1.2, label=f"{prob:.0%} interval of each"))
+            ax.add_patch(
+                plt.Rectangle(
+                    (lr["lower"], bs["lower"]),
+                    lr["upper"] - lr["lower"],
+                    bs["upper"] - bs["lower"],
+                    fill=False,
+                    color="C3",
+                    lw=1.2,
+                    label=f"{prob:.0%} interval of each",
+                )
+            )
     gb = res.get("grid_best")
     if gb:
         g_lr, g_bs = np.meshgrid(gb["grid"]["lrs"], gb["grid"]["batch_sizes"])
         ax.plot(g_lr.ravel(), g_bs.ravel(), "+", color="0.6", ms=6, label="grid runs")
         for pt in gb["points"]:
-            ax.scatter(pt["lr"], pt["batch_size"], s=600 * pt["prob"], facecolor="none",
-                       edgecolor="C2", lw=1.5)
-            ax.annotate(f"{pt['prob']:.2f}", (pt["lr"], pt["batch_size"]), fontsize=7,
-                        xytext=(4, 4), textcoords="offset points", color="C2")
-        ax.scatter([], [], s=80, facecolor="none", edgecolor="C2",
-                   label="P(grid point holds the best run)")
+            ax.scatter(
+                pt["lr"],
+                pt["batch_size"],
+                s=600 * pt["prob"],
+                facecolor="none",
+                edgecolor="C2",
+                lw=1.5,
+            )
+            ax.annotate(
+                f"{pt['prob']:.2f}",
+                (pt["lr"], pt["batch_size"]),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+                color="C2",
+            )
+        ax.scatter(
+            [], [], s=80, facecolor="none", edgecolor="C2", label="P(grid point holds the best run)"
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("peak learning rate")
     ax.set_ylabel("batch size (tokens)")
-    what = (f"CPT from loss {res['init_loss']:g}, {res['cpt_tokens']:.3g} tokens"
-            if "init_loss" in res else f"fresh run, {res['tokens']:.3g} tokens")
+    what = (
+        f"CPT from loss {res['init_loss']:g}, {res['cpt_tokens']:.3g} tokens"
+        if "init_loss" in res
+        else f"fresh run, {res['tokens']:.3g} tokens"
+    )
     ax.set_title(title or f"optimal LR and batch: N = {res['n_params']:.3g}, {what}", fontsize=10)
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.3, which="both")

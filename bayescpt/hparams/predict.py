@@ -47,25 +47,37 @@ def _summary(values: np.ndarray, prob: float) -> dict:
     v = np.asarray(values, dtype=float)
     q = np.quantile(v, [(1 - prob) / 2, 0.5, (1 + prob) / 2], method="inverted_cdf")
     finite = np.isfinite(v)
-    out = {"mean": float(v[finite].mean()) if finite.all() else None,
-           "median": float(q[1]), "lower": float(q[0]), "upper": float(q[2])}
+    out = {
+        "mean": float(v[finite].mean()) if finite.all() else None,
+        "median": float(q[1]),
+        "lower": float(q[0]),
+        "upper": float(q[2]),
+    }
     return {k: (x if x is None or math.isfinite(x) else None) for k, x in out.items()}
 
 
 def _law_draws(fit: HparamsFit) -> dict:
-    exps = (["bL_lr", "bL_bs"] if fit.config["optimum_law"] == "loss" else
-            ["bN_lr", "bD_lr", "bN_bs", "bD_bs"])
+    exps = (
+        ["bL_lr", "bL_bs"]
+        if fit.config["optimum_law"] == "loss"
+        else ["bN_lr", "bD_lr", "bN_bs", "bD_bs"]
+    )
     names = ["a_lr", "a_bs", "tau_lr", "tau_bs", "L0", "A", "g", "tau_L", "sigma"] + exps
     return fit.draws(names)
 
 
-def c_pre_draws(fit: HparamsFit, init_loss: float, init_loss_sd: float | None = None,
-                seed: int = 0, draws: dict | None = None) -> np.ndarray:
+def c_pre_draws(
+    fit: HparamsFit,
+    init_loss: float,
+    init_loss_sd: float | None = None,
+    seed: int = 0,
+    draws: dict | None = None,
+) -> np.ndarray:
     """Equivalent pre-training compute (FLOPs) per posterior draw; inf where L_true <= L0."""
     p = draws or _law_draws(fit)
     rng = np.random.default_rng(seed)
     sd_meas = p["sigma"] if init_loss_sd is None else np.full_like(p["L0"], float(init_loss_sd))
-    sd = np.sqrt(sd_meas ** 2 + p["tau_L"] ** 2)
+    sd = np.sqrt(sd_meas**2 + p["tau_L"] ** 2)
     excess = init_loss - sd * rng.standard_normal(len(sd)) - p["L0"]
     with np.errstate(divide="ignore", invalid="ignore"):
         c = -np.log(excess / p["A"]) / p["g"]
@@ -76,8 +88,9 @@ def c_pre_draws(fit: HparamsFit, init_loss: float, init_loss_sd: float | None = 
     return out
 
 
-def optimum_draws(fit: HparamsFit, n_params: float, compute, seed: int = 0,
-                  draws: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def optimum_draws(
+    fit: HparamsFit, n_params: float, compute, seed: int = 0, draws: dict | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(lr*, B* in tokens) per posterior draw for N = ``n_params`` trained with ``compute`` FLOPs
     (a scalar or one value per draw; inf allowed). Includes the cell-to-cell scatter."""
     p = draws or _law_draws(fit)
@@ -90,8 +103,9 @@ def optimum_draws(fit: HparamsFit, n_params: float, compute, seed: int = 0,
     if fit.config["optimum_law"] == "loss":
         # the new cell's best loss: L(C) plus the cells' scatter tau_L around it (its own draw)
         with np.errstate(over="ignore"):
-            loss = (best_loss(np, p["L0"], p["A"], p["g"], c) +
-                    p["tau_L"] * np.random.default_rng(seed + 3).standard_normal(len(c)))
+            loss = best_loss(np, p["L0"], p["A"], p["g"], c) + p["tau_L"] * np.random.default_rng(
+                seed + 3
+            ).standard_normal(len(c))
     x, y = law_location(p, fit.config["optimum_law"], fit.refs, n, c, loss)
     with np.errstate(invalid="ignore"):
         x = x + p["tau_lr"] * z[0]
@@ -113,13 +127,21 @@ def merge_close(values, rtol: float = 1e-3) -> np.ndarray:
 
 def grid_points(lrs, batch_sizes) -> tuple[np.ndarray, np.ndarray]:
     """Every (lr, batch size) pair of a full grid: the Cartesian product, as two flat arrays."""
-    lr, bs = np.meshgrid(np.asarray(lrs, dtype=float), np.asarray(batch_sizes, dtype=float),
-                         indexing="ij")
+    lr, bs = np.meshgrid(
+        np.asarray(lrs, dtype=float), np.asarray(batch_sizes, dtype=float), indexing="ij"
+    )
     return lr.ravel(), bs.ravel()
 
 
-def grid_best_draws(fit: HparamsFit, n_params: float, compute, lrs, batch_sizes, seed: int = 0,
-                    draws: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def grid_best_draws(
+    fit: HparamsFit,
+    n_params: float,
+    compute,
+    lrs,
+    batch_sizes,
+    seed: int = 0,
+    draws: dict | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(lr, batch size) of the best run a grid search over the runs (``lrs[i]``,
     ``batch_sizes[i]``) finds, per posterior draw, for N = ``n_params`` trained with ``compute``
     FLOPs (scalar or per draw). The optimum draws are those of :func:`optimum_draws` (same seed).
@@ -128,12 +150,17 @@ def grid_best_draws(fit: HparamsFit, n_params: float, compute, lrs, batch_sizes,
     batch_sizes = merge_close(np.ravel(batch_sizes))
     if lrs.shape != batch_sizes.shape or lrs.size == 0:
         raise ValueError("grid: give one batch size per learning rate (or use grid_points)")
-    if not (np.all(lrs > 0) and np.all(batch_sizes > 0) and np.all(np.isfinite(lrs)) and
-            np.all(np.isfinite(batch_sizes))):
+    if not (
+        np.all(lrs > 0)
+        and np.all(batch_sizes > 0)
+        and np.all(np.isfinite(lrs))
+        and np.all(np.isfinite(batch_sizes))
+    ):
         raise ValueError("grid: learning rates and batch sizes must be positive numbers")
     p = dict(draws or _law_draws(fit))
     names = ("qx", "qy", "shear", "skew", "sd_ln_h") + (
-        ("sd_shear",) if "sd_shear" in fit.idata.posterior else ())
+        ("sd_shear",) if "sd_shear" in fit.idata.posterior else ()
+    )
     missing = [v for v in names if v not in p]
     p.update(fit.draws(missing) if missing else {})
     lr_opt, bs_opt = optimum_draws(fit, n_params, compute, seed=seed, draws=p)
@@ -146,17 +173,27 @@ def grid_best_draws(fit: HparamsFit, n_params: float, compute, lrs, batch_sizes,
     ok = np.isfinite(lr_opt) & np.isfinite(bs_opt)
     x, y = np.log(lrs)[None, :], np.log(batch_sizes)[None, :]
     with np.errstate(over="ignore", invalid="ignore"):
-        mu = bowl(np, x, y, 0.0, np.log(lr_opt[ok])[:, None], np.log(bs_opt[ok])[:, None],
-                  h[ok] * p["qx"][ok, None], h[ok] * p["qy"][ok, None], shear[ok, None],
-                  p["skew"][ok, None])
+        mu = bowl(
+            np,
+            x,
+            y,
+            0.0,
+            np.log(lr_opt[ok])[:, None],
+            np.log(bs_opt[ok])[:, None],
+            h[ok] * p["qx"][ok, None],
+            h[ok] * p["qy"][ok, None],
+            shear[ok, None],
+            p["skew"][ok, None],
+        )
     noise = p["sigma"][ok, None] * rng.standard_t(float(fit.config["nu"]), size=mu.shape)
     k = np.argmin(np.where(np.isfinite(mu), mu, np.inf) + noise, axis=1)
     out_lr[ok], out_bs[ok] = lrs[k], batch_sizes[k]
     return out_lr, out_bs
 
 
-def grid_best_summary(lr_best, bs_best, lrs, batch_sizes, prob: float = 0.9,
-                      top: int = 5) -> tuple[dict, list[str]]:
+def grid_best_summary(
+    lr_best, bs_best, lrs, batch_sizes, prob: float = 0.9, top: int = 5
+) -> tuple[dict, list[str]]:
     """The ``grid_best`` block of a prediction and its warnings: lr and batch_size
     (mean/median/lower/upper over draws, the ends are grid values), the ``top`` most probable
     grid points with their probability of holding the best run, and how often the best run sits
@@ -164,13 +201,23 @@ def grid_best_summary(lr_best, bs_best, lrs, batch_sizes, prob: float = 0.9,
     lrs = merge_close(np.ravel(lrs))
     batch_sizes = merge_close(np.ravel(batch_sizes))
     ok = np.isfinite(lr_best)
-    out = {"lr": _summary(lr_best[ok], prob), "batch_size": _summary(bs_best[ok], prob),
-           "undefined_share": float(np.mean(~ok))}
-    pairs, counts = np.unique(np.column_stack([lr_best[ok], bs_best[ok]]), axis=0,
-                              return_counts=True)
+    out = {
+        "lr": _summary(lr_best[ok], prob),
+        "batch_size": _summary(bs_best[ok], prob),
+        "undefined_share": float(np.mean(~ok)),
+    }
+    pairs, counts = np.unique(
+        np.column_stack([lr_best[ok], bs_best[ok]]), axis=0, return_counts=True
+    )
     order = np.argsort(-counts, kind="stable")[:top]
-    out["points"] = [{"lr": float(pairs[i, 0]), "batch_size": float(pairs[i, 1]),
-                      "prob": float(counts[i] / len(lr_best))} for i in order]
+    out["points"] = [
+        {
+            "lr": float(pairs[i, 0]),
+            "batch_size": float(pairs[i, 1]),
+            "prob": float(counts[i] / len(lr_best)),
+        }
+        for i in order
+    ]
     edge_lr = np.isin(lr_best[ok], [lrs.min(), lrs.max()])
     edge_bs = np.isin(bs_best[ok], [batch_sizes.min(), batch_sizes.max()])
     out["edge_share"] = {"lr": float(np.mean(edge_lr)), "batch_size": float(np.mean(edge_bs))}
@@ -178,21 +225,32 @@ def grid_best_summary(lr_best, bs_best, lrs, batch_sizes, prob: float = 0.9,
     if out["undefined_share"] > (1 - prob) / 2:  # e.g. C_pre unidentified: no finite optimum
         for key in ("lr", "batch_size"):
             out[key] = {k: None for k in out[key]}
-        warnings.append(f"grid best undefined in {out['undefined_share']:.0%} of draws (no "
-                        "finite optimum there, see the C_pre warning); its intervals are open")
+        warnings.append(
+            f"grid best undefined in {out['undefined_share']:.0%} of draws (no "
+            "finite optimum there, see the C_pre warning); its intervals are open"
+        )
     for name, share in out["edge_share"].items():
         if share > (1 - prob) / 2 and len(np.unique(lrs if name == "lr" else batch_sizes)) > 2:
             warnings.append(
                 f"grid edge: in {share:.0%} of draws the grid's best run has the grid's smallest "
                 f"or largest {name.replace('_', ' ')}; the grid may not bracket the optimum "
-                "(extend it on that side)")
+                "(extend it on that side)"
+            )
     return out, warnings
 
 
-def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = None,
-                    init_loss: float | None = None, cpt_tokens: float | None = None,
-                    init_loss_sd: float | None = None, prob: float = 0.9, seed: int = 0,
-                    grid: tuple | None = None, keep_draws: bool = False) -> dict:
+def predict_optimum(
+    fit: HparamsFit,
+    n_params: float,
+    tokens: float | None = None,
+    init_loss: float | None = None,
+    cpt_tokens: float | None = None,
+    init_loss_sd: float | None = None,
+    prob: float = 0.9,
+    seed: int = 0,
+    grid: tuple | None = None,
+    keep_draws: bool = False,
+) -> dict:
     """Optimal LR and batch size (tokens) with ``prob`` intervals, as a JSON-ready dict.
 
     Without ``init_loss``: a fresh run of ``n_params`` on ``tokens``. With it: continual
@@ -208,13 +266,19 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
     grid_lrs, grid_batch_sizes = (None, None) if grid is None else grid
     _check_request(n_params, prob, tokens, cpt_tokens, grid_lrs, grid_batch_sizes)
     p = _law_draws(fit)
-    out = {"n_params": float(n_params), "prob": prob, "optimum_law": fit.config["optimum_law"],
-           "draws": int(len(p["a_lr"])), "warnings": []}
+    out = {
+        "n_params": float(n_params),
+        "prob": prob,
+        "optimum_law": fit.config["optimum_law"],
+        "draws": int(len(p["a_lr"])),
+        "warnings": [],
+    }
     c_pre = None
     if init_loss is None:
         if tokens is None:
-            raise ValueError("give the run's tokens (--tokens), or a checkpoint's --init-loss "
-                             "and --cpt-tokens")
+            raise ValueError(
+                "give the run's tokens (--tokens), or a checkpoint's --init-loss and --cpt-tokens"
+            )
         if cpt_tokens is not None:
             raise ValueError("--cpt-tokens needs the checkpoint's --init-loss")
         compute = 6.0 * n_params * tokens
@@ -227,9 +291,13 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
             raise ValueError("--init-loss needs the continual pre-training tokens (--cpt-tokens)")
         c_pre = c_pre_draws(fit, init_loss, init_loss_sd, seed=seed, draws=p)
         compute = c_pre + 6.0 * n_params * cpt_tokens
-        out.update(init_loss=float(init_loss), cpt_tokens=float(cpt_tokens),
-                   C_pre=_summary(c_pre, prob), C_total=_summary(compute, prob),
-                   equivalent_pretrain_tokens=_summary(c_pre / (6.0 * n_params), prob))
+        out.update(
+            init_loss=float(init_loss),
+            cpt_tokens=float(cpt_tokens),
+            C_pre=_summary(c_pre, prob),
+            C_total=_summary(compute, prob),
+            equivalent_pretrain_tokens=_summary(c_pre / (6.0 * n_params), prob),
+        )
         if tokens is not None:
             out["tokens"] = float(tokens)
             out["nominal_C_pre"] = 6.0 * n_params * tokens
@@ -243,14 +311,17 @@ def predict_optimum(fit: HparamsFit, n_params: float, tokens: float | None = Non
         if init_loss is not None:
             out["_draws"].update(C_pre=c_pre, C_total=compute)
     if grid_lrs is not None:
-        g_lr, g_bs = grid_points(sorted(set(map(float, grid_lrs))),
-                                 sorted(set(map(float, grid_batch_sizes))))
+        g_lr, g_bs = grid_points(
+            sorted(set(map(float, grid_lrs))), sorted(set(map(float, grid_batch_sizes)))
+        )
         b_lr, b_bs = grid_best_draws(fit, n_params, compute, g_lr, g_bs, seed=seed, draws=p)
         if keep_draws:
             out["_draws"].update(grid_best_lr=b_lr, grid_best_batch_size=b_bs)
         out["grid_best"], warn = grid_best_summary(b_lr, b_bs, g_lr, g_bs, prob)
-        out["grid_best"]["grid"] = {"lrs": sorted(set(map(float, grid_lrs))),
-                                    "batch_sizes": sorted(set(map(float, grid_batch_sizes)))}
+        out["grid_best"]["grid"] = {
+            "lrs": sorted(set(map(float, grid_lrs))),
+            "batch_sizes": sorted(set(map(float, grid_batch_sizes))),
+        }
         out["warnings"] += warn
     return out
 
@@ -274,8 +345,9 @@ def _check_request(n_params, prob, tokens, cpt_tokens, grid_lrs, grid_batch_size
                 raise ValueError(f"{name}s {list(np.ravel(vals))}; expected positive numbers")
 
 
-def _c_pre_warnings(fit: HparamsFit, out: dict, c_pre: np.ndarray, L0: np.ndarray,
-                    init_loss: float) -> list[str]:
+def _c_pre_warnings(
+    fit: HparamsFit, out: dict, c_pre: np.ndarray, L0: np.ndarray, init_loss: float
+) -> list[str]:
     """How well the checkpoint's equivalent compute C_pre is identified: records its
     ``unidentified_share`` (draws with L_true <= L0) in ``out["C_pre"]`` and returns a warning
     when that share exceeds the interval's tail mass, or when its interval spans more than
@@ -284,20 +356,26 @@ def _c_pre_warnings(fit: HparamsFit, out: dict, c_pre: np.ndarray, L0: np.ndarra
     unidentified = float(np.mean(~np.isfinite(c_pre)))
     out["C_pre"]["unidentified_share"] = unidentified
     if unidentified > (1 - prob) / 2:
-        return [f"C_pre unidentified: in {unidentified:.0%} of draws the loss {init_loss:g} is at "
-                f"or below the law's asymptote L0 (posterior median {np.median(L0):.3f}, "
-                f"{prob:.0%} interval {np.quantile(L0, (1 - prob) / 2):.3f}-"
-                f"{np.quantile(L0, (1 + prob) / 2):.3f}) within its noise; the compute"
-                + (" is open and those draws take the optimum at the asymptote L0 (a bound)"
-                   if fit.config["optimum_law"] == "loss" else
-                   ", and the optimum's upper or lower end, are open")
-                + ". Fit the law on a grid reaching lower losses, or treat the prediction as a "
-                "bound"]
+        return [
+            f"C_pre unidentified: in {unidentified:.0%} of draws the loss {init_loss:g} is at "
+            f"or below the law's asymptote L0 (posterior median {np.median(L0):.3f}, "
+            f"{prob:.0%} interval {np.quantile(L0, (1 - prob) / 2):.3f}-"
+            f"{np.quantile(L0, (1 + prob) / 2):.3f}) within its noise; the compute"
+            + (
+                " is open and those draws take the optimum at the asymptote L0 (a bound)"
+                if fit.config["optimum_law"] == "loss"
+                else ", and the optimum's upper or lower end, are open"
+            )
+            + ". Fit the law on a grid reaching lower losses, or treat the prediction as a "
+            "bound"
+        ]
     if out["C_pre"]["upper"] / out["C_pre"]["lower"] > WIDE_FACTOR:
-        return [f"C_pre poorly identified: its {prob:.0%} interval spans a factor "
-                f"{out['C_pre']['upper'] / out['C_pre']['lower']:.0f} (the loss is close to the "
-                "law's asymptote L0 or far outside the fitted losses); the optimum's interval is "
-                "correspondingly wide"]
+        return [
+            f"C_pre poorly identified: its {prob:.0%} interval spans a factor "
+            f"{out['C_pre']['upper'] / out['C_pre']['lower']:.0f} (the loss is close to the "
+            "law's asymptote L0 or far outside the fitted losses); the optimum's interval is "
+            "correspondingly wide"
+        ]
     return []
 
 
@@ -310,11 +388,14 @@ def _extrapolation_warnings(fit: HparamsFit, n_params: float, compute) -> list[s
     if finite_c.size and (np.median(finite_c) > 10 * c_hi or np.median(finite_c) < c_lo / 10):
         warnings.append(
             f"extrapolating: compute {np.median(finite_c):.3g} FLOPs is more than 10x outside the "
-            f"fitted cells ({c_lo:.3g}-{c_hi:.3g})")
+            f"fitted cells ({c_lo:.3g}-{c_hi:.3g})"
+        )
     n_lo, n_hi = fit.cells["model_size"].min(), fit.cells["model_size"].max()
     if n_params > 4 * n_hi or n_params < n_lo / 4:
-        warnings.append(f"extrapolating: model size {n_params:.3g} is more than 4x outside "
-                        f"the fitted sizes ({n_lo:.3g}-{n_hi:.3g})")
+        warnings.append(
+            f"extrapolating: model size {n_params:.3g} is more than 4x outside "
+            f"the fitted sizes ({n_lo:.3g}-{n_hi:.3g})"
+        )
     return warnings
 
 
@@ -332,11 +413,20 @@ def optimum_idata(fit: HparamsFit, res: dict):
     post = fit.idata.posterior
     shape = (post.sizes["chain"], post.sizes["draw"])
     names = {"lr": "lr_opt", "batch_size": "batch_size_opt"}
-    ds = xr.Dataset({names.get(k, k): (("chain", "draw"), np.asarray(v, float).reshape(shape))
-                     for k, v in res["_draws"].items()},
-                    coords={"chain": post["chain"].values, "draw": post["draw"].values})
-    ds.attrs.update({k: v for k, v in res.items() if isinstance(v, (int, float, str))
-                     and not isinstance(v, bool)})
+    ds = xr.Dataset(
+        {
+            names.get(k, k): (("chain", "draw"), np.asarray(v, float).reshape(shape))
+            for k, v in res["_draws"].items()
+        },
+        coords={"chain": post["chain"].values, "draw": post["draw"].values},
+    )
+    ds.attrs.update(
+        {
+            k: v
+            for k, v in res.items()
+            if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+        }
+    )
     return az.InferenceData(predictions=ds)
 
 
@@ -355,19 +445,23 @@ def law_text(fit) -> str:
         # ln lr = a + bL (ln L - ln L_ref): coefficient at L = 1 nat
         c_lr = post["a_lr"] - post["bL_lr"] * r.ln_l
         c_bs = post["a_bs"] - post["bL_bs"] * r.ln_l
-        return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} L^({iv(post['bL_lr'])})\n"
-                f"B_opt  = {math.exp(np.mean(c_bs)):.3g} L^({iv(post['bL_bs'])})  (tokens; L = "
-                "best loss in nats, at L(C) for a prediction)\n"
-                f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
-                f"A {iv(post['A'])}, g {iv(post['g'])}")
+        return (
+            f"LR_opt = {math.exp(np.mean(c_lr)):.3g} L^({iv(post['bL_lr'])})\n"
+            f"B_opt  = {math.exp(np.mean(c_bs)):.3g} L^({iv(post['bL_bs'])})  (tokens; L = "
+            "best loss in nats, at L(C) for a prediction)\n"
+            f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
+            f"A {iv(post['A'])}, g {iv(post['g'])}"
+        )
     post = fit.draws(["a_lr", "bN_lr", "bD_lr", "a_bs", "bN_bs", "bD_bs", "L0", "A", "g"])
 
     # ln lr = a + bN (ln N - ln N_ref) + bD (ln D - ln D_ref): intercept at N = D = 1
     c_lr = post["a_lr"] - post["bN_lr"] * r.ln_n - post["bD_lr"] * r.ln_d
     c_bs = post["a_bs"] - post["bN_bs"] * r.ln_n - post["bD_bs"] * r.ln_d
-    return (f"LR_opt = {math.exp(np.mean(c_lr)):.3g} N^({iv(post['bN_lr'])}) "
-            f"D^({iv(post['bD_lr'])})\n"
-            f"B_opt  = {math.exp(np.mean(c_bs)):.3g} N^({iv(post['bN_bs'])}) "
-            f"D^({iv(post['bD_bs'])})  (tokens)\n"
-            f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
-            f"A {iv(post['A'])}, g {iv(post['g'])}")
+    return (
+        f"LR_opt = {math.exp(np.mean(c_lr)):.3g} N^({iv(post['bN_lr'])}) "
+        f"D^({iv(post['bD_lr'])})\n"
+        f"B_opt  = {math.exp(np.mean(c_bs)):.3g} N^({iv(post['bN_bs'])}) "
+        f"D^({iv(post['bD_bs'])})  (tokens)\n"
+        f"L(C)   = L0 + A (C / {math.exp(r.ln_c):.3g})^-g: L0 {iv(post['L0'])}, "
+        f"A {iv(post['A'])}, g {iv(post['g'])}"
+    )

@@ -15,8 +15,10 @@ output), :mod:`.plots`, :mod:`.phenomena`; the commands ``bayescpt lab run|plot`
 module of the lab imports without it.
 """
 
-INSTALL_HINT = ("the lab needs PyTorch: install the optional extra with "
-                "`pip install 'bayescpt[lab]'` (or `pip install torch==2.13.0`)")
+INSTALL_HINT = (
+    "the lab needs PyTorch: install the optional extra with "
+    "`pip install 'bayescpt[lab]'` (or `pip install torch==2.13.0`)"
+)
 
 
 def require_torch():

@@ -27,9 +27,18 @@ from bayescpt.core import schedules as S
 
 BUILDERS = ("constant", "cosine", "wsd", "rewarmup", "multistep", "cyclic")
 ROLES = ("general", "domain", "other")
-TRAIN_DEFAULTS = {"seq_len": 64, "batch_size": 16, "weight_decay": 0.1, "beta1": 0.9,
-                  "beta2": 0.95, "eps": 1e-8, "grad_clip": 1.0, "eval_every": 25,
-                  "eval_sequences": 64, "eval_cpt_early": []}
+TRAIN_DEFAULTS = {
+    "seq_len": 64,
+    "batch_size": 16,
+    "weight_decay": 0.1,
+    "beta1": 0.9,
+    "beta2": 0.95,
+    "eps": 1e-8,
+    "grad_clip": 1.0,
+    "eval_every": 25,
+    "eval_sequences": 64,
+    "eval_cpt_early": [],
+}
 
 
 @dataclass(frozen=True)
@@ -67,18 +76,18 @@ class LabConfig:
     seed: int
     threads: int
     train: dict
-    sizes: dict            # name -> {d_model, n_layers, n_heads}
-    corpora: dict          # name -> corpus table (with role)
+    sizes: dict  # name -> {d_model, n_layers, n_heads}
+    corpora: dict  # name -> corpus table (with role)
     pt_steps: int
     pt_schedule: dict
-    cpt_schedules: dict    # name -> schedule table
-    runs: list             # [CptRun]
+    cpt_schedules: dict  # name -> schedule table
+    runs: list  # [CptRun]
     heldout_schedules: list = field(default_factory=list)
     heldout_replay: list = field(default_factory=list)
     raw: dict = field(default_factory=dict)
-    pt_schedules: dict = field(default_factory=dict)   # name -> schedule table (PT-only runs)
-    pt_runs: list = field(default_factory=list)        # [PtRun]
-    pt_heldout: list = field(default_factory=list)     # PT schedule names held out
+    pt_schedules: dict = field(default_factory=dict)  # name -> schedule table (PT-only runs)
+    pt_runs: list = field(default_factory=list)  # [PtRun]
+    pt_heldout: list = field(default_factory=list)  # PT schedule names held out
 
     def corpus_with_role(self, role: str) -> str:
         return next(n for n, c in self.corpora.items() if c["role"] == role)
@@ -91,8 +100,11 @@ class LabConfig:
 
     def pt_run_schedule(self, run: PtRun) -> S.Schedule:
         """The per-step LR of a PT-only run (index 0 is the initialisation)."""
-        return build_schedule(self.pt_schedules[run.schedule], run.steps,
-                              where=f"{self.source}: [pt.schedules.{run.schedule}]")
+        return build_schedule(
+            self.pt_schedules[run.schedule],
+            run.steps,
+            where=f"{self.source}: [pt.schedules.{run.schedule}]",
+        )
 
     def pt_schedule_built(self) -> S.Schedule:
         return build_schedule(self.pt_schedule, self.pt_steps, where=f"{self.source}: [pt]")
@@ -101,9 +113,12 @@ class LabConfig:
         """The per-step LR of ``run`` from the start of PT: PT up to the transfer, then CPT."""
         pt = self.pt_schedule_built()
         prefix = S.Schedule(pt.lr[: run.transfer + 1], min(pt.warmup_steps, run.transfer), "pt")
-        seg = build_schedule(self.cpt_schedules[run.schedule], run.steps,
-                             where=f"{self.source}: [cpt.schedules.{run.schedule}]",
-                             start=prefix)
+        seg = build_schedule(
+            self.cpt_schedules[run.schedule],
+            run.steps,
+            where=f"{self.source}: [cpt.schedules.{run.schedule}]",
+            start=prefix,
+        )
         return prefix.then(seg, name=run.name)
 
 
@@ -140,8 +155,7 @@ def _number(table, key, where):
 def _table(v, key, where, of_tables=False):
     """``v`` must be a TOML table (of tables, when ``of_tables``); ``{}`` when missing."""
     v = {} if v is None else v
-    if not isinstance(v, dict) or (of_tables and any(not isinstance(x, dict)
-                                                     for x in v.values())):
+    if not isinstance(v, dict) or (of_tables and any(not isinstance(x, dict) for x in v.values())):
         kind = "a table of tables [" + key + ".NAME]" if of_tables else "a table [" + key + "]"
         raise ValueError(f"{where}: '{key}' = {v!r}; expected {kind}")
     return v
@@ -187,20 +201,26 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
     pt = _table(raw.get("pt"), "pt", source)
     extra = set(pt) - {"steps", "schedule", "schedules", "grid", "heldout_schedules"}
     if extra:
-        raise ValueError(f"{source}: [pt] unknown key(s) {sorted(extra)}; known: steps, "
-                         "schedule, schedules, grid, heldout_schedules")
+        raise ValueError(
+            f"{source}: [pt] unknown key(s) {sorted(extra)}; known: steps, "
+            "schedule, schedules, grid, heldout_schedules"
+        )
     pt_scheds = _table(pt.get("schedules"), "pt.schedules", source, of_tables=True)
     pt_runs = _pt_grid(pt, pt_scheds, sizes, source)
     if "cpt" not in raw and not pt_runs:
-        raise ValueError(f"{source}: no runs; add [[cpt.grid]] blocks (CPT runs, with [pt] steps "
-                         "and schedule) or [[pt.grid]] blocks (PT-only runs)")
+        raise ValueError(
+            f"{source}: no runs; add [[cpt.grid]] blocks (CPT runs, with [pt] steps "
+            "and schedule) or [[pt.grid]] blocks (PT-only runs)"
+        )
     cpt_wanted = "cpt" in raw
     pt_steps = 0
     if cpt_wanted:
         pt_steps = _int(pt, "steps", f"{source}: [pt]")
         if not isinstance(pt.get("schedule"), dict):
-            raise ValueError(f"{source}: [pt] needs a 'schedule' table, e.g. "
-                             "{kind = \"wsd\", peak = 2e-3, decay_steps = 300, warmup_steps = 50}")
+            raise ValueError(
+                f"{source}: [pt] needs a 'schedule' table, e.g. "
+                '{kind = "wsd", peak = 2e-3, decay_steps = 300, warmup_steps = 50}'
+            )
 
     runs, held, cpt, scheds = [], [], {}, {}
     if cpt_wanted:
@@ -208,14 +228,32 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
     pt_held = pt.get("heldout_schedules", [])
     if pt_held:
         _names(pt_held, pt_scheds, "heldout_schedules", f"{source}: [pt]")
-    cfg = LabConfig(source, str(raw.get("name", Path(source).stem)), int(raw.get("seed", 0)),
-                    int(raw.get("threads", 1)), train, sizes, corpora, pt_steps,
-                    pt.get("schedule", {}), scheds, runs,
-                    list(cpt.get("heldout_schedules", [])),
-                    [float(r) for r in held], raw, pt_scheds, pt_runs, list(pt_held))
+    cfg = LabConfig(
+        source,
+        str(raw.get("name", Path(source).stem)),
+        int(raw.get("seed", 0)),
+        int(raw.get("threads", 1)),
+        train,
+        sizes,
+        corpora,
+        pt_steps,
+        pt.get("schedule", {}),
+        scheds,
+        runs,
+        list(cpt.get("heldout_schedules", [])),
+        [float(r) for r in held],
+        raw,
+        pt_scheds,
+        pt_runs,
+        list(pt_held),
+    )
     if cpt_wanted:
-        _names(cfg.heldout_schedules or list(scheds)[:1], scheds, "heldout_schedules",
-               f"{source}: [cpt]")
+        _names(
+            cfg.heldout_schedules or list(scheds)[:1],
+            scheds,
+            "heldout_schedules",
+            f"{source}: [cpt]",
+        )
         cfg.pt_schedule_built()
     for run in runs:  # build every schedule now: errors before any training
         cfg.full_schedule(run)
@@ -230,8 +268,9 @@ def _train(raw: dict, source: str) -> dict:
     train = dict(TRAIN_DEFAULTS)
     extra = set(_table(raw.get("train"), "train", source)) - set(TRAIN_DEFAULTS)
     if extra:
-        raise ValueError(f"{source}: [train] unknown key(s) {sorted(extra)}; "
-                         f"known: {sorted(TRAIN_DEFAULTS)}")
+        raise ValueError(
+            f"{source}: [train] unknown key(s) {sorted(extra)}; known: {sorted(TRAIN_DEFAULTS)}"
+        )
     train.update(raw.get("train", {}))
     for k in ("seq_len", "batch_size", "eval_every", "eval_sequences"):
         _int(train, k, f"{source}: [train]")
@@ -239,8 +278,10 @@ def _train(raw: dict, source: str) -> dict:
         _number(train, k, f"{source}: [train]")
     early = train["eval_cpt_early"]
     if not isinstance(early, list) or any(not isinstance(j, int) or j < 1 for j in early):
-        raise ValueError(f"{source}: [train] 'eval_cpt_early' = {early!r}; expected a list of "
-                         "CPT steps (>= 1) with an extra evaluation, e.g. [1, 2, 4, 8, 16]")
+        raise ValueError(
+            f"{source}: [train] 'eval_cpt_early' = {early!r}; expected a list of "
+            "CPT steps (>= 1) with an extra evaluation, e.g. [1, 2, 4, 8, 16]"
+        )
     return train
 
 
@@ -254,8 +295,10 @@ def _sizes(raw: dict, source: str) -> dict:
         for k in ("d_model", "n_layers", "n_heads"):
             _int(s, k, f"{source}: [sizes.{n}]")
         if s["d_model"] % s["n_heads"]:
-            raise ValueError(f"{source}: [sizes.{n}] d_model={s['d_model']} is not a multiple "
-                             f"of n_heads={s['n_heads']}")
+            raise ValueError(
+                f"{source}: [sizes.{n}] d_model={s['d_model']} is not a multiple "
+                f"of n_heads={s['n_heads']}"
+            )
     return sizes
 
 
@@ -266,11 +309,14 @@ def _corpora(raw: dict, source: str) -> dict:
     roles = [c.get("role") for c in corpora.values()]
     for n, c in corpora.items():
         if c.get("role") not in ROLES:
-            raise ValueError(f"{source}: [corpora.{n}] role {c.get('role')!r}; expected one of "
-                             f"{ROLES}")
+            raise ValueError(
+                f"{source}: [corpora.{n}] role {c.get('role')!r}; expected one of {ROLES}"
+            )
     if roles.count("general") != 1 or roles.count("domain") != 1:
-        raise ValueError(f"{source}: expected exactly one corpus with role 'general' (PT data) "
-                         f"and one with role 'domain' (CPT data); found roles {roles}")
+        raise ValueError(
+            f"{source}: expected exactly one corpus with role 'general' (PT data) "
+            f"and one with role 'domain' (CPT data); found roles {roles}"
+        )
     return corpora
 
 
@@ -286,15 +332,18 @@ def _pt_grid(pt: dict, scheds: dict, sizes: dict, source: str) -> list:
         where = f"{source}: [[pt.grid]] #{i + 1}"
         extra = set(block) - {"sizes", "schedules", "steps"}
         if extra:
-            raise ValueError(f"{where}: unknown key(s) {sorted(extra)}; known: sizes, "
-                             "schedules, steps")
+            raise ValueError(
+                f"{where}: unknown key(s) {sorted(extra)}; known: sizes, schedules, steps"
+            )
         sz = _names(block.get("sizes"), sizes, "sizes", where)
         sc = _names(block.get("schedules"), scheds, "schedules", where)
         lengths = block.get("steps")
-        if not isinstance(lengths, list) or not lengths or any(
-                not isinstance(t, int) or isinstance(t, bool) or t < 2 for t in lengths):
-            raise ValueError(f"{where}: 'steps' = {lengths!r}; expected a list of PT lengths "
-                             ">= 2")
+        if (
+            not isinstance(lengths, list)
+            or not lengths
+            or any(not isinstance(t, int) or isinstance(t, bool) or t < 2 for t in lengths)
+        ):
+            raise ValueError(f"{where}: 'steps' = {lengths!r}; expected a list of PT lengths >= 2")
         for combo in itertools.product(sz, sc, lengths):
             run = PtRun(*combo)
             if run not in seen:
@@ -318,34 +367,54 @@ def _cpt_grid(raw: dict, sizes: dict, pt_steps: int, source: str):
         sz = _names(block.get("sizes"), sizes, "sizes", where)
         sc = _names(block.get("schedules"), scheds, "schedules", where)
         transfers = block.get("transfers")
-        if not isinstance(transfers, list) or not transfers or any(
-                not isinstance(t, int) or not 1 <= t <= pt_steps for t in transfers):
-            raise ValueError(f"{where}: 'transfers' = {transfers!r}; expected PT steps in "
-                             f"1..{pt_steps}")
+        if (
+            not isinstance(transfers, list)
+            or not transfers
+            or any(not isinstance(t, int) or not 1 <= t <= pt_steps for t in transfers)
+        ):
+            raise ValueError(
+                f"{where}: 'transfers' = {transfers!r}; expected PT steps in 1..{pt_steps}"
+            )
         lengths = block.get("steps")
-        if not isinstance(lengths, list) or not lengths or any(
-                not isinstance(t, int) or t < 2 for t in lengths):
+        if (
+            not isinstance(lengths, list)
+            or not lengths
+            or any(not isinstance(t, int) or t < 2 for t in lengths)
+        ):
             raise ValueError(f"{where}: 'steps' = {lengths!r}; expected a list of CPT lengths")
         replay = block.get("replay", [0.0])
-        if not isinstance(replay, list) or not replay or any(
+        if (
+            not isinstance(replay, list)
+            or not replay
+            or any(
                 not isinstance(r, (int, float)) or isinstance(r, bool) or not 0 <= r < 1
-                for r in replay):
-            raise ValueError(f"{where}: 'replay' = {replay!r}; expected shares of PT data in "
-                             "[0, 1)")
+                for r in replay
+            )
+        ):
+            raise ValueError(
+                f"{where}: 'replay' = {replay!r}; expected shares of PT data in [0, 1)"
+            )
         for combo in itertools.product(sz, transfers, sc, lengths, replay):
             run = CptRun(combo[0], combo[1], combo[2], combo[3], float(combo[4]))
             if run not in seen:
                 seen.add(run)
                 runs.append(run)
     if not runs:
-        raise ValueError(f"{source}: no runs; add a [[cpt.grid]] block (CPT runs) "
-                         "or [[pt.grid]] blocks (PT-only runs)")
+        raise ValueError(
+            f"{source}: no runs; add a [[cpt.grid]] block (CPT runs) "
+            "or [[pt.grid]] blocks (PT-only runs)"
+        )
     held = cpt.get("heldout_replay", [])
-    if not isinstance(held, list) or any(not isinstance(r, (int, float)) or isinstance(r, bool)
-                                         or not 0 <= r < 1 for r in held):
-        raise ValueError(f"{source}: [cpt] 'heldout_replay' = {held!r}; expected a list of "
-                         "shares of PT data in [0, 1)")
+    if not isinstance(held, list) or any(
+        not isinstance(r, (int, float)) or isinstance(r, bool) or not 0 <= r < 1 for r in held
+    ):
+        raise ValueError(
+            f"{source}: [cpt] 'heldout_replay' = {held!r}; expected a list of "
+            "shares of PT data in [0, 1)"
+        )
     if not isinstance(cpt.get("heldout_schedules", []), list):
-        raise ValueError(f"{source}: [cpt] 'heldout_schedules' = "
-                         f"{cpt['heldout_schedules']!r}; expected a list of schedule names")
+        raise ValueError(
+            f"{source}: [cpt] 'heldout_schedules' = "
+            f"{cpt['heldout_schedules']!r}; expected a list of schedule names"
+        )
     return runs, held, cpt, scheds

@@ -38,9 +38,14 @@ class Corpus:
     files_sha256: str
 
     def describe(self) -> dict:
-        return {"name": self.name, "files": len(self.files), "train_bytes": int(self.train.size),
-                "val_bytes": int(self.val.size), "sha256": self.sha256,
-                "files_sha256": self.files_sha256}
+        return {
+            "name": self.name,
+            "files": len(self.files),
+            "train_bytes": int(self.train.size),
+            "val_bytes": int(self.val.size),
+            "sha256": self.sha256,
+            "files_sha256": self.files_sha256,
+        }
 
 
 def _matching_files(paths, exclude) -> list[str]:
@@ -71,10 +76,12 @@ def load_corpus(name: str, spec: dict) -> Corpus:
     files_digest = hashlib.sha256("\n".join(files).encode()).hexdigest()
     pinned = spec.get("sha256")
     if pinned and not digest.startswith(str(pinned).lower()):
-        raise ValueError(f"corpus {name!r}: the {len(files)} files matching {paths} hash to "
-                         f"{digest[:16]}..., not the pinned {pinned[:16]}...; the files on this "
-                         "machine differ from the ones the config was made with (remove 'sha256' "
-                         "from the config to accept them)")
+        raise ValueError(
+            f"corpus {name!r}: the {len(files)} files matching {paths} hash to "
+            f"{digest[:16]}..., not the pinned {pinned[:16]}...; the files on this "
+            "machine differ from the ones the config was made with (remove 'sha256' "
+            "from the config to accept them)"
+        )
     block = int(spec.get("block_bytes", 4096))
     every = int(spec.get("val_every", 20))
     if block < 64 or every < 2:
@@ -84,5 +91,6 @@ def load_corpus(name: str, spec: dict) -> Corpus:
     is_val = (np.arange(n_blocks) % every) == every - 1
     block_of = np.arange(data.size) // block
     val_mask = is_val[block_of]
-    return Corpus(name, data[~val_mask].copy(), data[val_mask].copy(), tuple(files), digest,
-                  files_digest)
+    return Corpus(
+        name, data[~val_mask].copy(), data[val_mask].copy(), tuple(files), digest, files_digest
+    )

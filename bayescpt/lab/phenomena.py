@@ -37,6 +37,7 @@ def per_run(curves: pd.DataFrame, runs: pd.DataFrame, const_name: str = "const")
     const = df[df["schedule"] == const_name].set_index(KEYS)
     for key in ("gen", "dom"):
         ref = [const[f"{key}_end"].get(tuple(k), np.nan) for k in df[KEYS].itertuples(index=False)]
-        df[f"anneal_{key}"] = np.where(df["schedule"] == const_name, np.nan,
-                                       np.asarray(ref, dtype=float) - df[f"{key}_end"])
+        df[f"anneal_{key}"] = np.where(
+            df["schedule"] == const_name, np.nan, np.asarray(ref, dtype=float) - df[f"{key}_end"]
+        )
     return df

@@ -9,7 +9,7 @@ import pandas as pd
 
 from bayescpt.core.plotting import pyplot
 
-plt = pyplot()   # Agg unless a backend was chosen (a notebook's inline one)
+plt = pyplot()  # Agg unless a backend was chosen (a notebook's inline one)
 
 FACTORS = ("schedule", "transfer", "replay_ratio", "size", "cpt_steps")
 
@@ -22,8 +22,9 @@ def reference(runs: pd.DataFrame) -> dict:
     return ref
 
 
-def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, roles=None,
-                fig=None):
+def plot_factor(
+    curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, roles=None, fig=None
+):
     """One figure: a column of panels (one per validation role, then the LR) with one line per
     value of ``vary``, the other factors at ``ref``. ``fig``: a Figure to draw into (default: a
     new 7.5 in wide one). Returns the Figure, or None when fewer than two runs differ in
@@ -41,8 +42,9 @@ def plot_factor(curves: pd.DataFrame, runs: pd.DataFrame, vary: str, ref: dict, 
     start = max(0, int(sel["transfer"].min()) - 300)
     if fig is None:
         fig = plt.figure(figsize=(7.5, 2.3 * (len(roles) + 1)))
-    axes = fig.subplots(len(roles) + 1, 1, sharex=True,
-                        gridspec_kw={"height_ratios": [3] * len(roles) + [1.4]})
+    axes = fig.subplots(
+        len(roles) + 1, 1, sharex=True, gridspec_kw={"height_ratios": [3] * len(roles) + [1.4]}
+    )
     cmap = plt.get_cmap("viridis")
     for i, (_, r) in enumerate(sel.iterrows()):
         color = cmap(i / max(1, len(sel) - 1) * 0.9)
@@ -101,13 +103,16 @@ def plot_pt_runs(curves: pd.DataFrame, runs: pd.DataFrame) -> dict:
             ax.plot(g["step"], g["loss"], ls, color=cmap(i % 10), lw=1.1, label=label)
             lr = c.drop_duplicates("step")
             axlr.plot(lr["step"], lr["lr"], ls, color=cmap(i % 10), lw=1.0)
-        low = curves.loc[curves["run"].isin(group["run"]) & (curves["val_role"] == "general"),
-                         "loss"].min()
-        ax.set_ylim(low - 0.05, low + 1.0)   # the informative part: the decays, not the start
+        low = curves.loc[
+            curves["run"].isin(group["run"]) & (curves["val_role"] == "general"), "loss"
+        ].min()
+        ax.set_ylim(low - 0.05, low + 1.0)  # the informative part: the decays, not the start
         name = curves.loc[curves["val_role"] == "general", "val_set"].iloc[0]
         ax.set_ylabel(f"general loss ({name}, nats/byte)")
-        ax.set_title(f"PT runs of size {size} "
-                     f"({int(group['model_size'].iloc[0]):,} non-embedding params)", fontsize=9)
+        ax.set_title(
+            f"PT runs of size {size} ({int(group['model_size'].iloc[0]):,} non-embedding params)",
+            fontsize=9,
+        )
         ax.legend(fontsize=7, ncol=2, loc="upper right")
         ax.grid(alpha=0.3)
         axlr.set_ylabel("learning rate")

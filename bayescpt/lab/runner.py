@@ -35,8 +35,17 @@ from bayescpt.lab.config import LabConfig
 from bayescpt.lab.corpora import Corpus, load_corpus
 from bayescpt.lab.model import byte_lm
 
-COLUMNS = ["run", "step", "lr", "loss", "val_set", "val_role", "phase", "replay_ratio",
-           "model_size"]
+COLUMNS = [
+    "run",
+    "step",
+    "lr",
+    "loss",
+    "val_set",
+    "val_role",
+    "phase",
+    "replay_ratio",
+    "model_size",
+]
 
 
 def derive_seed(seed: int, *purpose) -> int:
@@ -70,13 +79,17 @@ class Trainer:
         self.torch, self.cfg, tr = torch, cfg, cfg.train
         torch.manual_seed(derive_seed(cfg.seed, "init", size))
         spec = cfg.sizes[size]
-        self.model = byte_lm(torch, spec["d_model"], spec["n_layers"], spec["n_heads"],
-                             tr["seq_len"])
+        self.model = byte_lm(
+            torch, spec["d_model"], spec["n_layers"], spec["n_heads"], tr["seq_len"]
+        )
         params = list(self.model.parameters())
-        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": tr["weight_decay"]},
-                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-        self.opt = torch.optim.AdamW(groups, lr=0.0, betas=(tr["beta1"], tr["beta2"]),
-                                     eps=tr["eps"])
+        groups = [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": tr["weight_decay"]},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ]
+        self.opt = torch.optim.AdamW(
+            groups, lr=0.0, betas=(tr["beta1"], tr["beta2"]), eps=tr["eps"]
+        )
         self.val = {name: torch.from_numpy(w.astype(np.int64)) for name, w in val.items()}
 
     def step(self, batch: np.ndarray, lr: float) -> float:
@@ -105,12 +118,22 @@ class Trainer:
 
 def _check_finite(loss: float, what: str, step: int, lr: float):
     if not np.isfinite(loss):
-        raise ValueError(f"{what} diverged at step {step} (training loss {loss}, lr {lr:g}); "
-                         "lower the peak learning rate or raise grad_clip in the config")
+        raise ValueError(
+            f"{what} diverged at step {step} (training loss {loss}, lr {lr:g}); "
+            "lower the peak learning rate or raise grad_clip in the config"
+        )
 
 
-def _rows(run: str, lr: np.ndarray, phase: np.ndarray, losses: dict, roles: dict,
-          general: str, replay: float, size: float) -> pd.DataFrame:
+def _rows(
+    run: str,
+    lr: np.ndarray,
+    phase: np.ndarray,
+    losses: dict,
+    roles: dict,
+    general: str,
+    replay: float,
+    size: float,
+) -> pd.DataFrame:
     """Rows of one run: a ``general`` row at every step (the LR; the loss where evaluated) and a
     row per other validation set at evaluated steps."""
     steps = np.arange(lr.size)
@@ -124,13 +147,27 @@ def _rows(run: str, lr: np.ndarray, phase: np.ndarray, losses: dict, roles: dict
             keep = steps
         else:
             loss, keep = val, at
-        frames.append(pd.DataFrame({"run": run, "step": keep, "lr": lr[keep], "loss": loss,
-                                    "val_set": vs, "val_role": role, "phase": phase[keep],
-                                    "replay_ratio": replay, "model_size": size}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": run,
+                    "step": keep,
+                    "lr": lr[keep],
+                    "loss": loss,
+                    "val_set": vs,
+                    "val_role": role,
+                    "phase": phase[keep],
+                    "replay_ratio": replay,
+                    "model_size": size,
+                }
+            )
+        )
     df = pd.concat(frames, ignore_index=True)
-    return df.sort_values(["step", "val_role"], kind="stable",
-                          key=lambda c: c.map({"general": 0, "domain": 1, "other": 2})
-                          if c.name == "val_role" else c)
+    return df.sort_values(
+        ["step", "val_role"],
+        kind="stable",
+        key=lambda c: c.map({"general": 0, "domain": 1, "other": 2}) if c.name == "val_role" else c,
+    )
 
 
 @dataclass
@@ -167,21 +204,31 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
 
     corpora: dict[str, Corpus] = {n: load_corpus(n, spec) for n, spec in cfg.corpora.items()}
     for c in corpora.values():
-        log(f"corpus {c.name}: {len(c.files)} files, {c.train.size / 1e6:.2f} MB train, "
-            f"{c.val.size / 1e6:.2f} MB validation, sha256 {c.sha256[:16]}")
-    lab = _Lab(torch, cfg, corpora,
-               {n: fixed_windows(c.val, tr["seq_len"], tr["eval_sequences"])
-                for n, c in corpora.items()},
-               {n: spec["role"] for n, spec in cfg.corpora.items()},
-               cfg.corpus_with_role("general"), cfg.corpus_with_role("domain"), log,
-               cfg.pt_schedule_built() if cfg.runs else None)
+        log(
+            f"corpus {c.name}: {len(c.files)} files, {c.train.size / 1e6:.2f} MB train, "
+            f"{c.val.size / 1e6:.2f} MB validation, sha256 {c.sha256[:16]}"
+        )
+    lab = _Lab(
+        torch,
+        cfg,
+        corpora,
+        {n: fixed_windows(c.val, tr["seq_len"], tr["eval_sequences"]) for n, c in corpora.items()},
+        {n: spec["role"] for n, spec in cfg.corpora.items()},
+        cfg.corpus_with_role("general"),
+        cfg.corpus_with_role("domain"),
+        log,
+        cfg.pt_schedule_built() if cfg.runs else None,
+    )
 
     frames, sizes_info = [], {}
     for size in cfg.sizes_in_use():
         trainer = Trainer(torch, cfg, size, lab.val)
         n_params = trainer.model.non_embedding_params()
-        sizes_info[size] = {**cfg.sizes[size], "non_embedding_params": n_params,
-                            "params": sum(p.numel() for p in trainer.model.parameters())}
+        sizes_info[size] = {
+            **cfg.sizes[size],
+            "non_embedding_params": n_params,
+            "params": sum(p.numel() for p in trainer.model.parameters()),
+        }
         for prun in (r for r in cfg.pt_runs if r.size == size):
             frames.append(_pt_run(lab, prun, n_params))
         if any(r.size == size for r in cfg.runs):
@@ -191,25 +238,38 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
     out_dir.mkdir(parents=True, exist_ok=True)
     text = curves.to_csv(index=False, float_format="%.8g", lineterminator="\n")
     _atomic_write(curves_path, text)
-    _atomic_write(out_dir / "runs.csv", pd.DataFrame(lab.run_info).to_csv(index=False,
-                                                                            lineterminator="\n"))
+    _atomic_write(
+        out_dir / "runs.csv", pd.DataFrame(lab.run_info).to_csv(index=False, lineterminator="\n")
+    )
     manifest = {
-        "config_name": cfg.name, "config_source": cfg.source, "config": cfg.raw,
+        "config_name": cfg.name,
+        "config_source": cfg.source,
+        "config": cfg.raw,
         "seed": cfg.seed,
-        "versions": {"bayescpt": bayescpt.__version__, "torch": torch.__version__,
-                     "numpy": np.__version__, "pandas": pd.__version__,
-                     "python": sys.version.split()[0], "platform": platform.platform()},
+        "versions": {
+            "bayescpt": bayescpt.__version__,
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "pandas": pd.__version__,
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+        },
         "threads": cfg.threads,
         "corpora": {n: {**c.describe(), "role": lab.roles[n]} for n, c in corpora.items()},
         "sizes": sizes_info,
         "runs": len(lab.run_info),
-        "heldout_schedules": cfg.heldout_schedules, "heldout_replay": cfg.heldout_replay,
+        "heldout_schedules": cfg.heldout_schedules,
+        "heldout_replay": cfg.heldout_replay,
         "pt_heldout_schedules": cfg.pt_heldout,
         "curves_sha256": hashlib.sha256(text.encode()).hexdigest(),
         "rows": len(curves),
-        "timings_s": {"total": round(time.perf_counter() - t_start, 1),
-                      "total_cpu": round(time.process_time() - cpu_start, 1), **lab.timings},
-        "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+        "timings_s": {
+            "total": round(time.perf_counter() - t_start, 1),
+            "total_cpu": round(time.process_time() - cpu_start, 1),
+            **lab.timings,
+        },
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
     }
     _atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     return manifest
@@ -222,23 +282,35 @@ def _cpt_grid(lab: _Lab, trainer: Trainer, size: str, n_params: int) -> list[pd.
     pt_sched = lab.pt_schedule
     transfers = cfg.transfers(size)
     last = max(transfers)
-    pt_batches = Batches(lab.corpora[lab.general].train, tr["seq_len"],
-                         derive_seed(cfg.seed, "pt"))
+    pt_batches = Batches(lab.corpora[lab.general].train, tr["seq_len"], derive_seed(cfg.seed, "pt"))
     pt_losses = {0: trainer.evaluate()}
     t0 = time.perf_counter()
-    snaps = _pretrain(trainer, pt_sched.lr, last, pt_batches, tr["batch_size"], tr["eval_every"],
-                      set(transfers), pt_losses, f"PT of size {size!r}", snapshot=True)
+    snaps = _pretrain(
+        trainer,
+        pt_sched.lr,
+        last,
+        pt_batches,
+        tr["batch_size"],
+        tr["eval_every"],
+        set(transfers),
+        pt_losses,
+        f"PT of size {size!r}",
+        snapshot=True,
+    )
     lab.timings[f"{size}/pt"] = round(time.perf_counter() - t0, 2)
-    lab.log(f"size {size} ({n_params:,} non-embedding params): PT {last} steps in "
-            f"{lab.timings[f'{size}/pt']:.0f} s; general loss {pt_losses[last][lab.general]:.3f}")
+    lab.log(
+        f"size {size} ({n_params:,} non-embedding params): PT {last} steps in "
+        f"{lab.timings[f'{size}/pt']:.0f} s; general loss {pt_losses[last][lab.general]:.3f}"
+    )
     frames = []
     for run in (r for r in cfg.runs if r.size == size):
         frames.append(_cpt_run(lab, trainer, run, snaps[run.transfer], pt_losses, n_params))
     return frames
 
 
-def _cpt_run(lab: _Lab, trainer: Trainer, run, snap, pt_losses: dict,
-             n_params: int) -> pd.DataFrame:
+def _cpt_run(
+    lab: _Lab, trainer: Trainer, run, snap, pt_losses: dict, n_params: int
+) -> pd.DataFrame:
     """Train CPT run ``run`` from its transfer's checkpoint ``snap``: each step's batch mixes replayed PT
     sequences (the replay ratio) with domain ones; evaluate every ``eval_every`` steps, at the
     ``eval_cpt_early`` steps and at the end. Returns its rows (its PT part from ``pt_losses``);
@@ -249,8 +321,9 @@ def _cpt_run(lab: _Lab, trainer: Trainer, run, snap, pt_losses: dict,
     trainer.restore(snap)
     full = cfg.full_schedule(run)
     cpt_batches = Batches(lab.corpora[domain].train, tr["seq_len"], derive_seed(cfg.seed, "cpt"))
-    replay_batches = Batches(lab.corpora[general].train, tr["seq_len"],
-                             derive_seed(cfg.seed, "replay"))
+    replay_batches = Batches(
+        lab.corpora[general].train, tr["seq_len"], derive_seed(cfg.seed, "replay")
+    )
     losses = {s: v for s, v in pt_losses.items() if s <= run.transfer}
     early = set(tr["eval_cpt_early"])
     for j in range(1, run.steps + 1):
@@ -263,26 +336,45 @@ def _cpt_run(lab: _Lab, trainer: Trainer, run, snap, pt_losses: dict,
         if j % k == 0 or j == run.steps or j in early:
             losses[s] = trainer.evaluate()
     phase = np.where(np.arange(full.lr.size) <= run.transfer, "pt", "cpt")
-    rows = _rows(run.name, full.lr, phase, losses, lab.roles, general, run.replay,
-                 float(n_params))
+    rows = _rows(run.name, full.lr, phase, losses, lab.roles, general, run.replay, float(n_params))
     lab.timings[run.name] = round(time.perf_counter() - t0, 2)
     end = losses[run.transfer + run.steps]
-    lab.log(f"  {run.name}: {lab.timings[run.name]:.0f} s; general "
-            f"{losses[run.transfer][general]:.3f} -> {end[general]:.3f}, domain "
-            f"{losses[run.transfer][domain]:.3f} -> {end[domain]:.3f}")
-    lab.run_info.append({"run": run.name, "size": run.size, "model_size": n_params,
-                         "transfer": run.transfer, "schedule": run.schedule,
-                         "cpt_steps": run.steps, "replay_ratio": run.replay,
-                         "cpt_peak_lr": float(full.lr[run.transfer + 1:].max()),
-                         "pt_final_lr": float(full.lr[run.transfer]),
-                         "loss_potential": float(full.lr[run.transfer] / lab.pt_schedule.peak),
-                         "heldout_schedule": run.schedule in cfg.heldout_schedules,
-                         "heldout_replay": run.replay in cfg.heldout_replay})
+    lab.log(
+        f"  {run.name}: {lab.timings[run.name]:.0f} s; general "
+        f"{losses[run.transfer][general]:.3f} -> {end[general]:.3f}, domain "
+        f"{losses[run.transfer][domain]:.3f} -> {end[domain]:.3f}"
+    )
+    lab.run_info.append(
+        {
+            "run": run.name,
+            "size": run.size,
+            "model_size": n_params,
+            "transfer": run.transfer,
+            "schedule": run.schedule,
+            "cpt_steps": run.steps,
+            "replay_ratio": run.replay,
+            "cpt_peak_lr": float(full.lr[run.transfer + 1 :].max()),
+            "pt_final_lr": float(full.lr[run.transfer]),
+            "loss_potential": float(full.lr[run.transfer] / lab.pt_schedule.peak),
+            "heldout_schedule": run.schedule in cfg.heldout_schedules,
+            "heldout_replay": run.replay in cfg.heldout_replay,
+        }
+    )
     return rows
 
 
-def _pretrain(trainer: Trainer, lr: np.ndarray, last: int, batches: Batches, B: int, every: int,
-              marks: set, losses: dict, what: str, snapshot: bool = False) -> dict:
+def _pretrain(
+    trainer: Trainer,
+    lr: np.ndarray,
+    last: int,
+    batches: Batches,
+    B: int,
+    every: int,
+    marks: set,
+    losses: dict,
+    what: str,
+    snapshot: bool = False,
+) -> dict:
     """Steps 1..``last`` at learning rates ``lr[s]`` on batches of ``B`` from ``batches``;
     evaluates into ``losses`` every ``every`` steps and at the steps in ``marks``; with
     ``snapshot``, returns {step: snapshot} at the ``marks`` (the CPT grid's transfers)."""
@@ -308,15 +400,34 @@ def _pt_run(lab: _Lab, run, n_params: int) -> pd.DataFrame:
     sched = cfg.pt_run_schedule(run)
     batches = Batches(lab.corpora[general].train, tr["seq_len"], derive_seed(cfg.seed, "pt"))
     losses = {0: trainer.evaluate()}
-    _pretrain(trainer, sched.lr, run.steps, batches, tr["batch_size"], tr["eval_every"],
-              {run.steps}, losses, f"run {run.name!r}")
+    _pretrain(
+        trainer,
+        sched.lr,
+        run.steps,
+        batches,
+        tr["batch_size"],
+        tr["eval_every"],
+        {run.steps},
+        losses,
+        f"run {run.name!r}",
+    )
     lab.timings[run.name] = round(time.perf_counter() - t0, 2)
-    lab.log(f"  {run.name}: {lab.timings[run.name]:.0f} s; general {losses[0][general]:.3f} -> "
-            f"{losses[run.steps][general]:.3f}")
-    lab.run_info.append({"run": run.name, "size": run.size, "model_size": n_params,
-                         "schedule": run.schedule, "pt_steps": run.steps,
-                         "pt_peak_lr": float(sched.lr.max()), "pt_final_lr": float(sched.lr[-1]),
-                         "heldout_schedule": run.schedule in cfg.pt_heldout})
+    lab.log(
+        f"  {run.name}: {lab.timings[run.name]:.0f} s; general {losses[0][general]:.3f} -> "
+        f"{losses[run.steps][general]:.3f}"
+    )
+    lab.run_info.append(
+        {
+            "run": run.name,
+            "size": run.size,
+            "model_size": n_params,
+            "schedule": run.schedule,
+            "pt_steps": run.steps,
+            "pt_peak_lr": float(sched.lr.max()),
+            "pt_final_lr": float(sched.lr[-1]),
+            "heldout_schedule": run.schedule in cfg.pt_heldout,
+        }
+    )
     phase = np.full(sched.lr.size, "pt", dtype=object)
     return _rows(run.name, sched.lr, phase, losses, lab.roles, general, 0.0, float(n_params))
 

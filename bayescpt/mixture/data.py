@@ -38,8 +38,19 @@ from bayescpt.core.tables import (
 COLUMNS = ("run", "model_size", "ratio", "tokens", "val_set", "val_role", "loss")
 ROLES = ("general", "domain")
 
-__all__ = ["COLUMNS", "ROLES", "DataError", "read_mixture", "validate_mixture", "mixture_hash",
-           "baselines", "load_2mix", "load_ct", "load_cmr_table2", "describe"]
+__all__ = [
+    "COLUMNS",
+    "ROLES",
+    "DataError",
+    "read_mixture",
+    "validate_mixture",
+    "mixture_hash",
+    "baselines",
+    "load_2mix",
+    "load_ct",
+    "load_cmr_table2",
+    "describe",
+]
 
 
 def read_mixture(path) -> pd.DataFrame:
@@ -54,12 +65,15 @@ def _fail(source, df, lines, mask, col, expected, raw=None):
     value = (raw if raw is not None else df)[col].iloc[i]
     if not isinstance(value, str):
         value = f"{float(value):g}" if isinstance(value, (float, np.floating)) else str(value)
-    raise DataError(f"{where(source, df['run'].iloc[i], col, line=lines[i])}: value "
-                    f"{value!r}; expected {expected}")
+    raise DataError(
+        f"{where(source, df['run'].iloc[i], col, line=lines[i])}: value "
+        f"{value!r}; expected {expected}"
+    )
 
 
-def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = False
-                     ) -> pd.DataFrame:
+def validate_mixture(
+    df: pd.DataFrame, source="<DataFrame>", _from_text: bool = False
+) -> pd.DataFrame:
     """Check a mixture table and return a clean, sorted copy (run, val_set, tokens)."""
     df, lines = start_table(df, source, COLUMNS, from_text=_from_text)
     for col in ("run", "val_set", "val_role"):
@@ -67,8 +81,9 @@ def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = 
         empty = (s == "") | df[col].isna() | (s.str.lower() == "nan")
         if empty.any():
             i = int(empty.to_numpy().argmax())
-            raise DataError(f"{where(source, column=col, line=lines[i])}: empty; every row "
-                            f"needs a {col}")
+            raise DataError(
+                f"{where(source, column=col, line=lines[i])}: empty; every row needs a {col}"
+            )
         df[col] = s
     raw = df.copy()
     for col in ("model_size", "ratio", "tokens", "loss"):
@@ -79,8 +94,15 @@ def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = 
         _fail(source, df, lines, bad, "loss", "a positive, finite loss in nats", raw)
     bad = ~np.isfinite(df["ratio"]) | (df["ratio"] < 0) | (df["ratio"] > 1)
     if bad.any():
-        _fail(source, df, lines, bad, "ratio", "the domain share of the mixture, in [0, 1] "
-              "(not percent)", raw)
+        _fail(
+            source,
+            df,
+            lines,
+            bad,
+            "ratio",
+            "the domain share of the mixture, in [0, 1] (not percent)",
+            raw,
+        )
     bad = ~np.isfinite(df["tokens"]) | (df["tokens"] < 0)
     if bad.any():
         _fail(source, df, lines, bad, "tokens", "CPT tokens seen, finite and >= 0", raw)
@@ -89,8 +111,15 @@ def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = 
         _fail(source, df, lines, bad, "model_size", "a positive parameter count (e.g. 70e6)", raw)
     bad = df["model_size"] < MIN_MODEL_SIZE
     if bad.any():
-        _fail(source, df, lines, bad, "model_size", "the number of parameters (e.g. 70e6), "
-              "not millions or billions", raw)
+        _fail(
+            source,
+            df,
+            lines,
+            bad,
+            "model_size",
+            "the number of parameters (e.g. 70e6), not millions or billions",
+            raw,
+        )
     bad = ~df["val_role"].isin(ROLES)
     if bad.any():
         _fail(source, df, lines, bad, "val_role", f"one of {list(ROLES)}", raw)
@@ -100,19 +129,22 @@ def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = 
         if (n > 1).any():
             r = n.index[n > 1][0]
             vals = sorted(df.loc[df["run"] == r, col].unique())
-            raise DataError(f"{where(source, r, col)}: several values {vals}; a run has one "
-                            f"{col}")
+            raise DataError(f"{where(source, r, col)}: several values {vals}; a run has one {col}")
     n = df.groupby("val_set")["val_role"].nunique()
     if (n > 1).any():
         v = n.index[n > 1][0]
-        raise DataError(f"{source}, val_set {v!r}, column 'val_role': both 'general' and "
-                        "'domain'; a validation set has one role")
+        raise DataError(
+            f"{source}, val_set {v!r}, column 'val_role': both 'general' and "
+            "'domain'; a validation set has one role"
+        )
     dup = df.duplicated(["run", "val_set", "tokens"])
     if dup.any():
         i = int(dup.to_numpy().argmax())
-        raise DataError(f"{where(source, df['run'].iloc[i], 'tokens', line=lines[i])}: "
-                        f"{df['tokens'].iloc[i]:g} appears twice for val_set "
-                        f"{df['val_set'].iloc[i]!r}; each (run, val_set, tokens) appears once")
+        raise DataError(
+            f"{where(source, df['run'].iloc[i], 'tokens', line=lines[i])}: "
+            f"{df['tokens'].iloc[i]:g} appears twice for val_set "
+            f"{df['val_set'].iloc[i]!r}; each (run, val_set, tokens) appears once"
+        )
     trained = df[df["tokens"] > 0]
     if trained.empty:
         raise DataError(f"{source}: no rows with tokens > 0; the laws need losses after CPT")
@@ -121,8 +153,11 @@ def validate_mixture(df: pd.DataFrame, source="<DataFrame>", _from_text: bool = 
 
 def mixture_hash(df: pd.DataFrame) -> str:
     """A short, order-independent hash of a validated mixture table's content."""
-    canon = df[list(COLUMNS)].sort_values(["run", "val_set", "tokens"]).to_csv(
-        index=False, float_format="%.10g")
+    canon = (
+        df[list(COLUMNS)]
+        .sort_values(["run", "val_set", "tokens"])
+        .to_csv(index=False, float_format="%.10g")
+    )
     return hashlib.sha256(canon.encode()).hexdigest()[:16]
 
 
@@ -131,19 +166,24 @@ def baselines(df: pd.DataFrame) -> pd.DataFrame:
     size share one base checkpoint, so these agree). Columns model_size, val_set, val_role, loss0.
     """
     b = df[df["tokens"] == 0]
-    out = (b.groupby(["model_size", "val_set", "val_role"], as_index=False)["loss"].mean()
-           .rename(columns={"loss": "loss0"}))
+    out = (
+        b.groupby(["model_size", "val_set", "val_role"], as_index=False)["loss"]
+        .mean()
+        .rename(columns={"loss": "loss0"})
+    )
     return out
 
 
 def describe(df: pd.DataFrame) -> str:
     """One line: runs, sizes, ratios, validation sets by role, rows, baseline rows."""
-    info = {"runs": int(df["run"].nunique()),
-            "model_sizes": sorted(float(x) for x in df["model_size"].unique()),
-            "ratios": sorted(round(float(x), 6) for x in df["ratio"].unique()),
-            "val_sets": {r: sorted(df.loc[df["val_role"] == r, "val_set"].unique())
-                         for r in ROLES},
-            "rows": int(len(df)), "baseline_rows": int((df["tokens"] == 0).sum())}
+    info = {
+        "runs": int(df["run"].nunique()),
+        "model_sizes": sorted(float(x) for x in df["model_size"].unique()),
+        "ratios": sorted(round(float(x), 6) for x in df["ratio"].unique()),
+        "val_sets": {r: sorted(df.loc[df["val_role"] == r, "val_set"].unique()) for r in ROLES},
+        "rows": int(len(df)),
+        "baseline_rows": int((df["tokens"] == 0).sum()),
+    }
     return json.dumps(info)
 
 
@@ -161,11 +201,18 @@ def _read_mixinglaws(path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
-    f = pd.read_csv(path, sep="\t", header=None, names=["ckpt_path", "valid_file", "loss"],
-                    dtype={"loss": float})
+    f = pd.read_csv(
+        path,
+        sep="\t",
+        header=None,
+        names=["ckpt_path", "valid_file", "loss"],
+        dtype={"loss": float},
+    )
     if f.isna().any().any() or f.shape[1] != 3:
-        raise DataError(f"{path}: expected 3 tab-separated columns (checkpoint, validation file, "
-                        "loss) on every line")
+        raise DataError(
+            f"{path}: expected 3 tab-separated columns (checkpoint, validation file, "
+            "loss) on every line"
+        )
     parts = f["ckpt_path"].str.rstrip("/").str.split("/")
     f["run"] = parts.str[-2]
     f["ckpt"] = parts.str[-1]
@@ -196,16 +243,28 @@ def load_2mix(root, sizes=("70M", "160M")) -> pd.DataFrame:
         f = _read_mixinglaws(root / f"{size}.txt")
         shares = f["run"].str.extract(r"_\d+-([0-9.]+)-([0-9.]+)$").astype(float)
         if shares.isna().any().any():
-            raise DataError(f"{root / (size + '.txt')}: run names must end in "
-                            "'_{i}-{github}-{pile-cc}'")
+            raise DataError(
+                f"{root / (size + '.txt')}: run names must end in '_{{i}}-{{github}}-{{pile-cc}}'"
+            )
         role = f["subset"].map({"Github": "domain", "Pile-CC": "general"})
         if role.isna().any():
-            raise DataError(f"{root / (size + '.txt')}: unexpected validation set "
-                            f"{f.loc[role.isna(), 'subset'].iloc[0]!r}")
-        frames.append(pd.DataFrame({
-            "run": f["run"], "model_size": _size_of(size), "ratio": shares[0],
-            "tokens": f["ckpt"].astype(float), "val_set": f["subset"], "val_role": role,
-            "loss": f["loss"]}))
+            raise DataError(
+                f"{root / (size + '.txt')}: unexpected validation set "
+                f"{f.loc[role.isna(), 'subset'].iloc[0]!r}"
+            )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": f["run"],
+                    "model_size": _size_of(size),
+                    "ratio": shares[0],
+                    "tokens": f["ckpt"].astype(float),
+                    "val_set": f["subset"],
+                    "val_role": role,
+                    "loss": f["loss"],
+                }
+            )
+        )
     return validate_mixture(pd.concat(frames, ignore_index=True), source=root)
 
 
@@ -231,8 +290,10 @@ def load_ct(path, weights, keep_subsets: bool = False) -> pd.DataFrame:
     dup = f.duplicated(["ckpt_path", "subset"])
     if dup.any():
         r = f[dup].iloc[0]
-        raise DataError(f"{path}: run {r['run']!r}, checkpoint {r['ckpt']}: two different losses "
-                        f"for {r['subset']!r}")
+        raise DataError(
+            f"{path}: run {r['run']!r}, checkpoint {r['ckpt']}: two different losses "
+            f"for {r['subset']!r}"
+        )
     base = f["ckpt_path"].str.contains("model_configs")
     runs = f.loc[~base, "run"].unique()
     size = _size_of(path.stem)
@@ -248,17 +309,23 @@ def load_ct(path, weights, keep_subsets: bool = False) -> pd.DataFrame:
     g = pd.concat(rows, ignore_index=True)
     missing = set(w) - set(g["subset"])
     if missing:
-        raise DataError(f"{path}: no losses for Pile subset(s) {sorted(missing)} named in "
-                        f"{weights}")
+        raise DataError(
+            f"{path}: no losses for Pile subset(s) {sorted(missing)} named in {weights}"
+        )
     g["w"] = g["subset"].map(w)
     pile_rows = g[g["w"].notna()]
     counts = pile_rows.groupby(["run", "tokens"])["w"].count()
     if (counts != len(w)).any():
         (run, tok) = counts.index[(counts != len(w)).to_numpy().argmax()]
-        raise DataError(f"{path}: run {run!r}, tokens {tok:g}: {counts[(run, tok)]} of the "
-                        f"{len(w)} Pile subsets; cannot form the weighted Pile loss")
-    agg = (pile_rows.assign(wl=pile_rows["w"] * pile_rows["loss"])
-           .groupby(["run", "tokens", "ratio"], as_index=False)[["wl", "w"]].sum())
+        raise DataError(
+            f"{path}: run {run!r}, tokens {tok:g}: {counts[(run, tok)]} of the "
+            f"{len(w)} Pile subsets; cannot form the weighted Pile loss"
+        )
+    agg = (
+        pile_rows.assign(wl=pile_rows["w"] * pile_rows["loss"])
+        .groupby(["run", "tokens", "ratio"], as_index=False)[["wl", "w"]]
+        .sum()
+    )
     agg["loss"] = agg["wl"] / agg["w"]
     out = [agg.assign(val_set="pile", val_role="general")]
     py = g[g["subset"] == "python"]
@@ -287,9 +354,17 @@ def load_cmr_table2(path) -> pd.DataFrame:
     t = t[t["row_type"].isin(["observed", "observed_gt"])]
     rows = []
     for col in [c for c in t.columns if c.startswith("loss_")]:
-        name = col[len("loss_"):]
+        name = col[len("loss_") :]
         for _, r in t.iterrows():
-            rows.append({"run": f"{name}/R={r['domain_ratio']:g}", "model_size": _size_of(name),
-                         "ratio": float(r["domain_ratio"]), "tokens": 1.0, "val_set": "domain",
-                         "val_role": "domain", "loss": float(r[col])})
+            rows.append(
+                {
+                    "run": f"{name}/R={r['domain_ratio']:g}",
+                    "model_size": _size_of(name),
+                    "ratio": float(r["domain_ratio"]),
+                    "tokens": 1.0,
+                    "val_set": "domain",
+                    "val_role": "domain",
+                    "loss": float(r[col]),
+                }
+            )
     return validate_mixture(pd.DataFrame(rows), source=path)

@@ -41,8 +41,10 @@ def pick_group(fit: MixtureFit, model_size, role: str, val_set: str | None = Non
     if hit.empty:
         return None
     if len(hit) > 1:
-        raise ValueError(f"several {role} validation sets at model size {float(model_size):g}: "
-                         f"{list(hit['val_set'])}; choose one (--{role} VAL_SET)")
+        raise ValueError(
+            f"several {role} validation sets at model size {float(model_size):g}: "
+            f"{list(hit['val_set'])}; choose one (--{role} VAL_SET)"
+        )
     return int(hit.index[0])
 
 
@@ -67,9 +69,9 @@ class Feasibility:
     tokens: float
     ratios: np.ndarray
     ok: np.ndarray
-    general_loss: np.ndarray   # (S, n) expected general loss
+    general_loss: np.ndarray  # (S, n) expected general loss
     domain_loss: np.ndarray | None
-    limit: float               # general-loss threshold (nats)
+    limit: float  # general-loss threshold (nats)
     baseline: dict
     domain_condition: bool
 
@@ -89,26 +91,39 @@ class Feasibility:
         return float(self.ratios[good[-1]]) if good.size else 0.0
 
 
-def feasibility(fit: MixtureFit, model_size, tokens: float, tolerance: float,
-                relative: bool = False, ratios=None, general: str | None = None,
-                domain: str | None = None, seed: int = 0) -> Feasibility:
+def feasibility(
+    fit: MixtureFit,
+    model_size,
+    tokens: float,
+    tolerance: float,
+    relative: bool = False,
+    ratios=None,
+    general: str | None = None,
+    domain: str | None = None,
+    seed: int = 0,
+) -> Feasibility:
     """Feasibility of each ratio for each draw (see the module docstring). Where the fit has a
     run deviation, each draw's loss is that of one new run (one fresh deviation per draw, the
     same for every ratio): the risk of the run you will do, not of the average run."""
     if tolerance < 0:
-        raise ValueError(f"tolerance {tolerance:g}; expected >= 0 (nats, or a fraction with "
-                         "--relative)")
+        raise ValueError(
+            f"tolerance {tolerance:g}; expected >= 0 (nats, or a fraction with --relative)"
+        )
     if not tokens > 0:
         raise ValueError(f"tokens {tokens:g}; expected the CPT budget > 0 in the data's unit")
     gi = pick_group(fit, model_size, "general", general)
     if gi is None:
-        raise ValueError(f"the fit has no general validation set at model size "
-                         f"{float(model_size):g}; the CMR protects a general loss")
+        raise ValueError(
+            f"the fit has no general validation set at model size "
+            f"{float(model_size):g}; the CMR protects a general loss"
+        )
     L0 = fit.groups.loc[gi, "loss0"]
     if not np.isfinite(L0):
-        raise ValueError(f"no pre-CPT baseline for val_set {fit.groups.loc[gi, 'val_set']!r} at "
-                         f"model size {float(model_size):g} (rows with tokens = 0); the CMR needs "
-                         "the general loss before CPT")
+        raise ValueError(
+            f"no pre-CPT baseline for val_set {fit.groups.loc[gi, 'val_set']!r} at "
+            f"model size {float(model_size):g} (rows with tokens = 0); the CMR needs "
+            "the general loss before CPT"
+        )
     R = ratio_grid(fit) if ratios is None else np.asarray(ratios, float)
     gen = fit.run_draws(gi, R, tokens, seed=seed)
     limit = L0 * (1 + tolerance) if relative else L0 + tolerance
@@ -130,13 +145,24 @@ def feasibility(fit: MixtureFit, model_size, tokens: float, tolerance: float,
 def interval(x: np.ndarray, prob: float = 0.9) -> dict:
     """mean, median and central ``prob`` interval of draws ``x``."""
     lo, hi = np.quantile(x, [(1 - prob) / 2, (1 + prob) / 2])
-    return {"mean": float(np.mean(x)), "median": float(np.median(x)), "lower": float(lo),
-            "upper": float(hi)}
+    return {
+        "mean": float(np.mean(x)),
+        "median": float(np.median(x)),
+        "lower": float(lo),
+        "upper": float(hi),
+    }
 
 
-def cmr_report(fit: MixtureFit, model_size, tokens: float, criterion: CmrCriterion,
-               risk: float = 0.1, prob: float = 0.9, ratios=None,
-               keep_draws: bool = False) -> dict:
+def cmr_report(
+    fit: MixtureFit,
+    model_size,
+    tokens: float,
+    criterion: CmrCriterion,
+    risk: float = 0.1,
+    prob: float = 0.9,
+    ratios=None,
+    keep_draws: bool = False,
+) -> dict:
     """The ``bayescpt mixture cmr`` numbers for one model size (JSON-able) under ``criterion``.
     ``keep_draws``: also the draws under ``"_draws"`` (arrays, not JSON: ``cmr`` (S,),
     ``general_loss`` and ``domain_loss`` (S, n_ratios), ``feasible``, ``ratio``; see
@@ -149,27 +175,47 @@ def cmr_report(fit: MixtureFit, model_size, tokens: float, criterion: CmrCriteri
     notes = []
     c = interval(cmr, prob)
     if c["upper"] > fit.r_hi or c["lower"] < fit.r_lo:
-        notes.append(f"the CMR interval reaches outside the fitted ratios [{fit.r_lo:g}, "
-                     f"{fit.r_hi:g}]: extrapolation")
+        notes.append(
+            f"the CMR interval reaches outside the fitted ratios [{fit.r_lo:g}, "
+            f"{fit.r_hi:g}]: extrapolation"
+        )
     if tokens > t_ref * 1.0001:
-        notes.append(f"tokens {tokens:g} beyond the largest fitted budget {t_ref:g}: "
-                     "extrapolation")
+        notes.append(f"tokens {tokens:g} beyond the largest fitted budget {t_ref:g}: extrapolation")
     if fit.config["token_terms"].get("general", 1) == 0 and abs(tokens - t_ref) > 1e-9 * t_ref:
-        notes.append(f"the general loss was fitted at the final budget {t_ref:g} only; other "
-                     "budgets are not modelled (refit with token_terms.general >= 1)")
+        notes.append(
+            f"the general loss was fitted at the final budget {t_ref:g} only; other "
+            "budgets are not modelled (refit with token_terms.general >= 1)"
+        )
     if not f.domain_condition:
         notes.append("no domain baseline: feasibility checks the general loss only")
-    return {"model_size": f.model_size, "tokens": f.tokens,
-            "general_val_set": str(fit.groups.loc[gi, "val_set"]),
-            "baseline": f.baseline, "general_limit": f.limit,
-            "domain_condition": f.domain_condition,
-            "cmr": c, "cmr_at_risk": f.cmr_at_risk(risk),
-            "p_no_feasible_ratio": float(np.mean(~f.ok.any(axis=1))),
-            "p_feasible": {"ratio": [round(float(r), 6) for r in f.ratios],
-                           "p": [round(float(p), 4) for p in f.p_feasible]},
-            "notes": notes} | ({"_draws": {
-                "cmr": cmr, "general_loss": f.general_loss, "domain_loss": f.domain_loss,
-                "feasible": f.ok, "ratio": f.ratios}} if keep_draws else {})
+    return {
+        "model_size": f.model_size,
+        "tokens": f.tokens,
+        "general_val_set": str(fit.groups.loc[gi, "val_set"]),
+        "baseline": f.baseline,
+        "general_limit": f.limit,
+        "domain_condition": f.domain_condition,
+        "cmr": c,
+        "cmr_at_risk": f.cmr_at_risk(risk),
+        "p_no_feasible_ratio": float(np.mean(~f.ok.any(axis=1))),
+        "p_feasible": {
+            "ratio": [round(float(r), 6) for r in f.ratios],
+            "p": [round(float(p), 4) for p in f.p_feasible],
+        },
+        "notes": notes,
+    } | (
+        {
+            "_draws": {
+                "cmr": cmr,
+                "general_loss": f.general_loss,
+                "domain_loss": f.domain_loss,
+                "feasible": f.ok,
+                "ratio": f.ratios,
+            }
+        }
+        if keep_draws
+        else {}
+    )
 
 
 def cmr_idata(fit: MixtureFit, results: list[dict]):
@@ -191,36 +237,73 @@ def cmr_idata(fit: MixtureFit, results: list[dict]):
         got = [r["_draws"][key] for r in results]
         if any(g is None for g in got):
             return None
-        a = np.stack([np.asarray(g, float) for g in got], axis=1)   # (S, sizes[, ratios])
+        a = np.stack([np.asarray(g, float) for g in got], axis=1)  # (S, sizes[, ratios])
         return (dims if per_ratio else dims[:3]), a.reshape(C, D, *a.shape[1:])
 
-    data = {"cmr": stacked("cmr", per_ratio=False), "general_loss": stacked("general_loss"),
-            "domain_loss": stacked("domain_loss"), "feasible": stacked("feasible")}
-    ds = xr.Dataset({k: v for k, v in data.items() if v is not None},
-                    coords={"chain": post["chain"].values, "draw": post["draw"].values,
-                            "model_size": [r["model_size"] for r in results], "ratio": ratio})
+    data = {
+        "cmr": stacked("cmr", per_ratio=False),
+        "general_loss": stacked("general_loss"),
+        "domain_loss": stacked("domain_loss"),
+        "feasible": stacked("feasible"),
+    }
+    ds = xr.Dataset(
+        {k: v for k, v in data.items() if v is not None},
+        coords={
+            "chain": post["chain"].values,
+            "draw": post["draw"].values,
+            "model_size": [r["model_size"] for r in results],
+            "ratio": ratio,
+        },
+    )
     ds.attrs.update(tokens=float(results[0]["tokens"]))
     return az.InferenceData(predictions=ds)
 
 
-def cmr_paths(fit: MixtureFit, model_size, budgets, tolerance: float, relative: bool = False,
-              general: str | None = None, domain: str | None = None) -> np.ndarray:
+def cmr_paths(
+    fit: MixtureFit,
+    model_size,
+    budgets,
+    tolerance: float,
+    relative: bool = False,
+    general: str | None = None,
+    domain: str | None = None,
+) -> np.ndarray:
     """CMR draws (S, n_budgets) at each budget. Each draw keeps one and the same new run (the
     same run deviation) across budgets, so a row is one draw's R_CMR(T) path."""
-    return np.stack([feasibility(fit, model_size, float(T), tolerance, relative, None, general,
-                                 domain).cmr_draws() for T in budgets], axis=1)
+    return np.stack(
+        [
+            feasibility(
+                fit, model_size, float(T), tolerance, relative, None, general, domain
+            ).cmr_draws()
+            for T in budgets
+        ],
+        axis=1,
+    )
 
 
-def cmr_vs_tokens(fit: MixtureFit, model_size, budgets, tolerance: float,
-                  relative: bool = False, risk: float = 0.1, prob: float = 0.9,
-                  general: str | None = None, domain: str | None = None) -> pd.DataFrame:
+def cmr_vs_tokens(
+    fit: MixtureFit,
+    model_size,
+    budgets,
+    tolerance: float,
+    relative: bool = False,
+    risk: float = 0.1,
+    prob: float = 0.9,
+    general: str | None = None,
+    domain: str | None = None,
+) -> pd.DataFrame:
     """R_CMR(T) on the budgets ``budgets``: one row per budget with the CMR's mean, median,
     interval and the CMR at risk."""
     rows = []
     for T in budgets:
         f = feasibility(fit, model_size, float(T), tolerance, relative, None, general, domain)
-        rows.append({"tokens": float(T), **interval(f.cmr_draws(), prob),
-                     "cmr_at_risk": f.cmr_at_risk(risk)})
+        rows.append(
+            {
+                "tokens": float(T),
+                **interval(f.cmr_draws(), prob),
+                "cmr_at_risk": f.cmr_at_risk(risk),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -230,8 +313,13 @@ def _fit_power(T: np.ndarray, y: np.ndarray):
 
     scale = T.max()
     try:
-        (a, s, b), _ = curve_fit(lambda t, a, s, b: a * (t / scale) ** s + b, T, y,
-                                 p0=(y[-1] - y[0], 0.5, y[0]), maxfev=20000)
+        (a, s, b), _ = curve_fit(
+            lambda t, a, s, b: a * (t / scale) ** s + b,
+            T,
+            y,
+            p0=(y[-1] - y[0], 0.5, y[0]),
+            maxfev=20000,
+        )
     except (RuntimeError, ValueError):
         return None
     return a, s, b
@@ -250,12 +338,17 @@ def fit_cmr_law(table: pd.DataFrame, column: str = "median") -> dict | None:
     a, s, b = got
     scale = T.max()
     # back to the paper's form in the data's token unit: a4 T^s4 with a4 = a / scale^s
-    return {"a4": float(a / scale ** s), "s4": float(s), "b3": float(b),
-            "rmse": float(np.sqrt(np.mean((a * (T / scale) ** s + b - y) ** 2)))}
+    return {
+        "a4": float(a / scale**s),
+        "s4": float(s),
+        "b3": float(b),
+        "rmse": float(np.sqrt(np.mean((a * (T / scale) ** s + b - y) ** 2))),
+    }
 
 
-def fit_cmr_law_draws(budgets, paths: np.ndarray, prob: float = 0.9, max_draws: int = 400,
-                      seed: int = 0) -> dict | None:
+def fit_cmr_law_draws(
+    budgets, paths: np.ndarray, prob: float = 0.9, max_draws: int = 400, seed: int = 0
+) -> dict | None:
     """The paper's R_CMR(T) = a4 T^s4 + b3 fitted to each draw's path (:func:`cmr_paths`; a
     random subset of ``max_draws``): median and central interval of a4, s4, b3, and the share of
     draws where the fit was possible (four or more budgets with 0 < CMR < 1). None when under
@@ -272,24 +365,34 @@ def fit_cmr_law_draws(budgets, paths: np.ndarray, prob: float = 0.9, max_draws: 
         r = _fit_power(T[ok], y[ok])
         if r is not None and np.all(np.isfinite(r)):
             a, s, b = r
-            got.append((a / scale ** s, s, b))
+            got.append((a / scale**s, s, b))
     if len(got) < len(idx) / 2:
         return None
     got = np.array(got)
     q = [(1 - prob) / 2, 0.5, (1 + prob) / 2]
-    out = {k: dict(zip(("lower", "median", "upper"), map(float, np.quantile(got[:, i], q))))
-           for i, k in enumerate(("a4", "s4", "b3"))}
+    out = {
+        k: dict(zip(("lower", "median", "upper"), map(float, np.quantile(got[:, i], q))))
+        for i, k in enumerate(("a4", "s4", "b3"))
+    }
     out["fitted_share"] = round(len(got) / len(idx), 4)
     # on a short range of budgets a4 and b3 trade off along s4 -> 0 (a4 T^s4 + b3 ~ a4 + b3 +
     # a4 s4 log T): flag intervals more than ten times wider than the median's size
-    out["identified"] = bool(all(out[k]["upper"] - out[k]["lower"] <= 10 * abs(out[k]["median"])
-                                 for k in ("a4", "b3")))
+    out["identified"] = bool(
+        all(out[k]["upper"] - out[k]["lower"] <= 10 * abs(out[k]["median"]) for k in ("a4", "b3"))
+    )
     return out
 
 
-def cmr_results(fit: MixtureFit, tokens: float, criterion: CmrCriterion, risk: float = 0.1,
-                prob: float = 0.9, model_size=None, budgets=None,
-                keep_draws: bool = False) -> list[dict]:
+def cmr_results(
+    fit: MixtureFit,
+    tokens: float,
+    criterion: CmrCriterion,
+    risk: float = 0.1,
+    prob: float = 0.9,
+    model_size=None,
+    budgets=None,
+    keep_draws: bool = False,
+) -> list[dict]:
     """:func:`cmr_report` per model size (every size of the fit when ``model_size`` is None),
     ascending. With ``budgets`` (CPT budgets T, the data's token unit) each report also holds
     ``cmr_vs_tokens`` (:func:`cmr_vs_tokens` as records), ``cmr_law_median`` (R_CMR(T) = a4 T^s4
@@ -303,18 +406,23 @@ def cmr_results(fit: MixtureFit, tokens: float, criterion: CmrCriterion, risk: f
     for size in sizes:
         r = cmr_report(fit, size, tokens, criterion, risk, prob, keep_draws=keep_draws)
         if budgets:
-            table = cmr_vs_tokens(fit, size, budgets, tolerance, relative, risk, prob, general,
-                                  domain)
+            table = cmr_vs_tokens(
+                fit, size, budgets, tolerance, relative, risk, prob, general, domain
+            )
             r["cmr_vs_tokens"] = table.to_dict(orient="records")
             r["cmr_law_median"] = fit_cmr_law(table)
             paths = cmr_paths(fit, size, budgets, tolerance, relative, general, domain)
             r["cmr_law"] = law = fit_cmr_law_draws(budgets, paths, prob)
             if law is None:
-                r["notes"].append("R_CMR(T) = a4 T^s4 + b3 could not be fitted per draw (needs "
-                                  "four or more budgets with 0 < CMR < 1)")
+                r["notes"].append(
+                    "R_CMR(T) = a4 T^s4 + b3 could not be fitted per draw (needs "
+                    "four or more budgets with 0 < CMR < 1)"
+                )
             elif not law["identified"]:
-                r["notes"].append("a4 and b3 of R_CMR(T) are not identified by these budgets "
-                                  "(their intervals are over ten times their size); rely on the "
-                                  "per-budget intervals in cmr_vs_tokens")
+                r["notes"].append(
+                    "a4 and b3 of R_CMR(T) are not identified by these budgets "
+                    "(their intervals are over ten times their size); rely on the "
+                    "per-budget intervals in cmr_vs_tokens"
+                )
         results.append(r)
     return results

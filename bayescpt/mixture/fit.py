@@ -43,8 +43,9 @@ class MixtureRecipe(Recipe):
 
     def prepare(self) -> None:
         self.prep = prepare(self.df, self.config)
-        self.key = fingerprint("mixture", {k: v for k, v in self.config.items()
-                                           if k != "sampler"}, self.df)
+        self.key = fingerprint(
+            "mixture", {k: v for k, v in self.config.items() if k != "sampler"}, self.df
+        )
 
     def build(self):
         return build_model(self.prep, self.config)
@@ -58,12 +59,24 @@ class MixtureRecipe(Recipe):
 
     def fit(self, idata, seconds: float):
         p = self.prep
-        meta = {"format": FORMAT, "law": LAW, "bayescpt_version": __version__,
-                "data_hash": mixture_hash(self.df), "n_points": int(len(p.points)),
-                "fit_seconds": round(seconds, 3), "priors": self.priors}
-        return self.cls(idata, self.config, p.groups, p.r_lo, p.r_hi, meta,
-                        p.points[["run", "model_size", "ratio", "tokens", "val_set", "loss",
-                                  "curve"]])
+        meta = {
+            "format": FORMAT,
+            "law": LAW,
+            "bayescpt_version": __version__,
+            "data_hash": mixture_hash(self.df),
+            "n_points": int(len(p.points)),
+            "fit_seconds": round(seconds, 3),
+            "priors": self.priors,
+        }
+        return self.cls(
+            idata,
+            self.config,
+            p.groups,
+            p.r_lo,
+            p.r_hi,
+            meta,
+            p.points[["run", "model_size", "ratio", "tokens", "val_set", "loss", "curve"]],
+        )
 
 
 @dataclass
@@ -83,7 +96,7 @@ class MixtureFit(SampledFit):
     r_lo: float
     r_hi: float
     meta: dict = field(default_factory=dict)
-    points: pd.DataFrame | None = None   # the fitted rows (for plots)
+    points: pd.DataFrame | None = None  # the fitted rows (for plots)
 
     laws = (LAW,)
     recipe = MixtureRecipe
@@ -103,26 +116,34 @@ class MixtureFit(SampledFit):
 
     def _labels(self) -> dict:
         g = self.groups
-        out = {"group": {"val_set": g["val_set"].astype(str).to_numpy(),
-                         "model_size": g["model_size"].astype(float).to_numpy(),
-                         "val_role": g["val_role"].astype(str).to_numpy()}}
+        out = {
+            "group": {
+                "val_set": g["val_set"].astype(str).to_numpy(),
+                "model_size": g["model_size"].astype(float).to_numpy(),
+                "val_role": g["val_role"].astype(str).to_numpy(),
+            }
+        }
         p = self.points
         if p is not None:
-            out["obs"] = {"run": p["run"].astype(str).to_numpy(),
-                          "val_set": p["val_set"].astype(str).to_numpy(),
-                          "ratio": p["ratio"].to_numpy(), "tokens": p["tokens"].to_numpy()}
+            out["obs"] = {
+                "run": p["run"].astype(str).to_numpy(),
+                "val_set": p["val_set"].astype(str).to_numpy(),
+                "ratio": p["ratio"].to_numpy(),
+                "tokens": p["tokens"].to_numpy(),
+            }
             per_curve = p.drop_duplicates("curve").sort_values("curve")
-            out["curve"] = {"run": per_curve["run"].astype(str).to_numpy(),
-                            "val_set": per_curve["val_set"].astype(str).to_numpy()}
+            out["curve"] = {
+                "run": per_curve["run"].astype(str).to_numpy(),
+                "val_set": per_curve["val_set"].astype(str).to_numpy(),
+            }
         return out
 
     @classmethod
-    def _from_attrs(cls, idata, attrs: dict) -> "MixtureFit":
+    def _from_attrs(cls, idata, attrs: dict) -> MixtureFit:
         groups = as_table(attrs["groups"])
         r_lo, r_hi = json.loads(attrs["ratio_ref"])
         pts = as_table(attrs.get("points"))
-        return cls(idata, json.loads(attrs["config"]), groups, r_lo, r_hi, cls._meta_of(attrs),
-                   pts)
+        return cls(idata, json.loads(attrs["config"]), groups, r_lo, r_hi, cls._meta_of(attrs), pts)
 
     def run_sd(self, gi: int) -> np.ndarray | None:
         """Draws (S,) of the run-deviation scale of group ``gi``'s role, None without one."""
@@ -159,8 +180,15 @@ class MixtureFit(SampledFit):
             raise ValueError("tokens must be > 0 (tokens = 0 is the pre-CPT baseline, observed)")
         t = tokens.ravel()[None, :] / float(self.groups.loc[gi, "t_ref"])
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return law_mean(np, ratio.ravel()[None, :], t, self.theta(gi),
-                            self.config["ratio_form"], self.r_lo, self.r_hi)
+            return law_mean(
+                np,
+                ratio.ravel()[None, :],
+                t,
+                self.theta(gi),
+                self.config["ratio_form"],
+                self.r_lo,
+                self.r_hi,
+            )
 
     def run_deviation(self, gi: int, run: str | None = None, seed: int = 0) -> np.ndarray:
         """Draws (S,) of a run's deviation (log scale): the fitted one for a fitted ``run``, a
@@ -171,8 +199,11 @@ class MixtureFit(SampledFit):
             return np.zeros(S)
         if run is not None and self.points is not None:
             g = self.groups.loc[gi]
-            hit = self.points[(self.points["run"] == run) & (self.points["val_set"] == g["val_set"])
-                              & (self.points["model_size"] == g["model_size"])]
+            hit = self.points[
+                (self.points["run"] == run)
+                & (self.points["val_set"] == g["val_set"])
+                & (self.points["model_size"] == g["model_size"])
+            ]
             if len(hit):
                 k = int(hit["curve"].iloc[0])
                 if "run_dev" in self.idata.posterior:
@@ -180,15 +211,17 @@ class MixtureFit(SampledFit):
                 return tau * self.flat("run_dev_z")[:, k]
         return tau * np.random.default_rng(seed).standard_normal(S)
 
-    def run_draws(self, gi: int, ratio, tokens, seed: int = 0, run: str | None = None
-                  ) -> np.ndarray:
+    def run_draws(
+        self, gi: int, ratio, tokens, seed: int = 0, run: str | None = None
+    ) -> np.ndarray:
         """Expected loss (S, n) of one run: the law times the run's deviation (a fitted run's own,
         else a fresh one per draw shared by all (ratio, tokens) -- one and the same new run)."""
         mu = self.mean_draws(gi, ratio, tokens)
         return mu * np.exp(self.run_deviation(gi, run, seed))[:, None]
 
-    def predictive_draws(self, gi: int, ratio, tokens, seed: int = 0, run: str | None = None
-                         ) -> np.ndarray:
+    def predictive_draws(
+        self, gi: int, ratio, tokens, seed: int = 0, run: str | None = None
+    ) -> np.ndarray:
         """Posterior predictive losses: :meth:`run_draws` times StudentT noise on the log scale,
         independent per point."""
         mu = self.run_draws(gi, ratio, tokens, seed=seed, run=run)
@@ -201,30 +234,34 @@ class MixtureFit(SampledFit):
         L(R) = alpha R^s + beta ("power") or beta + alpha exp(s R) ("exp")."""
         th = self.theta(gi)
         c = th["c"][:, 0]
-        h = (lambda r: r ** c) if self.config["ratio_form"] == "power" else \
-            (lambda r: np.exp(c * r))
+        h = (lambda r: r**c) if self.config["ratio_form"] == "power" else (lambda r: np.exp(c * r))
         alpha = th["d"][:, 0] / (h(self.r_lo) - h(self.r_hi))
         return {"alpha": alpha, "s": c, "beta": th["m"][:, 0] - alpha * h(self.r_hi)}
 
 
-def predict_rows(fit: MixtureFit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0
-                 ) -> pd.DataFrame:
+def predict_rows(
+    fit: MixtureFit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0
+) -> pd.DataFrame:
     """Posterior mean, credible band and predictive interval for each row of ``df`` (columns run,
     model_size, val_set, ratio, tokens > 0; loss kept when present). A fitted run (same run name,
     val_set and size) keeps its fitted deviation -- held-out checkpoints of a fitted run; any
     other run gets a fresh one -- a new mixture."""
     out = df.copy()
     lo_q, hi_q = (1 - prob) / 2, 1 - (1 - prob) / 2
-    cols = {k: np.full(len(df), np.nan) for k in ("mean", "median", "lower", "upper",
-                                                   "curve_lower", "curve_upper")}
+    cols = {
+        k: np.full(len(df), np.nan)
+        for k in ("mean", "median", "lower", "upper", "curve_lower", "curve_upper")
+    }
     for (size, vs, run), idx in df.groupby(["model_size", "val_set", "run"]).groups.items():
         gi = fit.group_index(size, vs)
         pos = df.index.get_indexer(idx)
         rows = df.loc[idx]
-        mu = fit.run_draws(gi, rows["ratio"].to_numpy(), rows["tokens"].to_numpy(), seed=seed,
-                           run=run)
-        yp = fit.predictive_draws(gi, rows["ratio"].to_numpy(), rows["tokens"].to_numpy(),
-                                  seed=seed, run=run)
+        mu = fit.run_draws(
+            gi, rows["ratio"].to_numpy(), rows["tokens"].to_numpy(), seed=seed, run=run
+        )
+        yp = fit.predictive_draws(
+            gi, rows["ratio"].to_numpy(), rows["tokens"].to_numpy(), seed=seed, run=run
+        )
         cols["mean"][pos] = mu.mean(0)
         cols["median"][pos] = np.median(mu, 0)
         cols["curve_lower"][pos], cols["curve_upper"][pos] = np.quantile(mu, [lo_q, hi_q], 0)

@@ -33,9 +33,9 @@ import pandas as pd
 from bayescpt.core.outputs import write_outputs
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.model.fit import Fit
-from bayescpt.curves.forecast.predict import predict_frame
 from bayescpt.curves.evaluate.scores import score
+from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.curves.model.fit import Fit
 from bayescpt.parallel.engine import Cluster, run_sweep
 from bayescpt.parallel.spec import StudyFit, check_fit_config, fit_law_options
 
@@ -74,8 +74,10 @@ def make_folds(labels: pd.Series, by: str, train: list[str] | None = None) -> li
     trains on those groups and holds out the rest."""
     groups = list(dict.fromkeys(labels))
     if len(groups) < 2:
-        raise DataError(f"--by {by}: the data have one {by} ({groups[0]!r}); cross-validation "
-                        "needs at least two groups")
+        raise DataError(
+            f"--by {by}: the data have one {by} ({groups[0]!r}); cross-validation "
+            "needs at least two groups"
+        )
     if train:
         unknown = [g for g in train if g not in groups]
         if unknown:
@@ -100,9 +102,17 @@ class CVResult:
     notes: list[str]
 
 
-def run_cv(data, out_dir, study: StudyFit, by: str = "schedule", train: list[str] | None = None,
-           prob: float = 0.9, cluster: Cluster = Cluster(), force: bool = False,
-           say=lambda msg: None) -> CVResult:
+def run_cv(
+    data,
+    out_dir,
+    study: StudyFit,
+    by: str = "schedule",
+    train: list[str] | None = None,
+    prob: float = 0.9,
+    cluster: Cluster = Cluster(),
+    force: bool = False,
+    say=lambda msg: None,
+) -> CVResult:
     """Cross-validate ``study.law`` (its options, config, sampler settings; its seed for every
     fold's fit and prediction) on the curve table in file ``data`` (see the module doc)."""
     data, out_dir = Path(data), Path(out_dir)
@@ -112,18 +122,30 @@ def run_cv(data, out_dir, study: StudyFit, by: str = "schedule", train: list[str
     # the options and config as every fold's fit takes them: a bad one is refused here, before
     # anything is written or Dask starts
     law = study.law
-    check_fit_config("curves", law, fit_law_options("curves", law, dict(study.options or {}), df),
-                     dict(study.config or {}))
+    check_fit_config(
+        "curves",
+        law,
+        fit_law_options("curves", law, dict(study.options or {}), df),
+        dict(study.config or {}),
+    )
     (out_dir / "folds").mkdir(parents=True, exist_ok=True)
     specs, tests = [], {}
     for fold in folds:
         held = labels.isin(fold.held_out)
-        specs.append(study.spec(f"cv__{fold.name}", out_dir / "folds" / f"{fold.name}.csv",
-                                df[~held]))
+        specs.append(
+            study.spec(f"cv__{fold.name}", out_dir / "folds" / f"{fold.name}.csv", df[~held])
+        )
         tests[fold.name] = df[held]
     say(f"cv: {len(folds)} fold(s) by {by}; {law} law")
-    fits = run_sweep(specs, out_dir / "fits", workers=cluster.workers,
-                     scheduler=cluster.scheduler, client=cluster.client, force=force, say=say)
+    fits = run_sweep(
+        specs,
+        out_dir / "fits",
+        workers=cluster.workers,
+        scheduler=cluster.scheduler,
+        client=cluster.client,
+        force=force,
+        say=say,
+    )
     failed = fits[~fits["status"].isin(("ok", "diagnostics", "done"))]
     if len(failed):
         r = failed.iloc[0]
@@ -134,20 +156,27 @@ def run_cv(data, out_dir, study: StudyFit, by: str = "schedule", train: list[str
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             pred = predict_frame(fit, tests[fold.name], prob=prob, seed=study.seed)
-        notes.extend(f"fold {fold.name}: {w.message}" for w in caught
-                     if "Extrapolation" in type(w.message).__name__)
+        notes.extend(
+            f"fold {fold.name}: {w.message}"
+            for w in caught
+            if "Extrapolation" in type(w.message).__name__
+        )
         pred.insert(0, "fold", fold.name)
         pred.insert(1, "group", group_labels(pred, by).to_numpy())
         preds.append(pred)
     predictions = pd.concat(preds, ignore_index=True)
     if "model_size" not in predictions.columns:
-        predictions["model_size"] = np.nan   # one size: scored as one group ("-")
+        predictions["model_size"] = np.nan  # one size: scored as one group ("-")
     table = score(predictions, prob, by=["fold", "group", "model_size"])
     by_size = score(predictions, prob)
     result = CVResult(table, by_size, predictions, fits, notes)
-    write_outputs({out_dir / "cv.csv": lambda tmp: table.to_csv(tmp, index=False),
-                   out_dir / "cv_by_size.csv": lambda tmp: by_size.to_csv(tmp, index=False),
-                   out_dir / "predictions.csv.gz": lambda tmp: predictions.to_csv(
-                       tmp, index=False, compression="gzip")})
+    write_outputs(
+        {
+            out_dir / "cv.csv": lambda tmp: table.to_csv(tmp, index=False),
+            out_dir / "cv_by_size.csv": lambda tmp: by_size.to_csv(tmp, index=False),
+            out_dir / "predictions.csv.gz": lambda tmp: predictions.to_csv(
+                tmp, index=False, compression="gzip"
+            ),
+        }
+    )
     return result
-

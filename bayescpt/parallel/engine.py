@@ -61,7 +61,8 @@ def compile_dir_plugin(base: str):
             folder.mkdir(parents=True, exist_ok=True)
             flags = os.environ.get("PYTENSOR_FLAGS", "")
             os.environ["PYTENSOR_FLAGS"] = ",".join(
-                x for x in (flags, f"base_compiledir={folder}") if x)
+                x for x in (flags, f"base_compiledir={folder}") if x
+            )
 
     return WorkerCompileDir()
 
@@ -102,9 +103,11 @@ def plan_sweep(specs: list[FitSpec], out_dir: Path, force: bool = False):
             todo.append(spec)
     if clash:
         more = f" (and {len(clash) - 1} more)" if len(clash) > 1 else ""
-        raise SweepOutputError(f"{clash[0]}{more}: holds the fit of other inputs (the sweep file "
-                               "or the data changed); use another --out folder or --force to "
-                               "replace them")
+        raise SweepOutputError(
+            f"{clash[0]}{more}: holds the fit of other inputs (the sweep file "
+            "or the data changed); use another --out folder or --force to "
+            "replace them"
+        )
     return done, todo
 
 
@@ -151,7 +154,7 @@ def _deferred_sigint():
         yield
     finally:
         try:
-            if mask is not None:    # a Ctrl-C held back by the mask is recorded here
+            if mask is not None:  # a Ctrl-C held back by the mask is recorded here
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         finally:
             if callable(old):
@@ -173,8 +176,13 @@ def _local_client(n: int, compile_base: Path):
     cluster = client = None
     try:
         with _deferred_sigint():
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0", silence_logs=40)
+            cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=40,
+            )
             client = Client(cluster)
             client.register_plugin(compile_dir_plugin(str(compile_base)))
             client.register_plugin(local_worker_plugin())
@@ -208,13 +216,13 @@ def write_summary(out_dir: Path, rows: list[dict]) -> Path:
 
 def _journal(out_dir: Path, row: dict) -> None:
     buf = io.StringIO()
-    csv.writer(buf).writerow([time.strftime("%Y-%m-%dT%H:%M:%S"), row["key"], row["name"],
-                              row["status"], row["worker"]])
+    csv.writer(buf).writerow(
+        [time.strftime("%Y-%m-%dT%H:%M:%S"), row["key"], row["name"], row["status"], row["worker"]]
+    )
     with open(out_dir / "journal.csv", "a", encoding="utf-8") as fh:
         fh.write(buf.getvalue())
         fh.flush()
         os.fsync(fh.fileno())
-
 
 
 @dataclass(frozen=True)
@@ -227,9 +235,16 @@ class Cluster:
     scheduler: str | None = None
     client: object = None
 
-def run_sweep(specs: list[FitSpec], out_dir, workers: int | None = None,
-              scheduler: str | None = None, client=None, force: bool = False,
-              say=lambda msg: None) -> pd.DataFrame:
+
+def run_sweep(
+    specs: list[FitSpec],
+    out_dir,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client=None,
+    force: bool = False,
+    say=lambda msg: None,
+) -> pd.DataFrame:
     """Run ``specs`` (see the module doc); returns the summary table (one row per spec)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -242,23 +257,32 @@ def run_sweep(specs: list[FitSpec], out_dir, workers: int | None = None,
         try:
             if own:
                 client, cluster = _client(workers, scheduler, out_dir / ".compiledir")
-            where = scheduler or f"a local cluster of {len(client.scheduler_info()['workers'])} " \
-                                 "workers"
+            where = (
+                scheduler or f"a local cluster of {len(client.scheduler_info()['workers'])} workers"
+            )
             say(f"sweep: running on {where}")
             from distributed import as_completed
 
-            futures = [client.submit(run_fit, s.to_json(), str(out_dir), 1, pure=False,
-                                     key=f"bayescpt-fit-{s.key}") for s in todo]
+            futures = [
+                client.submit(
+                    run_fit, s.to_json(), str(out_dir), 1, pure=False, key=f"bayescpt-fit-{s.key}"
+                )
+                for s in todo
+            ]
             for i, fut in enumerate(as_completed(futures), 1):
                 row = fut.result()
                 rows[row["key"]] = row
                 _journal(out_dir, row)
                 write_summary(out_dir, list(rows.values()))
-                say(f"[{i}/{len(todo)}] {row['name']}: {row['status']}"
-                    + (f" (R-hat {row['max_rhat']:.4f}, ESS {row['min_ess_bulk']:.0f}, "
-                       f"{row['divergences']} divergences, {row['seconds']:.1f} s)"
-                       if row["status"] in ("ok", "diagnostics") else
-                       f": {row['error']}"))
+                say(
+                    f"[{i}/{len(todo)}] {row['name']}: {row['status']}"
+                    + (
+                        f" (R-hat {row['max_rhat']:.4f}, ESS {row['min_ess_bulk']:.0f}, "
+                        f"{row['divergences']} divergences, {row['seconds']:.1f} s)"
+                        if row["status"] in ("ok", "diagnostics")
+                        else f": {row['error']}"
+                    )
+                )
         finally:
             if own:
                 _close(client, cluster)

@@ -40,8 +40,8 @@ import pandas as pd
 from bayescpt.core.outputs import write_outputs
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data.validate import validate_curves
-from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.config import make_config
+from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.hierarchy import build_model, prepare
 from bayescpt.curves.model.laws import get_law
 from bayescpt.parallel.engine import Cluster, run_sweep
@@ -70,7 +70,7 @@ def checked_quantities(model, law) -> list[tuple[str, int | None, str]]:
     names = {v.name for v in model.free_RVs} | {v.name for v in model.deterministics}
     for name in sorted(names):
         if name.startswith("log_sigma") or name.endswith(POPULATION_SUFFIXES):
-            if model.named_vars_to_dims.get(name):   # group-level values (log_sigma) below
+            if model.named_vars_to_dims.get(name):  # group-level values (log_sigma) below
                 continue
             out.append((name, None, name))
     groups = list(model.coords.get("group", ()))
@@ -80,8 +80,9 @@ def checked_quantities(model, law) -> list[tuple[str, int | None, str]]:
     return out
 
 
-def simulate_prior(design: pd.DataFrame, law: str, options: dict | None, config: dict | None,
-                   sims: int, seed: int):
+def simulate_prior(
+    design: pd.DataFrame, law: str, options: dict | None, config: dict | None, sims: int, seed: int
+):
     """(tables, truth, quantities): ``sims`` copies of ``design`` (a validated curve table,
     :func:`bayescpt.curves.data.validate.read_curves`) with losses drawn from the prior predictive of the
     law's model, one row of true values per simulation, and :func:`checked_quantities`.
@@ -106,13 +107,16 @@ def simulate_prior(design: pd.DataFrame, law: str, options: dict | None, config:
     tables, rows, rejected, why, batch = [], [], 0, None, 0
     while len(tables) < sims:
         if batch >= 20:
-            raise DataError(f"sbc: {rejected} of {rejected + len(tables)} prior simulations "
-                            f"are not valid loss curves (first: {why}); the prior is too wide "
-                            "for this design")
+            raise DataError(
+                f"sbc: {rejected} of {rejected + len(tables)} prior simulations "
+                f"are not valid loss curves (first: {why}); the prior is too wide "
+                "for this design"
+            )
         n = max(sims - len(tables), 8) * 2
         with model:
             prior = pm.sample_prior_predictive(
-                draws=n, random_seed=np.random.default_rng([seed, batch]))
+                draws=n, random_seed=np.random.default_rng([seed, batch])
+            )
         batch += 1
         y = prior.prior_predictive["y"].stack(s=("chain", "draw")).transpose("s", ...).to_numpy()
         values = {}
@@ -125,7 +129,7 @@ def simulate_prior(design: pd.DataFrame, law: str, options: dict | None, config:
             t = df.copy()
             t["loss"] = np.nan
             t.iloc[where, t.columns.get_loc("loss")] = np.exp(y[j])
-            try:   # a simulation that is no loss curve (e.g. above 20 nats) is drawn again
+            try:  # a simulation that is no loss curve (e.g. above 20 nats) is drawn again
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     validate_curves(t)
@@ -164,14 +168,29 @@ def uniformity(ranks: pd.DataFrame, labels: list[str], ranks_max: int, bins: int
         counts, _ = np.histogram(r, bins=edges)
         expected = len(r) * np.diff(edges) / (ranks_max + 1)
         chi2, p = stats.chisquare(counts, expected)
-        rows.append({"quantity": label, "n": len(r), "chi2": float(chi2), "p_value": float(p),
-                     "mean_rank": float(r.mean() / ranks_max)})
+        rows.append(
+            {
+                "quantity": label,
+                "n": len(r),
+                "chi2": float(chi2),
+                "p_value": float(p),
+                "mean_rank": float(r.mean() / ranks_max),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def run_sbc(design: pd.DataFrame, out_dir, study: StudyFit = StudyFit(), sims: int = 100,
-            ranks: int = 99, bins: int = 10, cluster: Cluster = Cluster(), force: bool = False,
-            say=lambda msg: None) -> SBCResult:
+def run_sbc(
+    design: pd.DataFrame,
+    out_dir,
+    study: StudyFit = StudyFit(),
+    sims: int = 100,
+    ranks: int = 99,
+    bins: int = 10,
+    cluster: Cluster = Cluster(),
+    force: bool = False,
+    say=lambda msg: None,
+) -> SBCResult:
     """SBC of ``study.law``'s default model (its options and config; sampler settings and seed
     ``study.seed`` for the simulations, ``seed + i`` for fit i) on ``design`` (see the module
     doc)."""
@@ -189,10 +208,18 @@ def run_sbc(design: pd.DataFrame, out_dir, study: StudyFit = StudyFit(), sims: i
     tables, truth, quantities = simulate_prior(design, law, options, config, sims, seed)
     specs = []
     for i, table in enumerate(tables):
-        specs.append(study.spec(f"sbc__sim{i:04d}", out_dir / "sims" / f"sim_{i:04d}.csv", table,
-                                offset=i))
-    fits = run_sweep(specs, out_dir / "fits", workers=cluster.workers,
-                     scheduler=cluster.scheduler, client=cluster.client, force=force, say=say)
+        specs.append(
+            study.spec(f"sbc__sim{i:04d}", out_dir / "sims" / f"sim_{i:04d}.csv", table, offset=i)
+        )
+    fits = run_sweep(
+        specs,
+        out_dir / "fits",
+        workers=cluster.workers,
+        scheduler=cluster.scheduler,
+        client=cluster.client,
+        force=force,
+        say=say,
+    )
     rows = []
     labels = [q[2] for q in quantities]
     for i, (_, row) in enumerate(fits.iterrows()):
@@ -202,21 +229,43 @@ def run_sbc(design: pd.DataFrame, out_dir, study: StudyFit = StudyFit(), sims: i
         fit = Fit.load(row["output"])
         r = rank_of(fit, quantities, truth.iloc[i], ranks)
         d = fit.diagnostics()
-        rows.append({"sim": i, **r, "max_rhat": d.max_rhat, "min_ess_bulk": d.min_ess_bulk,
-                     "divergences": int(d.divergences), "diagnostics_ok": bool(d.ok)})
+        rows.append(
+            {
+                "sim": i,
+                **r,
+                "max_rhat": d.max_rhat,
+                "min_ess_bulk": d.min_ess_bulk,
+                "divergences": int(d.divergences),
+                "diagnostics_ok": bool(d.ok),
+            }
+        )
     rank_table = pd.DataFrame(rows)
     if len(rank_table) < 2:
-        raise RuntimeError("sbc: fewer than 2 simulations were fitted; see "
-                           f"{out_dir / 'fits' / 'summary.csv'}")
+        raise RuntimeError(
+            f"sbc: fewer than 2 simulations were fitted; see {out_dir / 'fits' / 'summary.csv'}"
+        )
     tests = uniformity(rank_table, labels, ranks, bins)
     p_bonf = float(min(1.0, tests["p_value"].min() * len(tests)))
-    meta = {"law": law, "options": options or {}, "sims": sims, "fitted": len(rank_table),
-            "rejected_simulations": truth.attrs.get("rejected", 0),
-            "rejected_first": truth.attrs.get("rejected_first"),
-            "ranks": ranks, "bins": bins, "seed": seed, "p_min_bonferroni": p_bonf}
-    write_outputs({out_dir / "truth.csv": lambda tmp: truth.to_csv(tmp, index=False),
-                   out_dir / "ranks.csv": lambda tmp: rank_table.to_csv(tmp, index=False),
-                   out_dir / "sbc.csv": lambda tmp: tests.to_csv(tmp, index=False),
-                   out_dir / "sbc.json": lambda tmp: Path(tmp).write_text(
-                       json.dumps(meta, indent=2), encoding="utf-8")})
+    meta = {
+        "law": law,
+        "options": options or {},
+        "sims": sims,
+        "fitted": len(rank_table),
+        "rejected_simulations": truth.attrs.get("rejected", 0),
+        "rejected_first": truth.attrs.get("rejected_first"),
+        "ranks": ranks,
+        "bins": bins,
+        "seed": seed,
+        "p_min_bonferroni": p_bonf,
+    }
+    write_outputs(
+        {
+            out_dir / "truth.csv": lambda tmp: truth.to_csv(tmp, index=False),
+            out_dir / "ranks.csv": lambda tmp: rank_table.to_csv(tmp, index=False),
+            out_dir / "sbc.csv": lambda tmp: tests.to_csv(tmp, index=False),
+            out_dir / "sbc.json": lambda tmp: Path(tmp).write_text(
+                json.dumps(meta, indent=2), encoding="utf-8"
+            ),
+        }
+    )
     return SBCResult(tests, rank_table, truth, fits, p_bonf, ranks)

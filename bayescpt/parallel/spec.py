@@ -36,16 +36,26 @@ from pathlib import Path
 
 from bayescpt.core.config import ConfigError
 from bayescpt.core.families import family_class, family_names
-from bayescpt.core.sampler_settings import MAX_SEED, sampler_setting_problem
 from bayescpt.core.outputs import write_outputs
+from bayescpt.core.sampler_settings import MAX_SEED, sampler_setting_problem
 from bayescpt.core.tables import data_hash, shown
 from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.model.laws import law_names
 
 #: the fit families a sweep entry may name (the family table, :mod:`bayescpt.core.families`)
 FAMILIES = family_names()
-ENTRY_KEYS = {"name", "family", "data", "law", "options", "config", "sampler", "seed", "seeds",
-              "grid"}
+ENTRY_KEYS = {
+    "name",
+    "family",
+    "data",
+    "law",
+    "options",
+    "config",
+    "sampler",
+    "seed",
+    "seeds",
+    "grid",
+}
 SAMPLER_KEYS = {"sampler", "chains", "draws", "tune", "target_accept", "init"}
 
 
@@ -85,9 +95,8 @@ class FitSpec:
         return json.dumps(asdict(self), sort_keys=True, default=str)
 
     @classmethod
-    def from_json(cls, text: str) -> "FitSpec":
+    def from_json(cls, text: str) -> FitSpec:
         return cls(**json.loads(text))
-
 
 
 @dataclass(frozen=True)
@@ -109,9 +118,18 @@ class StudyFit:
         text = table.to_csv(index=False)
         if not (path.is_file() and path.read_text(encoding="utf-8") == text):
             write_outputs({path: lambda tmp: Path(tmp).write_text(text, encoding="utf-8")})
-        return FitSpec(name, "curves", str(path.resolve()), data_hash(read_curves(path)),
-                       self.law, dict(self.options or {}), dict(self.config or {}),
-                       dict(self.sampler or {}), int(self.seed + offset))
+        return FitSpec(
+            name,
+            "curves",
+            str(path.resolve()),
+            data_hash(read_curves(path)),
+            self.law,
+            dict(self.options or {}),
+            dict(self.config or {}),
+            dict(self.sampler or {}),
+            int(self.seed + offset),
+        )
+
 
 def _where(path: Path, i: int, key: str | None = None) -> str:
     return f"{path}, fit entry {i + 1}" + (f", key {key!r}" if key else "")
@@ -124,22 +142,28 @@ def _safe(text: str) -> str:
 def _set_path(entry: dict, dotted: str, value, where: str) -> None:
     parts = dotted.split(".")
     if parts[0] not in ("options", "config", "sampler") or len(parts) < 2:
-        raise SweepError(f"{where}: grid key {dotted!r}; expected 'options.NAME', "
-                         "'config.KEY[.KEY]' or 'sampler.NAME'")
+        raise SweepError(
+            f"{where}: grid key {dotted!r}; expected 'options.NAME', "
+            "'config.KEY[.KEY]' or 'sampler.NAME'"
+        )
     target = entry.setdefault(parts[0], {})
     for p in parts[1:-1]:
         target = target.setdefault(p, {})
         if not isinstance(target, dict):
-            raise SweepError(f"{where}: grid key {dotted!r} goes through a value that is not a "
-                             "table")
+            raise SweepError(
+                f"{where}: grid key {dotted!r} goes through a value that is not a table"
+            )
     target[parts[-1]] = value
 
 
 def _merge(base: dict, over: dict) -> dict:
     out = copy.deepcopy(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) \
+        out[k] = (
+            _merge(out[k], v)
+            if isinstance(v, dict) and isinstance(out.get(k), dict)
             else copy.deepcopy(v)
+        )
     return out
 
 
@@ -155,8 +179,10 @@ def read_sweep(path, read_table=None) -> list[FitSpec]:
         raise SweepError(f"{path}: not a TOML file ({err})") from None
     unknown = set(doc) - {"defaults", "fit"}
     if unknown:
-        raise SweepError(f"{path}: unknown top-level key(s) {sorted(unknown)}; expected "
-                         "'defaults' and '[[fit]]' entries")
+        raise SweepError(
+            f"{path}: unknown top-level key(s) {sorted(unknown)}; expected "
+            "'defaults' and '[[fit]]' entries"
+        )
     entries = doc.get("fit")
     if not isinstance(entries, list) or not entries:
         raise SweepError(f"{path}: no [[fit]] entries")
@@ -172,16 +198,19 @@ def read_sweep(path, read_table=None) -> list[FitSpec]:
     names = [s.name for s in specs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise SweepError(f"{path}: fit names {dup} appear more than once; give entries their own "
-                         "'name'")
+        raise SweepError(
+            f"{path}: fit names {dup} appear more than once; give entries their own 'name'"
+        )
     # the same inputs under two names would be one fit (its key) whose summary row the second
     # overwrites: refuse rather than lose a row
     first: dict[str, str] = {}
     for s in specs:
         if s.key in first:
-            raise SweepError(f"{path}: fits {first[s.key]!r} and {s.name!r} have the same inputs "
-                             "(data, law, options, config, sampler settings and seed), so they "
-                             "are one fit; drop one or change what should differ")
+            raise SweepError(
+                f"{path}: fits {first[s.key]!r} and {s.name!r} have the same inputs "
+                "(data, law, options, config, sampler settings and seed), so they "
+                "are one fit; drop one or change what should differ"
+            )
         first[s.key] = s.name
     return specs
 
@@ -189,14 +218,17 @@ def read_sweep(path, read_table=None) -> list[FitSpec]:
 def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> list[FitSpec]:
     bad = set(entry) - ENTRY_KEYS
     if bad:
-        raise SweepError(f"{_where(path, i, sorted(bad)[0])}: unknown key; expected one of "
-                         f"{sorted(ENTRY_KEYS)}")
+        raise SweepError(
+            f"{_where(path, i, sorted(bad)[0])}: unknown key; expected one of {sorted(ENTRY_KEYS)}"
+        )
     family = entry.get("family", "curves")
     if family not in FAMILIES:
         raise SweepError(f"{_where(path, i, 'family')}: {family!r}; expected one of {FAMILIES}")
     if "data" not in entry or not isinstance(entry["data"], str):
-        raise SweepError(f"{_where(path, i, 'data')}: missing or not a string (a data file, "
-                         "relative to the sweep file)")
+        raise SweepError(
+            f"{_where(path, i, 'data')}: missing or not a string (a data file, "
+            "relative to the sweep file)"
+        )
     data = (path.parent / entry["data"]).resolve()
     if not data.is_file():
         raise SweepError(f"{_where(path, i, 'data')}: {data}: no such file")
@@ -204,8 +236,9 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
     if family != "curves" and "law" in entry:
         raise SweepError(f"{_where(path, i, 'law')}: only curves entries take a law")
     if family == "curves" and law not in law_names():
-        raise SweepError(f"{_where(path, i, 'law')}: {shown(law)}; expected one of "
-                         f"{', '.join(law_names())}")
+        raise SweepError(
+            f"{_where(path, i, 'law')}: {shown(law)}; expected one of {', '.join(law_names())}"
+        )
     for key in ("options", "sampler", "grid"):
         if key in entry and not isinstance(entry[key], dict):
             raise SweepError(f"{_where(path, i, key)}: expected a table")
@@ -213,10 +246,17 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
     if "seed" in entry and "seeds" in entry:
         raise SweepError(f"{_where(path, i, 'seeds')}: give 'seed' or 'seeds', not both")
     seeds = entry.get("seeds", [entry.get("seed", 0)])
-    if not isinstance(seeds, list) or not seeds or not all(
-            isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds):
-        raise SweepError(f"{_where(path, i, 'seeds')}: {seeds!r}; expected non-negative integers "
-                         f"(whole numbers from 0 to {MAX_SEED})")
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds
+        )
+    ):
+        raise SweepError(
+            f"{_where(path, i, 'seeds')}: {seeds!r}; expected non-negative integers "
+            f"(whole numbers from 0 to {MAX_SEED})"
+        )
     config = _entry_config(path, i, entry)
     if str(data) not in hashes:
         table = read_table(family, data)
@@ -229,8 +269,11 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
     base = entry.get("name") or "-".join(_safe(x) for x in (family, law, data.stem) if x)
     out = []
     for combo in itertools.product(*grid.values()) if grid else [()]:
-        e = {"options": copy.deepcopy(entry.get("options", {})), "config": copy.deepcopy(config),
-             "sampler": copy.deepcopy(entry.get("sampler", {}))}
+        e = {
+            "options": copy.deepcopy(entry.get("options", {})),
+            "config": copy.deepcopy(config),
+            "sampler": copy.deepcopy(entry.get("sampler", {})),
+        }
         label = []
         for k, v in zip(grid, combo):
             _set_path(e, k, v, _where(path, i, "grid"))
@@ -238,8 +281,9 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
         # every sampler setting in range before any fit starts (grid values included)
         _check_sampler(e["sampler"], _where(path, i), "sampler", grid)
         if isinstance(e["config"].get("sampler"), dict):
-            _check_sampler(e["config"]["sampler"], _where(path, i), "config.sampler", grid,
-                           known=False)
+            _check_sampler(
+                e["config"]["sampler"], _where(path, i), "config.sampler", grid, known=False
+            )
         # the law's options and the config (priors, structure) as the fit will take them
         try:
             law_options = fit_law_options(family, law, e["options"], table)
@@ -248,15 +292,29 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
         try:
             check_fit_config(family, law, law_options, e["config"])
         except ConfigError as err:
-            given = [f"grid.{k} = {shown(v)}" for k, v in zip(grid, combo)
-                     if k.startswith("config.")]
-            raise SweepError(f"{_where(path, i, 'config')}"
-                             + (f" (with {', '.join(given)})" if given else "")
-                             + f": {err}") from None
+            given = [
+                f"grid.{k} = {shown(v)}" for k, v in zip(grid, combo) if k.startswith("config.")
+            ]
+            raise SweepError(
+                f"{_where(path, i, 'config')}"
+                + (f" (with {', '.join(given)})" if given else "")
+                + f": {err}"
+            ) from None
         for seed in seeds:
             name = "__".join([_safe(base), *label, f"seed{seed}"])
-            out.append(FitSpec(name, family, str(data), data_key, law, e["options"],
-                               e["config"], e["sampler"], int(seed)))
+            out.append(
+                FitSpec(
+                    name,
+                    family,
+                    str(data),
+                    data_key,
+                    law,
+                    e["options"],
+                    e["config"],
+                    e["sampler"],
+                    int(seed),
+                )
+            )
     return out
 
 
@@ -269,8 +327,9 @@ def _entry_config(path: Path, i: int, entry: dict) -> dict:
         try:
             config = json.loads(cfile.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as err:
-            raise SweepError(f"{_where(path, i, 'config')}: {cfile}: not a readable JSON file "
-                             f"({err})") from None
+            raise SweepError(
+                f"{_where(path, i, 'config')}: {cfile}: not a readable JSON file ({err})"
+            ) from None
     if not isinstance(config, dict):
         raise SweepError(f"{_where(path, i, 'config')}: expected a table or a JSON file name")
     return config
@@ -282,8 +341,10 @@ def _check_sampler(settings: dict, where: str, prefix: str, grid=(), known: bool
     bad = set(settings) - SAMPLER_KEYS
     if known and bad:
         key = f"{prefix}.{sorted(bad)[0]}"
-        raise SweepError(f"{where}, key {(('grid.' + key) if key in grid else key)!r}: unknown "
-                         f"sampler setting; expected one of {sorted(SAMPLER_KEYS)}")
+        raise SweepError(
+            f"{where}, key {(('grid.' + key) if key in grid else key)!r}: unknown "
+            f"sampler setting; expected one of {sorted(SAMPLER_KEYS)}"
+        )
     for k, v in settings.items():
         problem = sampler_setting_problem(k, v)
         if problem:

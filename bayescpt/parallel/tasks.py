@@ -34,9 +34,26 @@ from bayescpt.core.fitfile import FitError, load_fit
 from bayescpt.core.sampling import check_sampler
 from bayescpt.parallel.spec import FitSpec
 
-ROW_KEYS = ("name", "family", "law", "data", "seed", "key", "data_hash", "status", "max_rhat",
-            "min_ess_bulk", "min_ess_tail", "divergences", "seconds", "compiled", "worker",
-            "output", "error", "note")
+ROW_KEYS = (
+    "name",
+    "family",
+    "law",
+    "data",
+    "seed",
+    "key",
+    "data_hash",
+    "status",
+    "max_rhat",
+    "min_ess_bulk",
+    "min_ess_tail",
+    "divergences",
+    "seconds",
+    "compiled",
+    "worker",
+    "output",
+    "error",
+    "note",
+)
 
 
 def fit_spec(spec: FitSpec, cores: int | None = None):
@@ -47,8 +64,9 @@ def fit_spec(spec: FitSpec, cores: int | None = None):
     sampler = dict(spec.sampler)
     name = check_sampler(sampler.pop("sampler", "auto"))
     settings = SamplerSettings(sampler=name, seed=spec.seed, cores=cores, warn=False, **sampler)
-    return family_class(spec.family).sweep_fit(spec.data, spec.law, spec.options, spec.config,
-                                               settings)
+    return family_class(spec.family).sweep_fit(
+        spec.data, spec.law, spec.options, spec.config, settings
+    )
 
 
 def finished_row(spec: FitSpec, path: Path) -> dict | None:
@@ -81,7 +99,7 @@ def run_fit(spec_json: str, out_dir: str, cores: int | None = None) -> dict:
     spec = FitSpec.from_json(spec_json)
     path = Path(out_dir) / spec.file_name
     done = finished_row(spec, path)
-    if done is not None:   # e.g. its worker died after saving, before the result was fetched
+    if done is not None:  # e.g. its worker died after saving, before the result was fetched
         return dict(done, note="output found: this task had run before")
     t0 = time.perf_counter()
     try:
@@ -90,18 +108,29 @@ def run_fit(spec_json: str, out_dir: str, cores: int | None = None) -> dict:
             fit, compiled = fit_spec(spec, cores)
         fit.idata.posterior.attrs.update(sweep_key=spec.key, sweep_spec=spec.to_json())
         fit.save(path, overwrite=True)
-    except Exception as err:   # noqa: BLE001 - a failed fit is a row, never a stopped sweep
+    except Exception as err:  # noqa: BLE001 - a failed fit is a row, never a stopped sweep
         text = " ".join(str(err).split()) or type(err).__name__
-        return {**{k: None for k in ROW_KEYS}, **_spec_cols(spec), "status": "failed",
-                "seconds": round(time.perf_counter() - t0, 2), "worker": _worker(),
-                "error": f"{type(err).__name__}: {text}"[:500]}
-    return _row(spec, path, fit, seconds=time.perf_counter() - t0,
-                compiled=compiled)
+        return {
+            **{k: None for k in ROW_KEYS},
+            **_spec_cols(spec),
+            "status": "failed",
+            "seconds": round(time.perf_counter() - t0, 2),
+            "worker": _worker(),
+            "error": f"{type(err).__name__}: {text}"[:500],
+        }
+    return _row(spec, path, fit, seconds=time.perf_counter() - t0, compiled=compiled)
 
 
 def _spec_cols(spec: FitSpec) -> dict:
-    return {"name": spec.name, "family": spec.family, "law": spec.law, "data": spec.data,
-            "seed": spec.seed, "key": spec.key, "data_hash": spec.data_hash}
+    return {
+        "name": spec.name,
+        "family": spec.family,
+        "law": spec.law,
+        "data": spec.data,
+        "seed": spec.seed,
+        "key": spec.key,
+        "data_hash": spec.data_hash,
+    }
 
 
 def _worker() -> str:
@@ -110,9 +139,17 @@ def _worker() -> str:
 
 def _row(spec: FitSpec, path: Path, fit, seconds, compiled=None) -> dict:
     d = fit.diagnostics()
-    return {**_spec_cols(spec), "status": "ok" if d.ok else "diagnostics",
-            "max_rhat": round(d.max_rhat, 5), "min_ess_bulk": round(d.min_ess_bulk, 1),
-            "min_ess_tail": round(d.min_ess_tail, 1), "divergences": int(d.divergences),
-            "seconds": None if seconds is None else round(float(seconds), 2),
-            "compiled": compiled, "worker": _worker(), "output": str(path), "error": None,
-            "note": None}
+    return {
+        **_spec_cols(spec),
+        "status": "ok" if d.ok else "diagnostics",
+        "max_rhat": round(d.max_rhat, 5),
+        "min_ess_bulk": round(d.min_ess_bulk, 1),
+        "min_ess_tail": round(d.min_ess_tail, 1),
+        "divergences": int(d.divergences),
+        "seconds": None if seconds is None else round(float(seconds), 2),
+        "compiled": compiled,
+        "worker": _worker(),
+        "output": str(path),
+        "error": None,
+        "note": None,
+    }

@@ -57,9 +57,13 @@ def table(df: pd.DataFrame, caption: str = "", index: bool = False, marked=()) -
     positions of rows to highlight)."""
     if index:
         df = df.reset_index()
-    return {"kind": "table", "caption": caption, "columns": [str(c) for c in df.columns],
-            "rows": [[cell(v) for v in row] for row in df.itertuples(index=False)],
-            "marked": list(marked)}
+    return {
+        "kind": "table",
+        "caption": caption,
+        "columns": [str(c) for c in df.columns],
+        "rows": [[cell(v) for v in row] for row in df.itertuples(index=False)],
+        "marked": list(marked),
+    }
 
 
 def image(fig, caption: str, dpi: int = DPI) -> dict:
@@ -73,6 +77,12 @@ def image(fig, caption: str, dpi: int = DPI) -> dict:
     png = buf.getvalue()
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     name = re.sub(r"[^a-z0-9]+", "_", caption.lower()).strip("_")[:60] or "figure"
-    return {"kind": "image", "caption": caption, "width": width, "height": height,
-            "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
-            "png": png, "name": name}
+    return {
+        "kind": "image",
+        "caption": caption,
+        "width": width,
+        "height": height,
+        "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
+        "png": png,
+        "name": name,
+    }

@@ -22,10 +22,16 @@ from bayescpt.report.predictions import predictions
 from bayescpt.report.render import render, write_html
 
 #: (id, title) of every section, in page order
-SECTIONS = (("data", "Data"), ("diagnostics", "Diagnostics"), ("sampler", "Sampler plots"),
-            ("parameters", "Parameters per group"), ("predictions", "Predictions"),
-            ("extrapolation", "Extrapolation"), ("plan", "Plan"),
-            ("provenance", "Provenance"))
+SECTIONS = (
+    ("data", "Data"),
+    ("diagnostics", "Diagnostics"),
+    ("sampler", "Sampler plots"),
+    ("parameters", "Parameters per group"),
+    ("predictions", "Predictions"),
+    ("extrapolation", "Extrapolation"),
+    ("plan", "Plan"),
+    ("provenance", "Provenance"),
+)
 #: the most fits of a sweep drawn in full (the others get their verdict only)
 MAX_FITS = 12
 
@@ -94,8 +100,15 @@ def _fit_blocks(out: dict, fit, path, label: str, got: Inputs, kw: dict, full: b
     return {"diag": (label, diag), "row": S.fit_provenance(fit, path, label)}
 
 
-def build_report(paths, *, command: str | None = None, prob: float = 0.9, seed: int = 0,
-                 tolerance: float | None = None, risk: float | None = None) -> Report:
+def build_report(
+    paths,
+    *,
+    command: str | None = None,
+    prob: float = 0.9,
+    seed: int = 0,
+    tolerance: float | None = None,
+    risk: float | None = None,
+) -> Report:
     """The report of ``paths`` (see the module docstring); ``command`` the command that made
     it (default: this process's), ``prob`` the intervals' probability, ``seed`` the
     predictions', ``tolerance`` and ``risk`` the plan's question (for the plan plot)."""
@@ -103,8 +116,12 @@ def build_report(paths, *, command: str | None = None, prob: float = 0.9, seed: 
     out = {sid: [] for sid, _ in SECTIONS}
     if got.sweep is not None:
         out["data"].append(B.table(got.sweep, caption="the sweep's summary"))
-    done = [_fit_blocks(out, load_fit(path), path, label, got, {"prob": prob, "seed": seed},
-                        i < MAX_FITS) for i, (label, path) in enumerate(got.fits)]
+    done = [
+        _fit_blocks(
+            out, load_fit(path), path, label, got, {"prob": prob, "seed": seed}, i < MAX_FITS
+        )
+        for i, (label, path) in enumerate(got.fits)
+    ]
     if len(got.fits) > MAX_FITS:
         out["sampler"].append(B.text(f"Plots of the first {MAX_FITS} of {len(got.fits)} fits."))
     if done:
@@ -115,23 +132,30 @@ def build_report(paths, *, command: str | None = None, prob: float = 0.9, seed: 
     _explain_empty(out, got)
     names = ", ".join(label for label, _ in got.fits) or got.plan.name
     title = f"bayescpt report: {names if len(names) < 80 else f'{len(got.fits)} fits'}"
-    subtitle = (f"{len(got.fits)} fit(s)" + (f", predictions for {got.table}" if got.table
-                                              else "") + (f", plan {got.plan}" if got.plan else ""))
+    subtitle = (
+        f"{len(got.fits)} fit(s)"
+        + (f", predictions for {got.table}" if got.table else "")
+        + (f", plan {got.plan}" if got.plan else "")
+    )
     sections = [{"id": sid, "title": name, "blocks": out[sid]} for sid, name in SECTIONS]
-    images = {f"{i:02d}_{b['name']}.png": b["png"] for i, b in enumerate(
-        b for s in sections for b in s["blocks"] if b["kind"] == "image")}
+    images = {
+        f"{i:02d}_{b['name']}.png": b["png"]
+        for i, b in enumerate(b for s in sections for b in s["blocks"] if b["kind"] == "image")
+    }
     return Report(render(title, subtitle, sections), images, title)
 
 
 def _explain_empty(out: dict, got: Inputs) -> None:
     """A line in each section that has nothing to show, saying why."""
-    why = {"plan": "No plan table given (the table `bayescpt plan --out PLANS.csv` writes).",
-           "sampler": "No fit given, so no sampler to judge.",
-           "parameters": "No fit given, so no parameters.",
-           "predictions": "No fit given, so no predictions.",
-           "extrapolation": "No prediction, so nothing extrapolated.",
-           "data": "No fit given: the data are the plan's fit's.",
-           "diagnostics": "No fit given, so no diagnostics."}
+    why = {
+        "plan": "No plan table given (the table `bayescpt plan --out PLANS.csv` writes).",
+        "sampler": "No fit given, so no sampler to judge.",
+        "parameters": "No fit given, so no parameters.",
+        "predictions": "No fit given, so no predictions.",
+        "extrapolation": "No prediction, so nothing extrapolated.",
+        "data": "No fit given: the data are the plan's fit's.",
+        "diagnostics": "No fit given, so no diagnostics.",
+    }
     for sid, words in why.items():
         if not out[sid]:
             out[sid].append(B.text(words))

@@ -44,31 +44,52 @@ def chosen_words(table: pd.DataFrame, tolerance=None) -> tuple[str, bool]:
         return f"No plan was chosen: none meets the risk constraint{of}.", False
     c = chosen.iloc[0]
     replay = f", replay {c['replay_ratio']:g}" if c.get("replay_ratio", 0) > 0 else ""
-    return (f"Chosen{of}: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps "
-            f"from PT step {int(c['transfer'])}{replay}: expected final domain loss "
-            f"{c['domain_mean']:.4f} [{c['domain_lower']:.4f}, {c['domain_upper']:.4f}], "
-            f"P(general rise <= {eps}) = {c['p_within_tolerance']:.3f}."), True
+    return (
+        f"Chosen{of}: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps "
+        f"from PT step {int(c['transfer'])}{replay}: expected final domain loss "
+        f"{c['domain_mean']:.4f} [{c['domain_lower']:.4f}, {c['domain_upper']:.4f}], "
+        f"P(general rise <= {eps}) = {c['p_within_tolerance']:.3f}."
+    ), True
 
 
 def plan_section(path, tolerance=None, risk=None, prob: float = 0.9) -> list[dict]:
     """Blocks of the plan table at ``path``."""
     table = read_plans(path)
     words, ok = chosen_words(table, tolerance)
-    order = pd.concat([table[table["chosen"]], table[table["pareto"] & ~table["chosen"]]
-                       .sort_values("p_within_tolerance", ascending=False),
-                       table[~table["pareto"] & ~table["chosen"]].sort_values("domain_mean")])
+    order = pd.concat(
+        [
+            table[table["chosen"]],
+            table[table["pareto"] & ~table["chosen"]].sort_values(
+                "p_within_tolerance", ascending=False
+            ),
+            table[~table["pareto"] & ~table["chosen"]].sort_values("domain_mean"),
+        ]
+    )
     shown = order.head(MAX_ROWS).rename(columns={"p_within_tolerance": "P(feasible: rise <= eps)"})
     marked = [i for i, c in enumerate(shown["chosen"]) if c]
-    out = [B.verdict(words, ok),
-           B.image(plot_plans(table, tolerance=tolerance, risk=risk, prob=prob),
-                   f"{len(table)} CPT plans: expected domain loss against P(feasible)"),
-           B.table(shown, caption=f"the chosen plan, the Pareto front, then the rest by expected "
-                                  f"domain loss ({min(len(table), MAX_ROWS)} of {len(table)} "
-                                  f"plans; all in {path})", marked=marked)]
+    out = [
+        B.verdict(words, ok),
+        B.image(
+            plot_plans(table, tolerance=tolerance, risk=risk, prob=prob),
+            f"{len(table)} CPT plans: expected domain loss against P(feasible)",
+        ),
+        B.table(
+            shown,
+            caption=f"the chosen plan, the Pareto front, then the rest by expected "
+            f"domain loss ({min(len(table), MAX_ROWS)} of {len(table)} "
+            f"plans; all in {path})",
+            marked=marked,
+        ),
+    ]
     if "extrapolation" in table.columns:
         ext = table["extrapolation"].dropna().astype(str)
         ext = ext[ext.str.strip() != ""]
         if len(ext):
-            out.append(B.text(f"{len(ext)} plans extrapolate beyond the fit's training range: "
-                              + "; ".join(dict.fromkeys(ext)) + "."))
+            out.append(
+                B.text(
+                    f"{len(ext)} plans extrapolate beyond the fit's training range: "
+                    + "; ".join(dict.fromkeys(ext))
+                    + "."
+                )
+            )
     return out

@@ -22,10 +22,15 @@ import pandas as pd
 
 from bayescpt.core.plotting import pyplot
 from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.forecast.extrapolation import ExtrapolationWarning, RangeUnknownWarning, range_of_fit, unknown_note
-from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.evaluate.plots import plot_predictions
+from bayescpt.curves.forecast.extrapolation import (
+    ExtrapolationWarning,
+    RangeUnknownWarning,
+    range_of_fit,
+    unknown_note,
+)
 from bayescpt.curves.forecast.predict import check_sizes, predict_frame
+from bayescpt.curves.model.fit import Fit
 from bayescpt.hparams.data import read_grid, validate_grid
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.plots import plot_fit
@@ -49,10 +54,14 @@ def predictions(fit, label: str, table=None, prob: float = 0.9, seed: int = 0) -
 def training_range(fit) -> list[dict]:
     """The range a curve fit was trained on, and what it does not record."""
     rng = range_of_fit(fit)
-    shown = {k: (", ".join(f"{s:.3g}" for s in v) if isinstance(v, list) else v)
-             for k, v in rng.items()}
-    out = [B.table(pd.DataFrame([shown]), caption="training range the fit records "
-                                                  "(empty: not recorded)")]
+    shown = {
+        k: (", ".join(f"{s:.3g}" for s in v) if isinstance(v, list) else v) for k, v in rng.items()
+    }
+    out = [
+        B.table(
+            pd.DataFrame([shown]), caption="training range the fit records (empty: not recorded)"
+        )
+    ]
     note = unknown_note(rng)
     return out + ([B.text(note)] if note else [])
 
@@ -61,30 +70,50 @@ def curve_predictions(fit: Fit, label: str, table, prob: float, seed: int) -> tu
     """Predicted curves for the runs of the schedule ``table`` (None: no prediction)."""
     extra = training_range(fit)
     if table is None:
-        return ([B.text(f"{label}: no schedule given, so no curve is predicted; pass a "
-                        "schedule table (run, step, lr [, loss]), e.g. the fit's data, to "
-                        "draw the predicted curves over its losses.")],
-                extra + [B.text("No schedule was predicted, so nothing was extrapolated.")])
+        return (
+            [
+                B.text(
+                    f"{label}: no schedule given, so no curve is predicted; pass a "
+                    "schedule table (run, step, lr [, loss]), e.g. the fit's data, to "
+                    "draw the predicted curves over its losses."
+                )
+            ],
+            extra + [B.text("No schedule was predicted, so nothing was extrapolated.")],
+        )
     sched = read_curves(table, need_loss=False)
     check_sizes(fit, sched, str(table))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ExtrapolationWarning)
         warnings.simplefilter("always", RangeUnknownWarning)
         pred = predict_frame(fit, sched, prob=prob, seed=seed)
-    said = [str(w.message) for w in caught
-            if issubclass(w.category, (ExtrapolationWarning, RangeUnknownWarning))]
+    said = [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, (ExtrapolationWarning, RangeUnknownWarning))
+    ]
     n_runs = pred["run"].nunique()
-    fig = plot_predictions(pred, prob=prob, title=f"{label}: {fit.law.name} law, posterior "
-                           f"mean, {prob:.0%} credible band and predictive interval")
+    fig = plot_predictions(
+        pred,
+        prob=prob,
+        title=f"{label}: {fit.law.name} law, posterior "
+        f"mean, {prob:.0%} credible band and predictive interval",
+    )
     held = pred[pred["loss"].notna()] if "loss" in pred.columns else pred.iloc[:0]
     inside = ((held["loss"] >= held["lower"]) & (held["loss"] <= held["upper"])).mean()
-    words = (f"{n_runs} runs of {table} predicted ({len(pred)} rows)"
-             + (f"; {inside:.0%} of its {len(held)} losses lie inside the {prob:.0%} predictive"
-                " interval." if len(held) else "; the table has no losses to compare."))
-    blocks = [B.text(words), B.image(fig, f"{label}: predicted curves with their bands over the "
-                                          "observed losses")]
-    warned = ([B.text(f"Predicting {table} raised {len(said)} warning(s):"), B.bullets(said)]
-              if said else [B.text(f"Every run of {table} lies inside the training range.")])
+    words = f"{n_runs} runs of {table} predicted ({len(pred)} rows)" + (
+        f"; {inside:.0%} of its {len(held)} losses lie inside the {prob:.0%} predictive interval."
+        if len(held)
+        else "; the table has no losses to compare."
+    )
+    blocks = [
+        B.text(words),
+        B.image(fig, f"{label}: predicted curves with their bands over the observed losses"),
+    ]
+    warned = (
+        [B.text(f"Predicting {table} raised {len(said)} warning(s):"), B.bullets(said)]
+        if said
+        else [B.text(f"Every run of {table} lies inside the training range.")]
+    )
     return blocks, warned + extra
 
 
@@ -94,12 +123,15 @@ def grid_of(fit: HparamsFit, table=None) -> pd.DataFrame:
         return read_grid(table)
     obs = fit.idata.observed_data
     var = obs[list(obs.data_vars)[0]]
-    df = pd.DataFrame({c: np.asarray(var[c].values) for c in ("model_size", "tokens", "lr",
-                                                              "batch_size")})
+    df = pd.DataFrame(
+        {c: np.asarray(var[c].values) for c in ("model_size", "tokens", "lr", "batch_size")}
+    )
     groups = fit.cells["group"].unique()
     if len(groups) != 1:
-        raise ValueError("the fit's grid has several groups, which its file does not label per "
-                         "run: pass the grid CSV with the fit")
+        raise ValueError(
+            "the fit's grid has several groups, which its file does not label per "
+            "run: pass the grid CSV with the fit"
+        )
     return validate_grid(df.assign(loss=np.asarray(var.values, float), group=groups[0]))
 
 
@@ -107,14 +139,24 @@ def hparams_predictions(fit: HparamsFit, label: str, table, prob: float) -> tupl
     grid = grid_of(fit, table)
     fig = plot_fit(fit, grid, prob=prob)
     cells = fit.cells
-    words = (f"{len(grid)} runs in {len(cells)} cells (model size x tokens); the fitted laws "
-             "give the optimal learning rate and batch size per cell.")
-    ext = [B.text(f"Fitted range: model sizes {cells['model_size'].min():.3g} - "
-                  f"{cells['model_size'].max():.3g}, tokens {cells['tokens'].min():.3g} - "
-                  f"{cells['tokens'].max():.3g}; optima predicted beyond it are "
-                  "extrapolations (`bayescpt hparams predict` says so per run).")]
-    return [B.text(words), B.image(fig, f"{label}: loss surface, optima per cell and the "
-                                        "fitted laws with their bands")], ext
+    words = (
+        f"{len(grid)} runs in {len(cells)} cells (model size x tokens); the fitted laws "
+        "give the optimal learning rate and batch size per cell."
+    )
+    ext = [
+        B.text(
+            f"Fitted range: model sizes {cells['model_size'].min():.3g} - "
+            f"{cells['model_size'].max():.3g}, tokens {cells['tokens'].min():.3g} - "
+            f"{cells['tokens'].max():.3g}; optima predicted beyond it are "
+            "extrapolations (`bayescpt hparams predict` says so per run)."
+        )
+    ]
+    return [
+        B.text(words),
+        B.image(
+            fig, f"{label}: loss surface, optima per cell and the fitted laws with their bands"
+        ),
+    ], ext
 
 
 def mixture_predictions(fit: MixtureFit, label: str, prob: float) -> tuple:
@@ -124,14 +166,26 @@ def mixture_predictions(fit: MixtureFit, label: str, prob: float) -> tuple:
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.4), squeeze=False)
     for ax, row in zip(axes.flat, g.itertuples()):
         tokens = float(fit.points.loc[fit.points["val_set"] == row.val_set, "tokens"].max())
-        plot_loss_vs_ratio(fit, row.model_size, row.val_set, tokens, prob=prob, ax=ax,
-                           title=f"{row.val_set} ({row.val_role}), {row.model_size / 1e6:g}M, "
-                                 f"T = {tokens:g}")
+        plot_loss_vs_ratio(
+            fit,
+            row.model_size,
+            row.val_set,
+            tokens,
+            prob=prob,
+            ax=ax,
+            title=f"{row.val_set} ({row.val_role}), {row.model_size / 1e6:g}M, T = {tokens:g}",
+        )
     fig.tight_layout()
-    words = (f"{len(fit.points)} observed losses of {n} groups; each panel the law's "
-             f"{prob:.0%} band and predictive interval against the mixture ratio at the largest "
-             "fitted budget.")
-    ext = [B.text(f"Fitted mixture ratios {fit.r_lo:g} - {fit.r_hi:g}; ratios outside are "
-                  f"extrapolations. Config: {json.dumps(fit.config.get('token_terms'))} token "
-                  "terms.")]
+    words = (
+        f"{len(fit.points)} observed losses of {n} groups; each panel the law's "
+        f"{prob:.0%} band and predictive interval against the mixture ratio at the largest "
+        "fitted budget."
+    )
+    ext = [
+        B.text(
+            f"Fitted mixture ratios {fit.r_lo:g} - {fit.r_hi:g}; ratios outside are "
+            f"extrapolations. Config: {json.dumps(fit.config.get('token_terms'))} token "
+            "terms."
+        )
+    ]
     return [B.text(words), B.image(fig, f"{label}: loss against mixture ratio with bands")], ext

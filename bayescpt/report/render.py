@@ -15,17 +15,26 @@ TEMPLATE = "report.html.j2"
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("bayescpt.report", "templates"),
-                              autoescape=True, undefined=jinja2.StrictUndefined,
-                              trim_blocks=False, lstrip_blocks=False)
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("bayescpt.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+        lstrip_blocks=False,
+    )
 
 
 def render(title: str, subtitle: str, sections: list[dict]) -> str:
     """The page: ``sections`` is a list of {id, title, blocks} (see
     :mod:`bayescpt.report.blocks`)."""
-    written = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return _environment().get_template(TEMPLATE).render(
-        title=title, subtitle=subtitle, sections=sections, version=__version__, written=written)
+    written = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            title=title, subtitle=subtitle, sections=sections, version=__version__, written=written
+        )
+    )
 
 
 def write_html(html: str, path) -> Path:

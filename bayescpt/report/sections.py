@@ -32,15 +32,20 @@ VERSIONS = ("pymc", "pytensor", "arviz", "numpy", "pandas", "nutpie", "matplotli
 def data_summary(fit, label: str) -> list[dict]:
     """What the fit was fitted on: the observed points per curve (or cell), from the file."""
     obs = fit.idata.observed_data if "observed_data" in fit.idata.groups() else None
-    out = [B.text(f"{label}: the {fit.meta.get('law')} law ({type(fit).__name__}), data hash "
-                  f"{fit.meta.get('data_hash')}.")]
+    out = [
+        B.text(
+            f"{label}: the {fit.meta.get('law')} law ({type(fit).__name__}), data hash "
+            f"{fit.meta.get('data_hash')}."
+        )
+    ]
     if obs is None or not obs.data_vars:
         return out + [B.text("The file holds no observed data.")]
     name = list(obs.data_vars)[0]
     var = obs[name]
     dim = var.dims[0]
-    frame = pd.DataFrame({c: np.asarray(var[c].values) for c in var.coords if c != dim
-                          and var[c].dims == (dim,)})
+    frame = pd.DataFrame(
+        {c: np.asarray(var[c].values) for c in var.coords if c != dim and var[c].dims == (dim,)}
+    )
     frame["value"] = np.asarray(var.values, dtype=float)
     text_cols = [c for c in frame.columns if c != "value" and frame[c].dtype.kind in "OSU"]
     keys = text_cols or [c for c in frame.columns if c != "value"][:2]
@@ -50,8 +55,9 @@ def data_summary(fit, label: str) -> list[dict]:
         if c not in keys and c != "value" and frame[c].dtype.kind in "iuf":
             span = frame.groupby(keys, sort=False)[c].agg(["min", "max"])
             summary[f"{c} range"] = [f"{lo:.4g} - {hi:.4g}" for lo, hi in span.to_numpy()]
-    out.append(B.text(f"{len(frame)} observed {name} values in {len(summary)} "
-                      f"{' x '.join(keys)} groups."))
+    out.append(
+        B.text(f"{len(frame)} observed {name} values in {len(summary)} {' x '.join(keys)} groups.")
+    )
     return out + [B.table(summary, caption=f"observed data of {label}", index=True)]
 
 
@@ -61,34 +67,51 @@ def diagnostics_words(diag) -> list[str]:
     r, e, t = diag.max_rhat, diag.min_ess_bulk, diag.min_ess_tail
     words = []
     if judged["r_hat"].isna().all():
-        words.append(f"R-hat: cannot be computed from {diag.chains} chain(s) x {diag.draws} "
-                     "draws, so nothing shows that the chains agree.")
+        words.append(
+            f"R-hat: cannot be computed from {diag.chains} chain(s) x {diag.draws} "
+            "draws, so nothing shows that the chains agree."
+        )
     else:
         ok = np.isfinite(r) and r <= RHAT_MAX
-        words.append(f"R-hat (do the chains agree?): the worst is {r:.4f} "
-                     f"({judged['r_hat'].idxmax()}); {'at most' if ok else 'above'} "
-                     f"{RHAT_MAX}, so the chains {'agree' if ok else 'disagree'}.")
+        words.append(
+            f"R-hat (do the chains agree?): the worst is {r:.4f} "
+            f"({judged['r_hat'].idxmax()}); {'at most' if ok else 'above'} "
+            f"{RHAT_MAX}, so the chains {'agree' if ok else 'disagree'}."
+        )
     ok = np.isfinite(e) and e >= ESS_MIN
-    words.append(f"Effective sample size (how many independent draws?): the smallest bulk ESS "
-                 f"is {e:.0f} and the smallest tail ESS {t:.0f}; {'at least' if ok else 'below'}"
-                 f" {ESS_MIN}, so the intervals are {'well' if ok else 'poorly'} estimated.")
-    words.append("Divergences: none, the sampler followed the posterior everywhere."
-                 if not diag.divergences else f"Divergences: {diag.divergences} divergent "
-                 "transitions, where the sampler could not follow the posterior.")
-    words.append("Stuck chains: none; no chain sits in a minor mode." if not diag.stuck else
-                 "Stuck chains: " + "; ".join(s.text() for s in diag.stuck))
-    words.append("Prior-data conflict: none; every checked posterior lies within its prior."
-                 if not diag.conflicts else "Prior-data conflict: "
-                 + "; ".join(c.text() for c in diag.conflicts))
+    words.append(
+        f"Effective sample size (how many independent draws?): the smallest bulk ESS "
+        f"is {e:.0f} and the smallest tail ESS {t:.0f}; {'at least' if ok else 'below'}"
+        f" {ESS_MIN}, so the intervals are {'well' if ok else 'poorly'} estimated."
+    )
+    words.append(
+        "Divergences: none, the sampler followed the posterior everywhere."
+        if not diag.divergences
+        else f"Divergences: {diag.divergences} divergent "
+        "transitions, where the sampler could not follow the posterior."
+    )
+    words.append(
+        "Stuck chains: none; no chain sits in a minor mode."
+        if not diag.stuck
+        else "Stuck chains: " + "; ".join(s.text() for s in diag.stuck)
+    )
+    words.append(
+        "Prior-data conflict: none; every checked posterior lies within its prior."
+        if not diag.conflicts
+        else "Prior-data conflict: " + "; ".join(c.text() for c in diag.conflicts)
+    )
     return words
 
 
 def diagnostics(fit, diag, label: str) -> list[dict]:
     """The verdict in plain words, then the problems and notes, then diagnose's full text."""
-    head = (f"{label}: the sampler worked ({diag.chains} chains x {diag.draws} draws); the "
-            "posterior can be trusted as far as these checks see." if diag.ok else
-            f"{label}: the sampler has problems ({diag.chains} chains x {diag.draws} draws); "
-            "read the fixes below before using the fit.")
+    head = (
+        f"{label}: the sampler worked ({diag.chains} chains x {diag.draws} draws); the "
+        "posterior can be trusted as far as these checks see."
+        if diag.ok
+        else f"{label}: the sampler has problems ({diag.chains} chains x {diag.draws} draws); "
+        "read the fixes below before using the fit."
+    )
     out = [B.verdict(head, diag.ok), B.bullets(diagnostics_words(diag))]
     if not diag.ok:
         out += [B.text("What failed and what to do:"), B.bullets(diag.problems())]
@@ -101,11 +124,18 @@ def diagnostics(fit, diag, label: str) -> list[dict]:
 
 def sampler_plots(fit, diag, label: str) -> list[dict]:
     """Rank plots of the worst parameters, the energy plot and the most correlated pair."""
-    fig = plot_diagnostics(fit.idata, diag, title=f"{label}: {fit.meta.get('law')} law, "
-                           f"{diag.chains} chains x {diag.draws} draws, "
-                           f"{diag.divergences} divergences")
-    return [B.image(fig, f"{label}: rank plots of the worst-mixing parameters, energy, "
-                         "most correlated pair")]
+    fig = plot_diagnostics(
+        fit.idata,
+        diag,
+        title=f"{label}: {fit.meta.get('law')} law, "
+        f"{diag.chains} chains x {diag.draws} draws, "
+        f"{diag.divergences} divergences",
+    )
+    return [
+        B.image(
+            fig, f"{label}: rank plots of the worst-mixing parameters, energy, most correlated pair"
+        )
+    ]
 
 
 def forest_table(items) -> pd.DataFrame:
@@ -117,9 +147,17 @@ def forest_table(items) -> pd.DataFrame:
         t = diag.table
         for name, row in t.iterrows():
             base, _, rest = str(name).partition("[")
-            rows.append({"fit": label, "param": base, "group": rest.rstrip("]") or "all",
-                         "mean": row["mean"], "lower": row["hdi_5%"], "upper": row["hdi_95%"],
-                         "indexed": bool(rest)})
+            rows.append(
+                {
+                    "fit": label,
+                    "param": base,
+                    "group": rest.rstrip("]") or "all",
+                    "mean": row["mean"],
+                    "lower": row["hdi_5%"],
+                    "upper": row["hdi_95%"],
+                    "indexed": bool(rest),
+                }
+            )
     frame = pd.DataFrame(rows)
     if frame["indexed"].any():
         frame = frame[frame["indexed"]]
@@ -131,8 +169,12 @@ def parameters(items) -> list[dict]:
     """The forest plot of ``items`` ((label, diag) pairs, one per fit) and each fit's table."""
     forest = forest_table(items)
     n = forest["param"].nunique()
-    out = [B.image(plot_forest(forest, prob=0.9),
-                   f"parameters per group: posterior means and 90 % HDIs ({n} parameters)")]
+    out = [
+        B.image(
+            plot_forest(forest, prob=0.9),
+            f"parameters per group: posterior means and 90 % HDIs ({n} parameters)",
+        )
+    ]
     for label, diag in items:
         cols = ["mean", "sd", "hdi_5%", "hdi_95%", "r_hat", "ess_bulk", "ess_tail"]
         out.append(B.table(diag.table[cols], caption=f"{label}: every parameter", index=True))
@@ -150,8 +192,11 @@ def file_hash(path) -> str:
 
 def versions() -> dict:
     """Versions of bayescpt, Python and the libraries a fit depends on (installed ones)."""
-    out = {"bayescpt": __version__, "python": sys.version.split()[0],
-           "platform": platform.platform()}
+    out = {
+        "bayescpt": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
     for name in VERSIONS:
         try:
             out[name] = metadata.version(name)
@@ -163,12 +208,18 @@ def versions() -> dict:
 def fit_provenance(fit, path: Path | None, label: str) -> dict:
     """What produced a fit: file, its hash, data hash, seed, sampler settings, how and when."""
     sampler = fit.config.get("sampler", {}) if isinstance(fit.config, dict) else {}
-    row = {"fit": label, "file": str(path) if path else "", "file sha256":
-           file_hash(path) if path else "", "law": fit.meta.get("law"),
-           "data hash": fit.meta.get("data_hash"), "seed": sampler.get("seed", 0),
-           "sampler": ", ".join(f"{k}={v}" for k, v in sampler.items() if v is not None),
-           "made by": fit.meta.get("made_by", ""), "created": fit.meta.get("created_at", ""),
-           "sampling s": fit.fit_seconds}
+    row = {
+        "fit": label,
+        "file": str(path) if path else "",
+        "file sha256": file_hash(path) if path else "",
+        "law": fit.meta.get("law"),
+        "data hash": fit.meta.get("data_hash"),
+        "seed": sampler.get("seed", 0),
+        "sampler": ", ".join(f"{k}={v}" for k, v in sampler.items() if v is not None),
+        "made by": fit.meta.get("made_by", ""),
+        "created": fit.meta.get("created_at", ""),
+        "sampling s": fit.fit_seconds,
+    }
     return row
 
 
@@ -178,6 +229,7 @@ def provenance(command: str | None, fits: list[dict], inputs: list[Path]) -> lis
     out.append(B.table(pd.DataFrame([versions()]), caption="versions"))
     if fits:
         out.append(B.table(pd.DataFrame(fits), caption="fits"))
-    files = [{"input": str(p), "sha256": file_hash(p) if p.is_file() else "(folder)"}
-             for p in inputs]
+    files = [
+        {"input": str(p), "sha256": file_hash(p) if p.is_file() else "(folder)"} for p in inputs
+    ]
     return out + [B.table(pd.DataFrame(files), caption="input files")]

@@ -63,9 +63,12 @@ def fit_params(fit) -> dict:
     """What a fit was made with, as MLflow params."""
     config = dict(fit.config) if isinstance(fit.config, dict) else {}
     sampler = config.pop("sampler", {}) or {}
-    params = {"law": fit.meta.get("law"), "family": type(fit).__name__,
-              "data_hash": fit.meta.get("data_hash"),
-              "bayescpt_version": fit.meta.get("bayescpt_version", __version__)}
+    params = {
+        "law": fit.meta.get("law"),
+        "family": type(fit).__name__,
+        "data_hash": fit.meta.get("data_hash"),
+        "bayescpt_version": fit.meta.get("bayescpt_version", __version__),
+    }
     params.update(flatten(sampler, "sampler."))
     params.update(flatten(fit.meta.get("law_options") or {}, "law_option."))
     params.update(flatten(config, "config."))
@@ -75,10 +78,17 @@ def fit_params(fit) -> dict:
 def fit_metrics(fit) -> dict:
     """The diagnostics (and PSIS-LOO's elpd where the fit allows it) as MLflow metrics."""
     d = fit.diagnostics()
-    out = {"max_rhat": d.max_rhat, "min_ess_bulk": d.min_ess_bulk,
-           "min_ess_tail": d.min_ess_tail, "divergences": d.divergences,
-           "stuck_chains": len(d.stuck), "prior_conflicts": len(d.conflicts),
-           "chains": d.chains, "draws": d.draws, "diagnostics_ok": float(d.ok)}
+    out = {
+        "max_rhat": d.max_rhat,
+        "min_ess_bulk": d.min_ess_bulk,
+        "min_ess_tail": d.min_ess_tail,
+        "divergences": d.divergences,
+        "stuck_chains": len(d.stuck),
+        "prior_conflicts": len(d.conflicts),
+        "chains": d.chains,
+        "draws": d.draws,
+        "diagnostics_ok": float(d.ok),
+    }
     if fit.fit_seconds is not None:
         out["fit_seconds"] = fit.fit_seconds
     if isinstance(fit, Fit) and "log_likelihood" in fit.idata.groups():
@@ -99,9 +109,13 @@ def plan_metrics(path) -> dict:
     chosen = table[table["chosen"]]
     if len(chosen):
         c = chosen.iloc[0]
-        out.update({"chosen_p_within_tolerance": c["p_within_tolerance"],
-                    "chosen_domain_mean": c["domain_mean"],
-                    "chosen_domain_upper": c["domain_upper"]})
+        out.update(
+            {
+                "chosen_p_within_tolerance": c["p_within_tolerance"],
+                "chosen_domain_mean": c["domain_mean"],
+                "chosen_domain_upper": c["domain_upper"],
+            }
+        )
     return out
 
 
@@ -111,12 +125,15 @@ def _log(client, run_id: str, params: dict, metrics: dict) -> None:
 
     now = int(time.time() * 1000)
     ps = [Param(str(k), str(v)[:MAX_VALUE]) for k, v in params.items()]
-    ms = [Metric(str(k), float(v), now, 0) for k, v in metrics.items()
-          if v is not None and math.isfinite(float(v))]
+    ms = [
+        Metric(str(k), float(v), now, 0)
+        for k, v in metrics.items()
+        if v is not None and math.isfinite(float(v))
+    ]
     for i in range(0, len(ps), PARAMS_PER_BATCH):
-        client.log_batch(run_id, params=ps[i:i + PARAMS_PER_BATCH])
+        client.log_batch(run_id, params=ps[i : i + PARAMS_PER_BATCH])
     for i in range(0, len(ms), METRICS_PER_BATCH):
-        client.log_batch(run_id, metrics=ms[i:i + METRICS_PER_BATCH])
+        client.log_batch(run_id, metrics=ms[i : i + METRICS_PER_BATCH])
 
 
 def _log_fit(client, run_id: str, path: Path) -> None:
@@ -136,9 +153,16 @@ def _log_report(client, run_id: str, report, report_path) -> None:
             client.log_artifacts(run_id, tmp, "plots")
 
 
-def track(paths, uri: str | None = None, *, report=None, report_path=None,
-          params: dict | None = None, run_name: str | None = None,
-          experiment: str = EXPERIMENT) -> str:
+def track(
+    paths,
+    uri: str | None = None,
+    *,
+    report=None,
+    report_path=None,
+    params: dict | None = None,
+    run_name: str | None = None,
+    experiment: str = EXPERIMENT,
+) -> str:
     """Log ``paths`` (see the module docstring) to the store at ``uri``; ``report`` a
     :class:`~bayescpt.report.build.Report` whose plots to log, ``report_path`` its page.
     Returns the run's id."""
@@ -149,30 +173,33 @@ def track(paths, uri: str | None = None, *, report=None, report_path=None,
     client = MlflowClient(tracking_uri=uri or None)
     found = client.get_experiment_by_name(experiment)
     exp = found.experiment_id if found is not None else client.create_experiment(experiment)
-    name = run_name or (got.fits[0][0] if len(got.fits) == 1 else
-                        Path(got.paths[0]).name)
-    run_id = client.create_run(exp, run_name=name, tags={"bayescpt.inputs": ", ".join(
-        str(p) for p in got.paths)}).info.run_id
+    name = run_name or (got.fits[0][0] if len(got.fits) == 1 else Path(got.paths[0]).name)
+    run_id = client.create_run(
+        exp, run_name=name, tags={"bayescpt.inputs": ", ".join(str(p) for p in got.paths)}
+    ).info.run_id
     status = "FAILED"
     try:
         _log(client, run_id, params or {}, {})
         if len(got.fits) == 1:
             _log_fit(client, run_id, got.fits[0][1])
-        for label, path in (got.fits if len(got.fits) > 1 else []):
-            child = client.create_run(exp, run_name=label, tags={
-                "mlflow.parentRunId": run_id}).info.run_id
+        for label, path in got.fits if len(got.fits) > 1 else []:
+            child = client.create_run(
+                exp, run_name=label, tags={"mlflow.parentRunId": run_id}
+            ).info.run_id
             _log_fit(client, child, path)
             client.set_terminated(child)
         if got.plan is not None:
-            _log(client, run_id, {"plan.choice": chosen_words(read_plans(got.plan))[0]},
-                 plan_metrics(got.plan))
+            _log(
+                client,
+                run_id,
+                {"plan.choice": chosen_words(read_plans(got.plan))[0]},
+                plan_metrics(got.plan),
+            )
             client.log_artifact(run_id, str(got.plan), "plan")
         if got.sweep is not None:
-            _log(client, run_id, {}, {"fits": len(got.sweep),
-                                      "fits_finished": len(got.fits)})
+            _log(client, run_id, {}, {"fits": len(got.sweep), "fits_finished": len(got.fits)})
         _log_report(client, run_id, report, report_path)
         status = "FINISHED"
     finally:
         client.set_terminated(run_id, status=status)
     return run_id
-

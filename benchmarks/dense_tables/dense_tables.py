@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT.parent / "shared" / "data" / "multipowerlaw"
 sys.path.insert(0, str(ROOT))
 
-from bayescpt.core.fitfile import load_fit  # noqa: E402
 import bayescpt.curves.model.fit  # noqa: E402,F401  (registers the curve fits with load_fit)
+from bayescpt.core.fitfile import load_fit  # noqa: E402
 from bayescpt.datasets.bundled import TRAIN_SCHEDULES, bundled_multipowerlaw, split  # noqa: E402
 from bayescpt.datasets.public import MULTIPOWER_WARMUP_STEPS  # noqa: E402
 
@@ -59,17 +59,41 @@ def dense_table(source: Path = SOURCE) -> pd.DataFrame:
             knots = np.concatenate([[0, MULTIPOWER_WARMUP_STEPS], f["step"].to_numpy()])
             lrs = np.concatenate([[0.0, PEAK], f["lr"].to_numpy()])
             loss = pd.Series(f["loss"].to_numpy(), index=f["step"].to_numpy()).reindex(steps)
-            frames.append(pd.DataFrame({
-                "run": f"{size}M/{name}", "step": steps, "lr": np.interp(steps, knots, lrs),
-                "loss": loss.to_numpy(), "model_size": float(size) * 1e6, "val_set": "default"}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "run": f"{size}M/{name}",
+                        "step": steps,
+                        "lr": np.interp(steps, knots, lrs),
+                        "loss": loss.to_numpy(),
+                        "model_size": float(size) * 1e6,
+                        "val_set": "default",
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
 def fit(data: Path, law: str, seed: int, out: Path) -> float:
     exe = str(Path(sys.executable).with_name("bayescpt"))
     t0 = time.perf_counter()
-    subprocess.run([exe, "fit", str(data), "--law", law, "--seed", str(seed), "--out", str(out),
-                    "--force", "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            exe,
+            "fit",
+            str(data),
+            "--law",
+            law,
+            "--seed",
+            str(seed),
+            "--out",
+            str(out),
+            "--force",
+            "--quiet",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return time.perf_counter() - t0
 
 
@@ -79,25 +103,36 @@ def record(path: Path, wall: float) -> tuple[dict, pd.DataFrame]:
     f = load_fit(path)
     d = f.diagnostics()
     summ = az.summary(f.idata, round_to="none")
-    return ({"max_rhat": round(d.max_rhat, 4), "min_ess_bulk": round(d.min_ess_bulk, 1),
-             "divergences": int(d.divergences), "ok": bool(d.ok),
-             # the sampler's work, whatever else the machine runs: leapfrog steps of the draws
-             "leapfrog_steps": int(f.idata.sample_stats["n_steps"].sum()),
-             "wall_seconds": round(wall, 1),
-             "fit_seconds": round(float(f.meta.get("fit_seconds", np.nan)), 1)}, summ)
+    return (
+        {
+            "max_rhat": round(d.max_rhat, 4),
+            "min_ess_bulk": round(d.min_ess_bulk, 1),
+            "divergences": int(d.divergences),
+            "ok": bool(d.ok),
+            # the sampler's work, whatever else the machine runs: leapfrog steps of the draws
+            "leapfrog_steps": int(f.idata.sample_stats["n_steps"].sum()),
+            "wall_seconds": round(wall, 1),
+            "fit_seconds": round(float(f.meta.get("fit_seconds", np.nan)), 1),
+        },
+        summ,
+    )
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """Posterior means apart in MCSE units, and sd ratios, over the parameters both have."""
     common = a.index.intersection(b.index)
     z = (a.loc[common, "mean"] - b.loc[common, "mean"]).abs() / np.hypot(
-        a.loc[common, "mcse_mean"], b.loc[common, "mcse_mean"])
+        a.loc[common, "mcse_mean"], b.loc[common, "mcse_mean"]
+    )
     ratio = a.loc[common, "sd"] / b.loc[common, "sd"]
-    return {"parameters": int(len(common)), "max_z": round(float(z.max()), 2),
-            "share_z_over_2": round(float((z > 2).mean()), 3),
-            "share_z_over_3": round(float((z > 3).mean()), 3),
-            "worst": str(z.idxmax()), "sd_ratio_range": [round(float(ratio.min()), 3),
-                                                         round(float(ratio.max()), 3)]}
+    return {
+        "parameters": int(len(common)),
+        "max_z": round(float(z.max()), 2),
+        "share_z_over_2": round(float((z > 2).mean()), 3),
+        "share_z_over_3": round(float((z > 3).mean()), 3),
+        "worst": str(z.idxmax()),
+        "sd_ratio_range": [round(float(ratio.min()), 3), round(float(ratio.max()), 3)],
+    }
 
 
 def main(argv=None):
@@ -124,10 +159,12 @@ def main(argv=None):
                 wall = fit(data, law, seed, out)
                 row[name], summ[name] = record(out, wall)
             row["posterior"] = compare(summ["dense"], summ["compact"])
-            row["time_ratio"] = round(row["dense"]["wall_seconds"]
-                                      / row["compact"]["wall_seconds"], 2)
-            row["leapfrog_ratio"] = round(row["dense"]["leapfrog_steps"]
-                                          / row["compact"]["leapfrog_steps"], 3)
+            row["time_ratio"] = round(
+                row["dense"]["wall_seconds"] / row["compact"]["wall_seconds"], 2
+            )
+            row["leapfrog_ratio"] = round(
+                row["dense"]["leapfrog_steps"] / row["compact"]["leapfrog_steps"], 3
+            )
             results[key] = row
             a.json.write_text(json.dumps(results, indent=1) + "\n")
             print(key, json.dumps(row), flush=True)

@@ -44,15 +44,22 @@ NOISE, TOTAL, WARMUP, PEAK, EVERY = 0.008, 2000, 100, 1e-3, 10
 #: lower peak LR and a slower power law
 SCENARIOS = {
     "eval": dict(truth=TRUTH, noise=NOISE, warmup=WARMUP, peak=PEAK, every=EVERY),
-    "train": dict(truth={"L0": 2.6, "A": 0.9, "alpha": 0.3, "C": 0.6}, noise=0.015, warmup=200,
-                  peak=6e-4, every=1),
+    "train": dict(
+        truth={"L0": 2.6, "A": 0.9, "alpha": 0.3, "C": 0.6},
+        noise=0.015,
+        warmup=200,
+        peak=6e-4,
+        every=1,
+    ),
 }
 
 
 def schedules(peak=PEAK, warmup=WARMUP) -> list[S.Schedule]:
-    return [S.cosine(TOTAL, peak, 0.1 * peak, warmup_steps=warmup, name="cosine"),
-            S.wsd(TOTAL, peak, decay_steps=TOTAL // 5, warmup_steps=warmup, name="wsd"),
-            S.constant(TOTAL, peak, warmup_steps=warmup, name="constant")]
+    return [
+        S.cosine(TOTAL, peak, 0.1 * peak, warmup_steps=warmup, name="cosine"),
+        S.wsd(TOTAL, peak, decay_steps=TOTAL // 5, warmup_steps=warmup, name="wsd"),
+        S.constant(TOTAL, peak, warmup_steps=warmup, name="constant"),
+    ]
 
 
 def write_logs(root: Path, seed: int, scenario: str = "eval") -> None:
@@ -63,14 +70,20 @@ def write_logs(root: Path, seed: int, scenario: str = "eval") -> None:
     law, rng = get_law("annealing"), np.random.default_rng(seed)
     for sch in schedules(sc["peak"], sc["warmup"]):
         steps = np.arange(sc["every"], TOTAL + 1, sc["every"])
-        mean = law.mean(np, {k: np.asarray(v) for k, v in sc["truth"].items()},
-                        law.design(sch, steps, law.default_settings))
+        mean = law.mean(
+            np,
+            {k: np.asarray(v) for k, v in sc["truth"].items()},
+            law.design(sch, steps, law.default_settings),
+        )
         # the law does not describe the warmup (the fit leaves those losses out); there a model
         # falls from about ln(vocabulary) = 10.8 nats at step 0 to the law's curve at the
         # warmup's end, here along (1 - s/W)^2
         w = sch.warmup_steps
-        end = law.mean(np, {k: np.asarray(v) for k, v in sc["truth"].items()},
-                       law.design(sch, np.array([w + 1]), law.default_settings))[0]
+        end = law.mean(
+            np,
+            {k: np.asarray(v) for k, v in sc["truth"].items()},
+            law.design(sch, np.array([w + 1]), law.default_settings),
+        )[0]
         warm = steps <= w
         mean[warm] = end + (10.8 - end) * (1 - steps[warm] / w) ** 2
         loss = mean * np.exp(sc["noise"] * rng.standard_normal(mean.shape))
@@ -107,12 +120,14 @@ def main(argv=None):
         if not logs.exists():
             write_logs(logs, seed, a.scenario)
         data, fit = work / "data.csv", work / f"{a.law}.nc"
-        imp = run(["import", str(logs / "*"), "--from", "tensorboard", "--out", str(data),
-                   "--force"])
+        imp = run(
+            ["import", str(logs / "*"), "--from", "tensorboard", "--out", str(data), "--force"]
+        )
         assert imp.returncode == 0, imp.stderr
         t0 = time.perf_counter()
-        f = run(["fit", str(data), "--law", a.law, "--seed", str(seed), "--out", str(fit),
-                 "--force"])
+        f = run(
+            ["fit", str(data), "--law", a.law, "--seed", str(seed), "--out", str(fit), "--force"]
+        )
         wall = time.perf_counter() - t0
         if f.returncode not in (0, 1) or not fit.exists():
             print(key, "fit failed", f.returncode, f.stderr[-2000:], flush=True)
@@ -122,8 +137,13 @@ def main(argv=None):
         head = next((ln for ln in lines if "R-hat" in ln and "draws" in ln), "")
         problems = [ln.strip() for ln in lines if ln.strip().startswith("- ")]
         conflicts = [ln for ln in lines if "prior-data conflict" in ln]
-        row = {"strict_rc": d.returncode, "summary": head, "first_problem": problems[:1],
-               "conflicts": conflicts, "fit_wall_seconds": round(wall, 1)}
+        row = {
+            "strict_rc": d.returncode,
+            "summary": head,
+            "first_problem": problems[:1],
+            "conflicts": conflicts,
+            "fit_wall_seconds": round(wall, 1),
+        }
         results[key] = row
         a.json.write_text(json.dumps(results, indent=1) + "\n")
         print(key, json.dumps(row), flush=True)

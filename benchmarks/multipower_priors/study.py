@@ -31,11 +31,15 @@ sys.path.insert(0, str(HERE.parent))
 
 from calibration_sets import PROB, load_set, summarize  # noqa: E402
 
-from bayescpt.curves.model.fit import Fit  # noqa: E402
 from bayescpt.curves.forecast.predict import predict_frame  # noqa: E402
+from bayescpt.curves.model.fit import Fit  # noqa: E402
 
-PAPER = {"priors": {"beta": {"loc": float(np.log(0.6)), "scale": 0.5},
-                    "gamma": {"loc": float(np.log(0.6)), "scale": 0.3}}}
+PAPER = {
+    "priors": {
+        "beta": {"loc": float(np.log(0.6)), "scale": 0.5},
+        "gamma": {"loc": float(np.log(0.6)), "scale": 0.3},
+    }
+}
 
 
 def run(spec: str) -> dict:
@@ -43,8 +47,9 @@ def run(spec: str) -> dict:
     seed = int(seed)
     train, test = load_set(name)
     t0 = time.perf_counter()
-    fit = Fit.run(train, law="multipower", seed=seed, warn=False,
-                  config=PAPER if priors == "paper" else None)
+    fit = Fit.run(
+        train, law="multipower", seed=seed, warn=False, config=PAPER if priors == "paper" else None
+    )
     seconds = time.perf_counter() - t0
     d = fit.diagnostics()
     post = fit.idata.posterior
@@ -53,17 +58,29 @@ def run(spec: str) -> dict:
     k = max(1, post.sizes["chain"] * post.sizes["draw"] // 1000)
     thin = dataclasses.replace(fit, idata=fit.idata.isel(draw=slice(None, None, k)))
     sizes, _ = summarize({"bayes": predict_frame(thin, test, prob=PROB, seed=seed)})
-    return {"set": name, "priors": priors, "seed": seed, "seconds": round(seconds, 1),
-            "draws": d.draws, "leapfrog": int(fit.idata.sample_stats["n_steps"].sum()),
-            "max_rhat": d.max_rhat, "min_ess_bulk": d.min_ess_bulk,
-            "divergences": d.divergences, "ok": d.ok,
-            "conflicts": [[c.name, round(c.median, 3), round(c.z, 2)] for c in d.conflicts],
-            "problems": d.problems(),
-            "shape": {v: [float(np.median(fit.flat(v))), float(np.std(fit.flat(v)))]
-                      for v in ("beta", "gamma", "kappa", "Cr") if v in post},
-            "summary": {i: [float(r["mean"]), float(r["sd"]), float(r["mcse_mean"])]
-                        for i, r in summ.iterrows()},
-            "sizes": sizes.drop(columns=["method"]).to_dict("records")}
+    return {
+        "set": name,
+        "priors": priors,
+        "seed": seed,
+        "seconds": round(seconds, 1),
+        "draws": d.draws,
+        "leapfrog": int(fit.idata.sample_stats["n_steps"].sum()),
+        "max_rhat": d.max_rhat,
+        "min_ess_bulk": d.min_ess_bulk,
+        "divergences": d.divergences,
+        "ok": d.ok,
+        "conflicts": [[c.name, round(c.median, 3), round(c.z, 2)] for c in d.conflicts],
+        "problems": d.problems(),
+        "shape": {
+            v: [float(np.median(fit.flat(v))), float(np.std(fit.flat(v)))]
+            for v in ("beta", "gamma", "kappa", "Cr")
+            if v in post
+        },
+        "summary": {
+            i: [float(r["mean"]), float(r["sd"]), float(r["mcse_mean"])] for i, r in summ.iterrows()
+        },
+        "sizes": sizes.drop(columns=["method"]).to_dict("records"),
+    }
 
 
 def main(argv=None) -> None:
@@ -71,9 +88,26 @@ def main(argv=None) -> None:
     out, specs = Path(argv[0]), argv[1:]
     for spec in specs:
         rec = run(spec)
-        print(json.dumps({k: rec[k] for k in ("set", "priors", "seed", "seconds", "draws",
-                                              "max_rhat", "min_ess_bulk", "divergences",
-                                              "conflicts", "shape")}), flush=True)
+        print(
+            json.dumps(
+                {
+                    k: rec[k]
+                    for k in (
+                        "set",
+                        "priors",
+                        "seed",
+                        "seconds",
+                        "draws",
+                        "max_rhat",
+                        "min_ess_bulk",
+                        "divergences",
+                        "conflicts",
+                        "shape",
+                    )
+                }
+            ),
+            flush=True,
+        )
         with open(out, "a") as f:
             f.write(json.dumps(rec, default=float) + "\n")
 

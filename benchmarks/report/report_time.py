@@ -38,8 +38,12 @@ def measure(inputs, out: Path, repeats: int) -> dict:
         t0 = time.perf_counter()
         rep = write_report(inputs, out)
         times.append(time.perf_counter() - t0)
-    return {"seconds_best": round(min(times), 2), "seconds_median": round(
-        statistics.median(times), 2), "bytes": out.stat().st_size, "plots": len(rep.images)}
+    return {
+        "seconds_best": round(min(times), 2),
+        "seconds_median": round(statistics.median(times), 2),
+        "bytes": out.stat().st_size,
+        "plots": len(rep.images),
+    }
 
 
 def main() -> None:
@@ -51,16 +55,22 @@ def main() -> None:
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         write_report([ROOT / "models" / "mixture_ct70m.nc"], Path(tmp) / "warm.html")
-        train = Path(tmp) / "multipowerlaw_train.csv"     # what the fit was fitted on
+        train = Path(tmp) / "multipowerlaw_train.csv"  # what the fit was fitted on
         split(bundled_multipowerlaw())[0].to_csv(train, index=False)
         cases = {name: reference_inputs(name) for name in REFERENCE_TABLES}
         cases["annealing_multipowerlaw (its 9 training runs)"] = [
-            ROOT / "models" / "annealing_multipowerlaw.nc", train]
+            ROOT / "models" / "annealing_multipowerlaw.nc",
+            train,
+        ]
         for name, inputs in cases.items():
             rows[name] = measure(inputs, Path(tmp) / "report.html", a.repeats)
             print(name, rows[name], flush=True)
-    a.out.write_text(json.dumps({"machine": platform.platform(), "repeats": a.repeats,
-                                 "results": rows}, indent=1) + "\n")
+    a.out.write_text(
+        json.dumps(
+            {"machine": platform.platform(), "repeats": a.repeats, "results": rows}, indent=1
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -29,13 +29,36 @@ def test_predict_cli_columns_and_reproducibility(small_fit_file, tmp_path, capsy
     sched.to_csv(sched_path, index=False)
     outs = []
     for name in ("a.csv", "b.csv"):
-        rc = main(["predict", str(out), "--schedule", str(sched_path), "--prob", "0.8",
-                   "--out", str(tmp_path / name), "--seed", "5"])
+        rc = main(
+            [
+                "predict",
+                str(out),
+                "--schedule",
+                str(sched_path),
+                "--prob",
+                "0.8",
+                "--out",
+                str(tmp_path / name),
+                "--seed",
+                "5",
+            ]
+        )
         assert rc == 0
         outs.append(pd.read_csv(tmp_path / name))
     pred = outs[0]
-    assert list(pred.columns) == ["run", "step", "lr", "val_set", "model_size", "mean", "median",
-                                  "lower", "upper", "curve_lower", "curve_upper"]
+    assert list(pred.columns) == [
+        "run",
+        "step",
+        "lr",
+        "val_set",
+        "model_size",
+        "mean",
+        "median",
+        "lower",
+        "upper",
+        "curve_lower",
+        "curve_upper",
+    ]
     assert len(pred) == int((sched["step"] >= 1).sum())
     pd.testing.assert_frame_equal(outs[0], outs[1])
     # rows inside the initial warmup (200 steps) get no prediction: the law does not hold there
@@ -43,10 +66,14 @@ def test_predict_cli_columns_and_reproducibility(small_fit_file, tmp_path, capsy
     pred = pred[pred["step"] >= 200]
     assert pred[["mean", "median", "lower", "upper"]].notna().all().all()
     # the predictive interval adds observation noise to the curve band (up to Monte Carlo error)
-    assert (pred["upper"] - pred["lower"]).mean() > (pred["curve_upper"] - pred["curve_lower"]).mean()
+    assert (pred["upper"] - pred["lower"]).mean() > (
+        pred["curve_upper"] - pred["curve_lower"]
+    ).mean()
     assert np.mean(pred["lower"] <= pred["curve_lower"]) > 0.9
     assert np.mean(pred["upper"] >= pred["curve_upper"]) > 0.9
-    assert np.all(pred["curve_lower"] <= pred["median"]) and np.all(pred["median"] <= pred["curve_upper"])
+    assert np.all(pred["curve_lower"] <= pred["median"]) and np.all(
+        pred["median"] <= pred["curve_upper"]
+    )
 
 
 def test_saved_fit_reloads_and_predicts_identically(small_fit_file, small_curves):
@@ -74,8 +101,24 @@ def test_strict_fails_on_bad_sampling(small_curves, tmp_path, capsys):
     data = tmp_path / "c.csv"
     small_curves[0].to_csv(data, index=False)
     # 2 chains x 20 draws cannot reach bulk ESS 400: --strict must fail, the fit is still saved
-    rc = main(["fit", str(data), "--law", "annealing", "--out", str(tmp_path / "f.nc"),
-               "--chains", "2", "--draws", "20", "--tune", "50", "--strict", "--quiet"])
+    rc = main(
+        [
+            "fit",
+            str(data),
+            "--law",
+            "annealing",
+            "--out",
+            str(tmp_path / "f.nc"),
+            "--chains",
+            "2",
+            "--draws",
+            "20",
+            "--tune",
+            "50",
+            "--strict",
+            "--quiet",
+        ]
+    )
     assert rc == 1
     assert (tmp_path / "f.nc").exists()
     assert "bulk ESS" in capsys.readouterr().err
@@ -89,13 +132,18 @@ def test_existing_output_is_not_overwritten(small_fit_file, tmp_path, capsys):
     assert "exists" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("content, message", [
-    ("run,step,lr\nx,0,0\nx,10,-1e-4\n", "column 'lr', step 10"),
-    ("run,step,lr,model_size,val_set\nx,0,0,5e7,c4\nx,10,1e-4,5e7,c4\n",
-     "validation set 'c4' is not in the fit"),
-    ("run,step,lr,model_size\nx,0,0,5e7\nx,10,1e-4,5e7\nx,10,1e-4,5e7\n", "duplicated step"),
-    ("run,step,lr\nx,0,0\nx,10,1e-4\n", "no model_size column"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("run,step,lr\nx,0,0\nx,10,-1e-4\n", "column 'lr', step 10"),
+        (
+            "run,step,lr,model_size,val_set\nx,0,0,5e7,c4\nx,10,1e-4,5e7,c4\n",
+            "validation set 'c4' is not in the fit",
+        ),
+        ("run,step,lr,model_size\nx,0,0,5e7\nx,10,1e-4,5e7\nx,10,1e-4,5e7\n", "duplicated step"),
+        ("run,step,lr\nx,0,0\nx,10,1e-4\n", "no model_size column"),
+    ],
+)
 def test_predict_bad_schedule_one_line_error(small_fit_file, tmp_path, capsys, content, message):
     _, out = small_fit_file
     sched = tmp_path / "s.csv"
@@ -117,6 +165,7 @@ def test_load_rejects_other_files(tmp_path, small_fit_file):
     with pytest.raises(FitError, match="not a NetCDF fit file"):
         Fit.load(bogus)
     import arviz as az
+
     other = tmp_path / "other.nc"
     az.from_dict(posterior={"a": np.zeros((1, 5))}).to_netcdf(str(other))
     with pytest.raises(FitError, match="not a bayescpt fit"):
@@ -125,6 +174,7 @@ def test_load_rejects_other_files(tmp_path, small_fit_file):
 
 def test_load_rejects_other_version(tmp_path, small_fit_file):
     import arviz as az
+
     from bayescpt.core.fitfile import FitError
 
     _, out = small_fit_file
@@ -144,8 +194,13 @@ def test_config_command_prints_json(capsys):
 
 
 def test_help_everywhere(capsys):
-    for cmd in (["--help"], ["fit", "--help"], ["predict", "--help"], ["diagnose", "--help"],
-                ["demo", "--help"]):
+    for cmd in (
+        ["--help"],
+        ["fit", "--help"],
+        ["predict", "--help"],
+        ["diagnose", "--help"],
+        ["demo", "--help"],
+    ):
         with pytest.raises(SystemExit) as e:
             main(cmd)
         assert e.value.code == 0
@@ -157,8 +212,18 @@ def test_drop_progress_is_a_multipower_and_annealing_option(small_fit_file, tmp_
     from bayescpt.cli.main import build_parser
 
     data, _ = small_fit_file
-    rc = main(["fit", str(data), "--law", "cpt", "--drop-progress",
-               "--out", str(tmp_path / "f.nc"), "--quiet"])
+    rc = main(
+        [
+            "fit",
+            str(data),
+            "--law",
+            "cpt",
+            "--drop-progress",
+            "--out",
+            str(tmp_path / "f.nc"),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "--drop-progress: an option of the multipower and annealing laws" in err
     assert "\n" not in err

@@ -19,8 +19,13 @@ from bayescpt.mixture.fit import MixtureFit
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "bayescpt" / "resources" / "models"
 FILES = sorted(MODELS.glob("*.nc"))
-CLASS_OF = {"annealing": Fit, "multipower": Fit, "cpt": Fit, "hparams": HparamsFit,
-            "mixture": MixtureFit}
+CLASS_OF = {
+    "annealing": Fit,
+    "multipower": Fit,
+    "cpt": Fit,
+    "hparams": HparamsFit,
+    "mixture": MixtureFit,
+}
 
 
 def _law(path) -> str:
@@ -117,7 +122,7 @@ def test_group_index_takes_model_size_then_val_set():
     for i in range(len(g)):
         size = None if np.isnan(g.loc[i, "size"]) else g.loc[i, "size"]
         assert cpt.group_index(size, g.loc[i, "val_set"]) == i
-    assert cpt.group_index(123.0, g.loc[0, "val_set"]) is None      # a new size: predictable
+    assert cpt.group_index(123.0, g.loc[0, "val_set"]) is None  # a new size: predictable
 
 
 # -- (c) one-line errors --------------------------------------------------------------------------
@@ -173,39 +178,70 @@ def test_unknown_law_and_damaged_attrs_are_one_line(tmp_path):
 
 
 # -- one config scheme ----------------------------------------------------------------------------
-DEFAULTS = {"form": "power", "n": 1, "flag": True, "prior": [None, 2.0],
-            "sub": {"loc": 0.5, "per": {"a": 1.0}}, "free": {"x": 1}}
+DEFAULTS = {
+    "form": "power",
+    "n": 1,
+    "flag": True,
+    "prior": [None, 2.0],
+    "sub": {"loc": 0.5, "per": {"a": 1.0}},
+    "free": {"x": 1},
+}
 
 
-@pytest.mark.parametrize("override, message", [
-    ({"fomr": "exp"}, "unknown key 'fomr'"),
-    ({"sub": {"scale": 1.0}}, "unknown key 'sub.scale'"),
-    ({"n": "two"}, "n = 'two'; expected a number"),
-    ({"flag": 1}, "flag = 1; expected a bool"),
-    ({"n": True}, "n = True; expected a number"),
-    ({"prior": [1.0]}, "prior = [1.0]; expected a list of 2"),
-    ({"prior": [0.0, "wide"]}, "prior[1] = 'wide'; expected a number"),
-    ({"sub": 3.0}, "sub = 3.0; expected a dict"),
-    ({"form": "log"}, "form = 'log'; expected one of 'power', 'exp'"),
-    ({"sampler": {"draw": 10}}, "unknown key 'sampler.draw'"),
-    ({"sampler": {"chains": "4"}}, "sampler.chains = '4'; expected a number"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"fomr": "exp"}, "unknown key 'fomr'"),
+        ({"sub": {"scale": 1.0}}, "unknown key 'sub.scale'"),
+        ({"n": "two"}, "n = 'two'; expected a number"),
+        ({"flag": 1}, "flag = 1; expected a bool"),
+        ({"n": True}, "n = True; expected a number"),
+        ({"prior": [1.0]}, "prior = [1.0]; expected a list of 2"),
+        ({"prior": [0.0, "wide"]}, "prior[1] = 'wide'; expected a number"),
+        ({"sub": 3.0}, "sub = 3.0; expected a dict"),
+        ({"form": "log"}, "form = 'log'; expected one of 'power', 'exp'"),
+        ({"sampler": {"draw": 10}}, "unknown key 'sampler.draw'"),
+        ({"sampler": {"chains": "4"}}, "sampler.chains = '4'; expected a number"),
+    ],
+)
 def test_check_config_refuses_with_one_line(override, message):
     with pytest.raises(ConfigError) as err:
-        check_config(override, DEFAULTS, "test config", choices={"form": ("power", "exp")},
-                     alternatives={"sub.per": (float,)}, open_keys=("free",))
+        check_config(
+            override,
+            DEFAULTS,
+            "test config",
+            choices={"form": ("power", "exp")},
+            alternatives={"sub.per": (float,)},
+            open_keys=("free",),
+        )
     text = _one_line(err)
     assert text.startswith("test config: ") and message in text
 
 
 def test_check_config_merges_what_it_accepts():
-    got = check_config({"n": 2.5, "prior": (1.0, 3), "sub": {"per": 0.3}, "free": {"y": "z"},
-                        "sampler": {"draws": 10}}, DEFAULTS, "test config",
-                       alternatives={"sub.per": (float,)}, open_keys=("free",))
-    assert got == {"form": "power", "n": 2.5, "flag": True, "prior": (1.0, 3),
-                   "sub": {"loc": 0.5, "per": 0.3}, "free": {"x": 1, "y": "z"},
-                   "sampler": {"draws": 10}}
-    assert DEFAULTS["sub"] == {"loc": 0.5, "per": {"a": 1.0}}          # defaults untouched
+    got = check_config(
+        {
+            "n": 2.5,
+            "prior": (1.0, 3),
+            "sub": {"per": 0.3},
+            "free": {"y": "z"},
+            "sampler": {"draws": 10},
+        },
+        DEFAULTS,
+        "test config",
+        alternatives={"sub.per": (float,)},
+        open_keys=("free",),
+    )
+    assert got == {
+        "form": "power",
+        "n": 2.5,
+        "flag": True,
+        "prior": (1.0, 3),
+        "sub": {"loc": 0.5, "per": 0.3},
+        "free": {"x": 1, "y": "z"},
+        "sampler": {"draws": 10},
+    }
+    assert DEFAULTS["sub"] == {"loc": 0.5, "per": {"a": 1.0}}  # defaults untouched
     assert check_config(None, DEFAULTS, "test config") == DEFAULTS
 
 
@@ -219,8 +255,10 @@ def test_the_families_check_their_configs():
         curves_config(get_law("annealing"), {"priors": {"Q": {"loc": 1.0}}})
     with pytest.raises(ConfigError, match="noise.family = 'cauchy'"):
         curves_config(get_law("annealing"), {"noise": {"family": "cauchy"}})
-    assert curves_config(get_law("cpt"), {"settings": {"replay_ref": 0.25}})["settings"][
-        "replay_ref"] == 0.25                                        # law settings stay open
+    assert (
+        curves_config(get_law("cpt"), {"settings": {"replay_ref": 0.25}})["settings"]["replay_ref"]
+        == 0.25
+    )  # law settings stay open
     with pytest.raises(ConfigError, match="hparams config: optimum_law = 'flops'"):
         hparams_config({"optimum_law": "flops"})
     with pytest.raises(ConfigError, match="mixture config: token_terms.domain = 3"):
@@ -241,10 +279,10 @@ def test_saved_configs_pass_the_check(path):
         merged = curves_config(fit.law, saved)
     else:
         merged = {HparamsFit: hparams_config, MixtureFit: mixture_config}[type(fit)](saved)
-    def holds(merged, saved):   # every saved value is in the merged config (which may have
-        if isinstance(saved, dict):   # keys added since the fit was saved, at their defaults)
+
+    def holds(merged, saved):  # every saved value is in the merged config (which may have
+        if isinstance(saved, dict):  # keys added since the fit was saved, at their defaults)
             return all(k in merged and holds(merged[k], v) for k, v in saved.items())
         return merged == saved
 
     assert holds(merged, saved)
-

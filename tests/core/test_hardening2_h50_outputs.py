@@ -26,6 +26,7 @@ def digest(path: Path) -> str:
 
 # ---- item 1: watch's --alerts is never a file watch reads ------------------------------------
 
+
 @pytest.fixture
 def watch_inputs(tmp_path):
     (tmp_path / "inputs").mkdir()
@@ -39,13 +40,28 @@ def watch_inputs(tmp_path):
 
 
 def _watch(fit, sched, log, alerts, fmt="tensorboard"):
-    return main(["watch", str(fit), "--log", str(log), "--from", fmt, "--schedule", str(sched),
-                 "--every", "0.05", "--timeout", "0.3", "--alerts", str(alerts)])
+    return main(
+        [
+            "watch",
+            str(fit),
+            "--log",
+            str(log),
+            "--from",
+            fmt,
+            "--schedule",
+            str(sched),
+            "--every",
+            "0.05",
+            "--timeout",
+            "0.3",
+            "--alerts",
+            str(alerts),
+        ]
+    )
 
 
 @pytest.mark.parametrize("which", ["fit", "schedule", "fit by a link"])
-def test_watch_refuses_alerts_that_are_its_fit_or_schedule(tmp_path, watch_inputs, which,
-                                                           capsys):
+def test_watch_refuses_alerts_that_are_its_fit_or_schedule(tmp_path, watch_inputs, which, capsys):
     fit, sched = watch_inputs
     target = {"fit": fit, "schedule": sched, "fit by a link": tmp_path / "link.nc"}[which]
     if which == "fit by a link":
@@ -65,14 +81,16 @@ def test_watch_refuses_alerts_that_are_one_of_its_log_files(tmp_path, watch_inpu
     log.parent.mkdir(parents=True)
     log.write_text("step,lr-AdamW,val_loss\n0,0.001,\n100,0.001,3.5\n")
     before = digest(log)
-    assert _watch(fit, sched, tmp_path / "runs" / "*" / "metrics.csv", log,
-                  fmt="lightning-csv") == 2
+    assert (
+        _watch(fit, sched, tmp_path / "runs" / "*" / "metrics.csv", log, fmt="lightning-csv") == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is the input log file" in err and str(log) in err, err
     assert digest(log) == before
 
 
 # ---- item 2: import's --out is never a file read inside its source ---------------------------
+
 
 def _tensorboard(folder: Path) -> Path:
     tb = pytest.importorskip("torch.utils.tensorboard")
@@ -100,8 +118,10 @@ def _lightning(folder: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("fmt, make", [("tensorboard", _tensorboard), ("hf-trainer", _hf_trainer),
-                                       ("lightning-csv", _lightning)])
+@pytest.mark.parametrize(
+    "fmt, make",
+    [("tensorboard", _tensorboard), ("hf-trainer", _hf_trainer), ("lightning-csv", _lightning)],
+)
 def test_import_refuses_to_replace_a_log_file_it_reads(tmp_path, fmt, make, capsys):
     run = tmp_path / "run"
     run.mkdir()
@@ -117,6 +137,7 @@ def test_import_refuses_to_replace_a_log_file_it_reads(tmp_path, fmt, make, caps
 
 # ---- item 3: an existing target that is not a regular file is refused -----------------------
 
+
 def test_check_output_refuses_a_fifo_a_link_to_one_and_a_folder(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -125,7 +146,7 @@ def test_check_output_refuses_a_fifo_a_link_to_one_and_a_folder(tmp_path):
     for path, kind in ((fifo, "fifo"), (link, "fifo"), (tmp_path, "folder")):
         with pytest.raises(ValueError, match=rf"--out {path}: is a {kind}, not a regular file"):
             check_output(path)
-    check_output(tmp_path / "new.csv")                   # a new file and a regular one are fine
+    check_output(tmp_path / "new.csv")  # a new file and a regular one are fine
     (tmp_path / "old.csv").write_text("x\n")
     check_output(tmp_path / "old.csv")
 
@@ -143,7 +164,7 @@ def test_the_atomic_writers_never_replace_a_fifo(tmp_path):
             with atomic_output(target) as tmp:
                 tmp.write_text("x")
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and link.is_symlink()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link"]   # no temporaries
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link"]  # no temporaries
 
 
 def test_commands_refuse_to_replace_a_fifo_with_force(tmp_path, watch_inputs, capsys):
@@ -153,12 +174,12 @@ def test_commands_refuse_to_replace_a_fifo_with_force(tmp_path, watch_inputs, ca
     link = tmp_path / "link"
     link.symlink_to(fifo)
     for out in (fifo, link):
-        assert main(["predict", str(fit), "--schedule", str(sched), "--out", str(out),
-                     "--force"]) == 2
+        assert (
+            main(["predict", str(fit), "--schedule", str(sched), "--out", str(out), "--force"]) == 2
+        )
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"--out {out}: is a fifo, not a regular file" in err, err
         assert _watch(fit, sched, tmp_path / "logs" / "run1", out) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"--alerts {out}: is a fifo" in err, err
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and link.is_symlink()
-

@@ -27,7 +27,7 @@ def two_modes():
         x = pm.Normal("x", 0.0, 10.0)
         comp = pt.stack([-0.5 * ((x - MAJOR) / SD) ** 2, -GAP - 0.5 * ((x - MINOR) / SD) ** 2])
         pm.Potential("modes", pt.logsumexp(comp))
-        pm.Normal("y", x, 1e3, observed=[0.0])   # samplers store a log likelihood: give them one
+        pm.Normal("y", x, 1e3, observed=[0.0])  # samplers store a log likelihood: give them one
     return model
 
 
@@ -57,8 +57,9 @@ def test_same_seed_same_starts_other_seed_other_starts():
 
 
 def test_a_minor_basin_is_reported_when_the_finished_optimisations_disagree():
-    rep = StartReport(best=100.0, finished=[100.0, 40.0], starts=8, failed=1, grad_evals=10,
-                      seconds=0.1)
+    rep = StartReport(
+        best=100.0, finished=[100.0, 40.0], starts=8, failed=1, grad_evals=10, seconds=0.1
+    )
     assert rep.minor_gaps == [60.0]
     assert "1 ended 60 nats lower: the posterior has a minor mode" in rep.text()
     assert "1 starts had no finite log density" in rep.text()
@@ -72,8 +73,7 @@ def test_every_sampler_starts_all_chains_in_the_major_mode(sampler, jax_x64_rest
     cores = 1 if sampler == "pymc" else None
     stuck = 0
     for seed in range(6):
-        s = resolve_settings(None, sampler, chains=4, draws=100, tune=200, seed=seed,
-                             init="jitter")
+        s = resolve_settings(None, sampler, chains=4, draws=100, tune=200, seed=seed, init="jitter")
         stuck += int(np.sum(chain_means(sample_model(model, s, cores=cores)) < 0))
         if stuck:
             break

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 pytest.importorskip("numpyro")
 pytest.importorskip("blackjax")
 
-Y, NOISE, N = 1.3, 0.05, 400       # N observations of a + b with sd NOISE
+Y, NOISE, N = 1.3, 0.05, 400  # N observations of a + b with sd NOISE
 
 
 def ridge_model():
@@ -30,13 +30,13 @@ def ridge_model():
         b = pm.Normal("b", 0.0, 1.0)
         pm.Normal("y", a + b, NOISE, observed=y)
     # closed form: precision P = I + (N / NOISE^2) [[1, 1], [1, 1]], mean = P^-1 (N ybar / NOISE^2) 1
-    prec = np.eye(2) + N / NOISE ** 2 * np.ones((2, 2))
+    prec = np.eye(2) + N / NOISE**2 * np.ones((2, 2))
     cov = np.linalg.inv(prec)
-    mean = cov @ (np.ones(2) * y.sum() / NOISE ** 2)
+    mean = cov @ (np.ones(2) * y.sum() / NOISE**2)
     return model, mean, np.sqrt(np.diag(cov))
 
 
-@pytest.mark.slow   # a recovery study of both JAX back ends (each still samples in the default tier)
+@pytest.mark.slow  # a recovery study of both JAX back ends (each still samples in the default tier)
 @pytest.mark.parametrize("sampler", ["numpyro", "blackjax"])
 def test_whitened_jax_samplers_recover_a_ridge_with_shallow_trees(sampler, jax_x64_restored):
     model, mean, sd = ridge_model()
@@ -58,8 +58,9 @@ def test_whitened_jax_samplers_recover_a_ridge_with_shallow_trees(sampler, jax_x
     assert whitened < 8, whitened
     assert "Laplace at the mode (dense)" in idata.posterior.attrs["mass_matrix"]
 
-    own = sample_model(model, resolve_settings(None, sampler, chains=2, draws=400, tune=300,
-                                               seed=5, init="jitter"))
+    own = sample_model(
+        model, resolve_settings(None, sampler, chains=2, draws=400, tune=300, seed=5, init="jitter")
+    )
     point = {"a": float(own.posterior["a"][1, 3]), "b": float(own.posterior["b"][1, 3])}
     assert float(own.sample_stats["lp"][1, 3]) == pytest.approx(float(logp(point)), abs=1e-6)
     diagonal = chain_stats(own)["grad_evals"].mean() / s["draws"]

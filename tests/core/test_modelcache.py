@@ -36,20 +36,23 @@ def test_fingerprint_sees_every_value_name_and_type_and_ignores_key_order():
     other_big[2500] = 1.0
     assert fingerprint({"w": big}) != fingerprint({"w": other_big})
     assert fingerprint({"w": np.float64(0.5)}) == fingerprint({"w": 0.5})
+
     # a class counts by identity: one redefined under the same name is another
     class Law:
         pass
+
     first = fingerprint([Law])
 
     class Law:  # noqa: F811
         pass
+
     assert fingerprint([Law]) != first and Law.__qualname__.endswith("Law")
     # a table too large to keep twice in memory: no key
     assert fingerprint(pd.DataFrame({"x": np.zeros(modelcache.MAX_ROWS + 1)})) is None
     big_frame = pd.DataFrame({"x": np.zeros(modelcache.MAX_ROWS + 1)})
     assert fingerprint({"table": big_frame}) is None
-    assert fingerprint(pd.DataFrame({"cell": [[1, 2]]})) is None     # unhashable cells
-    assert fingerprint(np.array(["a", None], dtype=object)) is None   # bytes are addresses
+    assert fingerprint(pd.DataFrame({"cell": [[1, 2]]})) is None  # unhashable cells
+    assert fingerprint(np.array(["a", None], dtype=object)) is None  # bytes are addresses
     # anything without a canonical form: no key, so no cached model
     assert fingerprint({"law": object()}) is None
 
@@ -68,14 +71,14 @@ def test_an_entry_is_built_once_kept_after_success_only_and_the_oldest_goes_firs
     with pytest.raises(RuntimeError), cached("b", build("b")):
         raise RuntimeError("the fit failed")
     with cached("b", build("b2")) as e:
-        assert e.value == "b2"              # the failed one was not kept
+        assert e.value == "b2"  # the failed one was not kept
     for k in range(modelcache.SIZE):
         with cached(f"k{k}", build(f"k{k}")):
             pass
-    with cached("a", build("a rebuilt")) as e:    # evicted by the SIZE newer ones
+    with cached("a", build("a rebuilt")) as e:  # evicted by the SIZE newer ones
         assert e.value == "a rebuilt"
     with cached(None, build("none")) as e, cached(None, build("none")) as f:
-        assert e is not f                   # no key: never kept
+        assert e is not f  # no key: never kept
 
 
 def test_an_entry_in_use_is_not_shared_with_another_thread():
@@ -103,19 +106,26 @@ def test_a_fit_from_the_cache_equals_a_fresh_fit_and_compiles_nothing(small_curv
     monkeypatch.setattr(sampling, "compile_nutpie", lambda m: compiles.append(1) or real(m))
     df = small_curves[0]
     df = df[df["run"].str.startswith("100M/")]
-    kw = dict(law="annealing", chains=2, draws=100, tune=150, warn=False,
-              config={"sampler": {"extend": 1}})
+    kw = dict(
+        law="annealing",
+        chains=2,
+        draws=100,
+        tune=150,
+        warn=False,
+        config={"sampler": {"extend": 1}},
+    )
     fresh = Fit.run(df, seed=0, **kw)
     Fit.run(df, seed=1, **kw)
     again = Fit.run(df, seed=0, **kw)
     assert len(compiles) == 1 and modelcache.stats["hits"] >= 2
     for v in ("L0", "A", "alpha", "C"):
-        np.testing.assert_array_equal(again.idata.posterior[v].values,
-                                      fresh.idata.posterior[v].values)
+        np.testing.assert_array_equal(
+            again.idata.posterior[v].values, fresh.idata.posterior[v].values
+        )
     changed = df.copy()
     changed.loc[changed["loss"].first_valid_index(), "loss"] += 1e-9
     Fit.run(changed, seed=0, **dict(kw, draws=20, tune=20))
-    assert len(compiles) == 2           # other data: another model
+    assert len(compiles) == 2  # other data: another model
 
 
 def test_a_mixture_fit_from_the_cache_equals_a_fresh_one(monkeypatch):
@@ -128,13 +138,14 @@ def test_a_mixture_fit_from_the_cache_equals_a_fresh_one(monkeypatch):
     compiles = []
     real = sampling.compile_nutpie
     monkeypatch.setattr(sampling, "compile_nutpie", lambda m: compiles.append(1) or real(m))
-    df = validate_mixture(simulate.simulate_cpt(seed=3, ratios=(0.2, 0.5, 0.8),
-                                                tokens=(2000, 6000, 10000)))
-    kw = dict(chains=2, draws=60, tune=100, seed=4, warn=False,
-              config={"sampler": {"extend": 1}})
+    df = validate_mixture(
+        simulate.simulate_cpt(seed=3, ratios=(0.2, 0.5, 0.8), tokens=(2000, 6000, 10000))
+    )
+    kw = dict(chains=2, draws=60, tune=100, seed=4, warn=False, config={"sampler": {"extend": 1}})
     fresh = MixtureFit.run(df, **kw)
     again = MixtureFit.run(df, **kw)
     assert len(compiles) == 1
     for v in fresh.idata.posterior.data_vars:
-        np.testing.assert_array_equal(again.idata.posterior[v].values,
-                                      fresh.idata.posterior[v].values)
+        np.testing.assert_array_equal(
+            again.idata.posterior[v].values, fresh.idata.posterior[v].values
+        )

@@ -44,8 +44,24 @@ def _env() -> dict:
 
 
 def _fit_cmd(data, out, draws=50, *extra) -> list[str]:
-    return [sys.executable, "-m", "bayescpt.cli.main", "fit", str(data), "--law", "annealing",
-            "--out", str(out), "--chains", "2", "--tune", "50", "--draws", str(draws), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "bayescpt.cli.main",
+        "fit",
+        str(data),
+        "--law",
+        "annealing",
+        "--out",
+        str(out),
+        "--chains",
+        "2",
+        "--tune",
+        "50",
+        "--draws",
+        str(draws),
+        *extra,
+    ]
 
 
 def _temporaries(folder: Path) -> list[str]:
@@ -53,6 +69,7 @@ def _temporaries(folder: Path) -> list[str]:
 
 
 # ---- item 1: unique temporaries, fsync, rename; two real writers ------------------------------
+
 
 def test_write_outputs_all_or_none(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
@@ -66,8 +83,9 @@ def test_write_outputs_all_or_none(tmp_path):
         outputs.write_outputs({a: lambda t: Path(t).write_text("new\n"), b: fail})
     assert a.read_text() == "old\n" and not b.exists()
     assert _temporaries(tmp_path) == []
-    outputs.write_outputs({a: lambda t: Path(t).write_text("new\n"),
-                           b: lambda t: Path(t).write_text("b\n")})
+    outputs.write_outputs(
+        {a: lambda t: Path(t).write_text("new\n"), b: lambda t: Path(t).write_text("b\n")}
+    )
     assert a.read_text() == "new\n" and b.read_text() == "b\n"
     assert _temporaries(tmp_path) == []
     assert a.stat().st_mode & 0o777 == 0o666 & ~_umask()
@@ -97,9 +115,15 @@ def test_two_processes_saving_one_fit_file(tmp_path):
     out = tmp_path / "fit.nc"
     script = tmp_path / "saver.py"
     script.write_text(SAVER)
-    procs = [subprocess.Popen([sys.executable, str(script), str(src), str(out), tag, "8"],
-                              env=_env(), stderr=subprocess.PIPE, text=True)
-             for tag in ("AAAA", "BBBB")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(src), str(out), tag, "8"],
+            env=_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in ("AAAA", "BBBB")
+    ]
     reads = 0
     while any(p.poll() is None for p in procs):
         if out.exists():
@@ -120,9 +144,16 @@ def test_two_real_fits_race_on_one_out(tmp_path):
     data = [_subset(tmp_path / "a.csv", "100M"), _subset(tmp_path / "b.csv", "25M")]
     out = tmp_path / "fit.nc"
     out.write_bytes(b"an older file")
-    procs = [subprocess.Popen(_fit_cmd(d, out, 50, "--force", "--quiet"), env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for d in data]
+    procs = [
+        subprocess.Popen(
+            _fit_cmd(d, out, 50, "--force", "--quiet"),
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for d in data
+    ]
     results = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     hashes = {data_hash(read_curves(d)) for d in data}
@@ -134,6 +165,7 @@ def test_two_real_fits_race_on_one_out(tmp_path):
 
 # ---- item 15: stale temporaries --------------------------------------------------------------
 
+
 def _dead_pid() -> int:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
@@ -143,12 +175,12 @@ def _dead_pid() -> int:
 def test_stale_temporaries_are_removed_on_the_next_write(tmp_path):
     old = time.time() - 2 * 3600
     minutes_ago = time.time() - 120
-    dead = tmp_path / f".t.csv.{_dead_pid()}.ab12cd.tmp"      # writer gone
-    live = tmp_path / f".t.csv.{os.getpid()}.zz99yy.tmp"       # a writer still at work
-    ancient = tmp_path / f".t.csv.{os.getpid()}.qq11rr.tmp"    # anyone's, hours old
-    legacy = tmp_path / "t.csv.tmp"                            # the former fixed name
-    other = tmp_path / f".u.csv.{_dead_pid()}.ab12cd.tmp"      # another target's
-    user = tmp_path / ".t.csv.notes.tmp"                       # not ours (no pid)
+    dead = tmp_path / f".t.csv.{_dead_pid()}.ab12cd.tmp"  # writer gone
+    live = tmp_path / f".t.csv.{os.getpid()}.zz99yy.tmp"  # a writer still at work
+    ancient = tmp_path / f".t.csv.{os.getpid()}.qq11rr.tmp"  # anyone's, hours old
+    legacy = tmp_path / "t.csv.tmp"  # the former fixed name
+    other = tmp_path / f".u.csv.{_dead_pid()}.ab12cd.tmp"  # another target's
+    user = tmp_path / ".t.csv.notes.tmp"  # not ours (no pid)
     for p in (dead, live, ancient, legacy, other, user):
         p.write_text("x")
     for p, t in ((dead, minutes_ago), (ancient, old), (legacy, old), (other, old), (user, old)):
@@ -177,15 +209,18 @@ def test_a_dead_writer_on_this_host_is_cleaned_at_once_another_hosts_only_when_o
     os.utime(elsewhere, (old, old))
     write_csv(pd.DataFrame({"a": [2]}), tmp_path / "t.csv", force=True)
     assert not elsewhere.exists() and live_here.exists()
-    assert _temporaries(tmp_path) == [live_here.name]    # the writes left none of their own
+    assert _temporaries(tmp_path) == [live_here.name]  # the writes left none of their own
     from bayescpt.core.outputs import write_outputs
+
     names = []
-    write_outputs({tmp_path / "u.csv": lambda tmp: (names.append(Path(tmp).name),
-                                                   Path(tmp).write_text("b"))})
-    assert names[0].startswith(f".u.csv.{os.getpid()}.{here}.")    # the writer's host is named
+    write_outputs(
+        {tmp_path / "u.csv": lambda tmp: (names.append(Path(tmp).name), Path(tmp).write_text("b"))}
+    )
+    assert names[0].startswith(f".u.csv.{os.getpid()}.{here}.")  # the writer's host is named
 
 
 # ---- item 6: an output is never an input -----------------------------------------------------
+
 
 def test_fit_refuses_to_write_over_its_data(tmp_path, capsys):
     data = _subset(tmp_path / "d.csv", "100M")
@@ -204,28 +239,45 @@ def test_predict_refuses_its_schedule_or_fit_as_output(tmp_path, capsys):
     sched = _subset(tmp_path / "s.csv", "100M")
     fit = MODELS / "annealing_multipowerlaw.nc"
     before = sched.read_bytes()
-    assert main(["predict", str(fit), "--schedule", str(sched), "--out", str(sched),
-                 "--force"]) == 2
+    assert (
+        main(["predict", str(fit), "--schedule", str(sched), "--out", str(sched), "--force"]) == 2
+    )
     assert "is the input --schedule" in capsys.readouterr().err
-    assert main(["predict", str(fit), "--schedule", str(sched), "--out", str(tmp_path / "p.csv"),
-                 "--plot", str(tmp_path / "p.csv")]) == 2
+    assert (
+        main(
+            [
+                "predict",
+                str(fit),
+                "--schedule",
+                str(sched),
+                "--out",
+                str(tmp_path / "p.csv"),
+                "--plot",
+                str(tmp_path / "p.csv"),
+            ]
+        )
+        == 2
+    )
     assert "are the same file" in capsys.readouterr().err
     assert sched.read_bytes() == before and not (tmp_path / "p.csv").exists()
 
 
 # ---- item 8: outputs checked before any work; all or none ------------------------------------
 
+
 def test_fit_checks_its_out_folder_before_sampling(tmp_path, capsys):
     data = _subset(tmp_path / "d.csv", "100M")
     (tmp_path / "afile").write_text("x")
-    for out, what in ((tmp_path / "missing" / "f.nc", "does not exist"),
-                      (tmp_path / "afile" / "f.nc", "is not a folder"),
-                      (tmp_path, "is a folder")):
+    for out, what in (
+        (tmp_path / "missing" / "f.nc", "does not exist"),
+        (tmp_path / "afile" / "f.nc", "is not a folder"),
+        (tmp_path, "is a folder"),
+    ):
         t0 = time.perf_counter()
         assert main(["fit", str(data), "--law", "annealing", "--out", str(out)]) == 2
         err = capsys.readouterr().err
         assert what in err and "--out" in err and "fitting" not in err
-        assert time.perf_counter() - t0 < 10     # no compiling or sampling happened
+        assert time.perf_counter() - t0 < 10  # no compiling or sampling happened
 
 
 def test_predict_writes_all_outputs_or_none(tmp_path, capsys):
@@ -245,11 +297,16 @@ def test_predict_writes_all_outputs_or_none(tmp_path, capsys):
 
 # ---- item 11: SIGPIPE, internal errors -------------------------------------------------------
 
+
 def test_closed_stdout_pipe_exits_quietly():
-    p = subprocess.Popen([sys.executable, "-m", "bayescpt.cli.main", "config", "--law",
-                          "annealing"], env=_env(), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    p.stdout.close()                # the reader is gone before anything is written
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bayescpt.cli.main", "config", "--law", "annealing"],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    p.stdout.close()  # the reader is gone before anything is written
     err = p.stderr.read()
     assert p.wait() == 141
     assert err == ""
@@ -271,14 +328,14 @@ def test_internal_error_has_its_own_exit_code(monkeypatch, capsys):
 
 def test_a_file_the_system_refuses_is_bad_input_not_a_bug(tmp_path, capsys):
     fit = MODELS / "annealing_multipowerlaw.nc"
-    rc = main(["predict", str(fit), "--schedule", str(tmp_path), "--out",
-               str(tmp_path / "p.csv")])
+    rc = main(["predict", str(fit), "--schedule", str(tmp_path), "--out", str(tmp_path / "p.csv")])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and str(tmp_path) in err, err
     assert "internal error" not in err
 
 
 # ---- item 2: Ctrl-C --------------------------------------------------------------------------
+
 
 def _threads(pid: int) -> set[str]:
     names = set()
@@ -322,12 +379,14 @@ def test_interrupt_guard_leaves_an_ignored_sigint_ignored():
 def test_an_interrupt_landing_after_the_command_handled_one_still_exits_130():
     """The interrupt guard repeats Ctrl-C until its block is left; one still pending when the
     command returns (or a second Ctrl-C while exiting) must not turn exit 130 into -SIGINT."""
-    code = ("import _thread, bayescpt.cli.main as m\n"
-            "def late(argv=None):\n"
-            "    _thread.interrupt_main()\n"
-            "    return 130\n"
-            "m.main = late\n"
-            "m.entry()\n")
+    code = (
+        "import _thread, bayescpt.cli.main as m\n"
+        "def late(argv=None):\n"
+        "    _thread.interrupt_main()\n"
+        "    return 130\n"
+        "m.main = late\n"
+        "m.entry()\n"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 130 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
 
@@ -345,11 +404,17 @@ def test_an_interrupt_caught_inside_exec_code_does_not_kill_the_process(tmp_path
         "        pass\n"
         "    return 2\n"
         "m.main = hit\n"
-        "m.entry()\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(tmp_path)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    p = subprocess.run([sys.executable, "-m", "hit_cli"], capture_output=True, text=True,
-                       timeout=120, env=env)
+        "m.entry()\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    }
+    p = subprocess.run(
+        [sys.executable, "-m", "hit_cli"], capture_output=True, text=True, timeout=120, env=env
+    )
     assert p.returncode == 2, (p.returncode, p.stderr)
 
 
@@ -358,11 +423,16 @@ def test_ctrl_c_during_compile_stops_the_fit_and_writes_nothing(tmp_path):
     data = _subset(tmp_path / "d.csv", "100M")
     out = tmp_path / "fit.nc"
     with sigint_default():
-        p = subprocess.Popen(_fit_cmd(data, out, 20000), env=_env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            _fit_cmd(data, out, 20000),
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     seen = []
 
-    def compiling(p):       # the "compiling" line, and no sampler thread yet
+    def compiling(p):  # the "compiling" line, and no sampler thread yet
         if not seen:
             seen.append(p.stderr.readline())
             if "compiling" not in seen[-1]:
@@ -384,10 +454,14 @@ def test_ctrl_c_during_sampling_keeps_the_old_fit(tmp_path):
     out = tmp_path / "fit.nc"
     out.write_bytes(b"the user's previous fit")
     with sigint_default():
-        p = subprocess.Popen(_fit_cmd(data, out, 20000, "--force"), env=_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    rc, err = _interrupt(p, lambda p: any(n.startswith("nutpie-worker")
-                                          for n in _threads(p.pid)))
+        p = subprocess.Popen(
+            _fit_cmd(data, out, 20000, "--force"),
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    rc, err = _interrupt(p, lambda p: any(n.startswith("nutpie-worker") for n in _threads(p.pid)))
     assert rc == 130, err
     assert "nothing written" in err and "Traceback" not in err
     assert out.read_bytes() == b"the user's previous fit"

@@ -11,11 +11,17 @@ from pymc_extras.prior import Prior
 from bayescpt.core.diagnostics import summarize
 from bayescpt.core.priorcheck import prior_cdf, prior_conflicts
 
-FAMILIES = [Prior("Normal", mu=0.3, sigma=2.0), Prior("LogNormal", mu=-2.0, sigma=0.5),
-            Prior("HalfNormal", sigma=0.7), Prior("StudentT", nu=3, mu=1.0, sigma=2.0),
-            Prior("Gamma", alpha=2.0, beta=3.0), Prior("Exponential", lam=2.0),
-            Prior("HalfCauchy", beta=1.5), Prior("Cauchy", alpha=0.5, beta=2.0),
-            Prior("Uniform", lower=-1.0, upper=3.0)]
+FAMILIES = [
+    Prior("Normal", mu=0.3, sigma=2.0),
+    Prior("LogNormal", mu=-2.0, sigma=0.5),
+    Prior("HalfNormal", sigma=0.7),
+    Prior("StudentT", nu=3, mu=1.0, sigma=2.0),
+    Prior("Gamma", alpha=2.0, beta=3.0),
+    Prior("Exponential", lam=2.0),
+    Prior("HalfCauchy", beta=1.5),
+    Prior("Cauchy", alpha=0.5, beta=2.0),
+    Prior("Uniform", lower=-1.0, upper=3.0),
+]
 
 
 @pytest.mark.parametrize("prior", FAMILIES, ids=lambda p: p.distribution)
@@ -40,16 +46,24 @@ def _posterior(rng, a_mu=5.0, chains_apart=0.0):
     (its chains apart by ``chains_apart``), a_sd LogNormal-ish near its prior."""
     a_u = rng.normal(a_mu, 0.1, (4, 400, 3))
     a_u[3] += chains_apart
-    return az.from_dict(posterior={
-        "a_mu": rng.normal(a_mu, 0.1, (4, 400)), "b_mu": rng.normal(0.2, 0.3, (4, 400)),
-        "a_sd": np.exp(rng.normal(np.log(0.1), 0.2, (4, 400))), "a_u": a_u},
-        dims={"a_u": ["group"]})
+    return az.from_dict(
+        posterior={
+            "a_mu": rng.normal(a_mu, 0.1, (4, 400)),
+            "b_mu": rng.normal(0.2, 0.3, (4, 400)),
+            "a_sd": np.exp(rng.normal(np.log(0.1), 0.2, (4, 400))),
+            "a_u": a_u,
+        },
+        dims={"a_u": ["group"]},
+    )
 
 
-PRIORS = {"a_mu": Prior("Normal", mu=0.0, sigma=1.0), "b_mu": Prior("Normal", mu=0.0, sigma=1.0),
-          "a_sd": Prior("LogNormal", mu=float(np.log(0.1)), sigma=0.5),
-          "a_u": Prior("Normal", mu=0.0, sigma=1.0),        # a vector: element by element
-          "c_mu": Prior("Normal", mu=0.0, sigma=1.0)}       # not in the posterior: skipped
+PRIORS = {
+    "a_mu": Prior("Normal", mu=0.0, sigma=1.0),
+    "b_mu": Prior("Normal", mu=0.0, sigma=1.0),
+    "a_sd": Prior("LogNormal", mu=float(np.log(0.1)), sigma=0.5),
+    "a_u": Prior("Normal", mu=0.0, sigma=1.0),  # a vector: element by element
+    "c_mu": Prior("Normal", mu=0.0, sigma=1.0),
+}  # not in the posterior: skipped
 
 
 def test_conflict_is_found_named_and_measured():
@@ -58,8 +72,7 @@ def test_conflict_is_found_named_and_measured():
     assert sorted(c.name for c in found) == ["a_mu", "a_u[0]", "a_u[1]", "a_u[2]"]
     c = next(c for c in found if c.name == "a_mu")
     assert c.z == pytest.approx(5.0, abs=0.1) and c.q > 0.999
-    assert "a_mu" in c.text() and "5.0 sd above" in c.text() and "Normal(mu=0, sigma=1)" \
-        in c.text()
+    assert "a_mu" in c.text() and "5.0 sd above" in c.text() and "Normal(mu=0, sigma=1)" in c.text()
     # at 2 sd there is no conflict (the threshold is the 0.1 % tail: 3.1 sd)
     assert prior_conflicts(_posterior(np.random.default_rng(0), a_mu=2.0).posterior, PRIORS) == []
     # a vector's elements against their own priors (a list parameter), each named
@@ -84,7 +97,8 @@ def test_slow_chains_on_a_conflicting_parameter_blame_the_prior_not_the_draws():
     # without priors the same chains get the old advice
     plain = summarize(idata, ["a_mu", "b_mu", "a_sd", "a_u"])
     assert plain.conflicts == () and "run longer" in next(
-        p for p in plain.problems() if p.startswith("R-hat"))
+        p for p in plain.problems() if p.startswith("R-hat")
+    )
 
 
 def _slow_b_while_a_conflicts():
@@ -122,8 +136,16 @@ def test_a_real_fit_reports_its_conflict_and_a_matching_prior_does_not(small_fit
     data, default_file = small_fit_file
     assert load_fit(default_file).diagnostics().conflicts == ()
 
-    fit = Fit.run(pd.read_csv(data), law="annealing", chains=2, draws=300, tune=300, seed=3,
-                  warn=False, config={"priors": {"L0": {"loc": 0.0, "scale": 0.1}}})
+    fit = Fit.run(
+        pd.read_csv(data),
+        law="annealing",
+        chains=2,
+        draws=300,
+        tune=300,
+        seed=3,
+        warn=False,
+        config={"priors": {"L0": {"loc": 0.0, "scale": 0.1}}},
+    )
     found = [c for c in fit.diagnostics().conflicts if c.name in ("L0_mu", "L0_sd")]
     assert found and abs(found[0].z) > 3.1
     out = default_file.parent / "conflict.nc"
@@ -148,29 +170,34 @@ def test_model_priors_reads_the_top_level_nodes_of_a_plain_pymc_model():
         pm.Gamma("d", 2.0, 4.0)
         pm.Exponential("e", 3.0)
         pm.StudentT("f", nu=4, mu=1.0, sigma=2.0)
-        pm.Normal("g", a, 1.0)                     # a hyper-prior above it
-        pm.Normal("h", 0.0, 1.0, shape=3)          # a vector, one prior for every element
+        pm.Normal("g", a, 1.0)  # a hyper-prior above it
+        pm.Normal("h", 0.0, 1.0, shape=3)  # a vector, one prior for every element
         pm.Normal("v", np.array([0.0, 1.0]), 2.0)  # a vector, its elements' own priors
-        pm.Normal("k_z", 0.0, 1.0)                 # a standardised helper
-    got = {k: (p.distribution, {n: pytest.approx(np.asarray(v).tolist())
-                                for n, v in p.parameters.items()})
-           for k, p in model_priors(model).items()}
-    assert got == {"a": ("Normal", {"mu": 1.0, "sigma": 2.0}),
-                   "b": ("LogNormal", {"mu": 0.5, "sigma": 0.3}),
-                   "c": ("HalfNormal", {"sigma": 0.7}),
-                   "d": ("Gamma", {"alpha": 2.0, "beta": 4.0}),
-                   "e": ("Exponential", {"lam": 3.0}),
-                   "f": ("StudentT", {"nu": 4.0, "mu": 1.0, "sigma": 2.0}),
-                   "h": ("Normal", {"mu": 0.0, "sigma": 1.0}),
-                   "v": ("Normal", {"mu": [0.0, 1.0], "sigma": 2.0})}
+        pm.Normal("k_z", 0.0, 1.0)  # a standardised helper
+    got = {
+        k: (
+            p.distribution,
+            {n: pytest.approx(np.asarray(v).tolist()) for n, v in p.parameters.items()},
+        )
+        for k, p in model_priors(model).items()
+    }
+    assert got == {
+        "a": ("Normal", {"mu": 1.0, "sigma": 2.0}),
+        "b": ("LogNormal", {"mu": 0.5, "sigma": 0.3}),
+        "c": ("HalfNormal", {"sigma": 0.7}),
+        "d": ("Gamma", {"alpha": 2.0, "beta": 4.0}),
+        "e": ("Exponential", {"lam": 3.0}),
+        "f": ("StudentT", {"nu": 4.0, "mu": 1.0, "sigma": 2.0}),
+        "h": ("Normal", {"mu": 0.0, "sigma": 1.0}),
+        "v": ("Normal", {"mu": [0.0, 1.0], "sigma": 2.0}),
+    }
     # each is the model's own prior: the same CDF, element by element
     for name, prior in model_priors(model).items():
         rv = model[name]
         x = np.array([0.3, 1.1])
         if rv.ndim:
             x = np.broadcast_to(x[:, None], (2, *rv.type.shape))
-        np.testing.assert_allclose(prior_cdf(prior, x), np.exp(pm.logcdf(rv, x).eval()),
-                                   atol=1e-6)
+        np.testing.assert_allclose(prior_cdf(prior, x), np.exp(pm.logcdf(rv, x).eval()), atol=1e-6)
 
 
 def test_a_failing_fit_with_a_conflict_says_so_first_with_the_fix():
@@ -184,10 +211,9 @@ def test_a_failing_fit_with_a_conflict_says_so_first_with_the_fix():
     first = diag.problems()[0]
     assert first.startswith("the priors conflict with these data: a_mu's posterior median 5")
     assert "5.0 sd above its prior Normal(mu=0, sigma=1)" in first and "\n" not in first
-    cfg = json.loads(first[first.index("{"):first.rindex("}") + 1])
+    cfg = json.loads(first[first.index("{") : first.rindex("}") + 1])
     assert cfg["priors"]["a"]["loc"] == pytest.approx(5.0, abs=0.05)
-    assert any(p.startswith("R-hat") for p in diag.problems()[1:])     # the failures still listed
+    assert any(p.startswith("R-hat") for p in diag.problems()[1:])  # the failures still listed
     # a healthy fit with the same conflict does not fail on it (a note, as before)
-    calm = summarize(_posterior(np.random.default_rng(0)), ["a_mu", "b_mu", "a_sd"],
-                     priors=PRIORS)
+    calm = summarize(_posterior(np.random.default_rng(0)), ["a_mu", "b_mu", "a_sd"], priors=PRIORS)
     assert calm.ok and any("prior-data conflict on a_mu" in n for n in calm.notes())

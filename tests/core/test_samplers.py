@@ -17,12 +17,15 @@ def tiny(small_curves):
 
 # the default sampler in the default tier; the other back ends' recovery in the slow tier (each
 # back end still samples in the default tier: test_init's major-mode starts)
-@pytest.mark.parametrize("sampler", ["nutpie"] + [pytest.param(s, marks=pytest.mark.slow)
-                                                  for s in ("pymc", "numpyro", "blackjax")])
+@pytest.mark.parametrize(
+    "sampler",
+    ["nutpie"] + [pytest.param(s, marks=pytest.mark.slow) for s in ("pymc", "numpyro", "blackjax")],
+)
 def test_sampler_recovers_the_single_group(tiny, sampler):
     df, truth = tiny
-    fit = Fit.run(df, law="annealing", sampler=sampler, chains=2, draws=300, tune=400, seed=11,
-                  warn=False)
+    fit = Fit.run(
+        df, law="annealing", sampler=sampler, chains=2, draws=300, tune=400, seed=11, warn=False
+    )
     assert fit.config["sampler"]["sampler"] == sampler
     assert "log_likelihood" in fit.idata.groups() and "observed_data" in fit.idata.groups()
     post = fit.idata.posterior

@@ -26,8 +26,8 @@ from bayescpt.core.fitfile import FORMAT, load_idata, save_idata
 from bayescpt.core.sampling import resolve_settings, sample_model
 from tests.helpers import sigint_default
 
-GAP = 50.0   # nats between the two modes' log densities (same shape, so also between chain means)
-STUCK = 3    # the chain started in the minor mode
+GAP = 50.0  # nats between the two modes' log densities (same shape, so also between chain means)
+STUCK = 3  # the chain started in the minor mode
 STARTS = [{"x": 0.0}] * 3 + [{"x": 20.0}]
 
 
@@ -44,8 +44,9 @@ def two_modes():
 
 
 def sample(initvals=None, **settings):
-    s = resolve_settings(None, settings.pop("sampler", "pymc"), chains=4, draws=300, tune=300,
-                         seed=5, **settings)
+    s = resolve_settings(
+        None, settings.pop("sampler", "pymc"), chains=4, draws=300, tune=300, seed=5, **settings
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return sample_model(two_modes(), s, cores=1, initvals=initvals)
@@ -86,16 +87,21 @@ def test_drop_stuck_chains_drops_exactly_it_and_records_it(tmp_path):
     idata = sample(STARTS, drop_stuck_chains=True)
     assert list(idata.posterior["chain"].values) == [0, 1, 2]
     assert list(idata.sample_stats["chain"].values) == [0, 1, 2]
-    assert float(idata.posterior["x"].max()) < 10      # the minor mode's draws are gone
+    assert float(idata.posterior["x"].max()) < 10  # the minor mode's draws are gone
     (rec,) = json.loads(idata.posterior.attrs["dropped_chains"])
-    assert rec["chain"] == STUCK and abs(rec["lp_gap"] - GAP) < 2.0 and "minor mode" in rec["reason"]
-    path = save_idata(idata, {"format": FORMAT, "law": "two_modes",
-                              "bayescpt_version": __version__}, tmp_path / "fit.nc")
+    assert (
+        rec["chain"] == STUCK and abs(rec["lp_gap"] - GAP) < 2.0 and "minor mode" in rec["reason"]
+    )
+    path = save_idata(
+        idata,
+        {"format": FORMAT, "law": "two_modes", "bayescpt_version": __version__},
+        tmp_path / "fit.nc",
+    )
     back, attrs = load_idata(path)
     diag = summarize(back, ["x", "y"])
     assert json.loads(attrs["dropped_chains"]) == [rec]
     assert diag.ok and diag.stuck == () and diag.chains == 3
-    assert f"note: chain {STUCK} was dropped" in diag.to_text()   # never silent
+    assert f"note: chain {STUCK} was dropped" in diag.to_text()  # never silent
     with pytest.warns(SamplingWarning, match=f"chain {STUCK} was dropped"):
         warn_if_bad(diag)
 
@@ -103,10 +109,10 @@ def test_drop_stuck_chains_drops_exactly_it_and_records_it(tmp_path):
 def test_drop_chains_by_hand(stuck):
     out = drop_chains(stuck, [0], reason="by hand")
     assert list(out.posterior["chain"].values) == [1, 2, 3]
-    assert "dropped_chains" not in stuck.posterior.attrs            # not in place by default
+    assert "dropped_chains" not in stuck.posterior.attrs  # not in place by default
     (rec,) = json.loads(out.posterior.attrs["dropped_chains"])
     assert rec["chain"] == 0 and rec["reason"] == "by hand"
-    assert rec["lp_gap"] < -10   # chain 0 sits above the kept chains' mean (one is stuck)
+    assert rec["lp_gap"] < -10  # chain 0 sits above the kept chains' mean (one is stuck)
     with pytest.raises(ValueError, match="no chain"):
         drop_chains(stuck, [7])
     with pytest.raises(ValueError, match="every chain"):
@@ -114,19 +120,35 @@ def test_drop_chains_by_hand(stuck):
 
 
 def test_cli_flag_drops_and_records(stuck, tmp_path):
-    args = build_parser().parse_args(["fit", "data.csv", "--law", "annealing", "--out",
-                                      str(tmp_path / "f.nc"),
-                                      "--drop-stuck-chains"])
+    args = build_parser().parse_args(
+        [
+            "fit",
+            "data.csv",
+            "--law",
+            "annealing",
+            "--out",
+            str(tmp_path / "f.nc"),
+            "--drop-stuck-chains",
+        ]
+    )
     assert args.drop_stuck_chains
 
-    class Toy:   # the interface sample_and_save uses: idata, config, save, diagnostics
+    class Toy:  # the interface sample_and_save uses: idata, config, save, diagnostics
         idata = stuck.copy()
-        config = {"sampler": {"chains": stuck.posterior.sizes["chain"],
-                              "draws": stuck.posterior.sizes["draw"]}}
+        config = {
+            "sampler": {
+                "chains": stuck.posterior.sizes["chain"],
+                "draws": stuck.posterior.sizes["draw"],
+            }
+        }
 
         def save(self, path, overwrite=False):
-            return save_idata(self.idata, {"format": FORMAT, "law": "two_modes",
-                                           "bayescpt_version": __version__}, path, overwrite)
+            return save_idata(
+                self.idata,
+                {"format": FORMAT, "law": "two_modes", "bayescpt_version": __version__},
+                path,
+                overwrite,
+            )
 
         def diagnostics(self):
             return summarize(self.idata, ["x", "y"])
@@ -140,7 +162,7 @@ def test_cli_flag_drops_and_records(stuck, tmp_path):
 
 def test_tree_depth_is_reported_and_capped(healthy):
     stats = chain_stats(healthy)
-    assert healthy.sample_stats.attrs["max_tree_depth"] == 10      # default unchanged
+    assert healthy.sample_stats.attrs["max_tree_depth"] == 10  # default unchanged
     assert list(stats.index) == [0, 1, 2, 3] and (stats["at_max"] == 0).all()
     assert (stats["seconds"] > 0).all() and (stats["grad_evals"] >= 300).all()
     capped = sample(None, max_tree_depth=1)
@@ -174,7 +196,7 @@ def test_nutpie_takes_the_depth_cap():
 def test_slow_mixing_on_a_spread_points_at_the_non_centred_level():
     rng = np.random.default_rng(0)
     draws = rng.standard_normal((4, 300))
-    draws[3] += 0.6                     # chains disagree, but no chain sits in a minor mode
+    draws[3] += 0.6  # chains disagree, but no chain sits in a minor mode
     idata = az.from_dict(posterior={"alpha_sd": np.exp(draws), "mu": draws})
     for name, expected in (("alpha_sd", "non-centred"), ("mu", "run longer")):
         diag = summarize(idata, [name])
@@ -210,13 +232,13 @@ def test_extension_rule():
 
     assert AUTO_FROM_DRAWS == DEFAULT_SAMPLER_SETTINGS["draws"]
 
-    s = resolve_settings(None, "nutpie")                  # default: 1000 draws, extend auto (4)
+    s = resolve_settings(None, "nutpie")  # default: 1000 draws, extend auto (4)
     assert extension(_diag(284, 1.012), s) == (2000, "bulk ESS 284 < 400 and R-hat 1.012 > 1.01")
-    assert extension(_diag(150, 1.005), s)[0] == 4000     # ceil(1.25 x 400 / 150) = 4
-    assert extension(_diag(21, 1.14), s)[0] == 4000       # capped at 4x
-    assert extension(_diag(900, 1.02), s)[0] == 2000      # R-hat alone: twice the draws
-    assert extension(_diag(900, 1.005), s) is None        # healthy
-    assert extension(_diag(284, 1.0, divergences=3), s) is None   # more draws do not fix these
+    assert extension(_diag(150, 1.005), s)[0] == 4000  # ceil(1.25 x 400 / 150) = 4
+    assert extension(_diag(21, 1.14), s)[0] == 4000  # capped at 4x
+    assert extension(_diag(900, 1.02), s)[0] == 2000  # R-hat alone: twice the draws
+    assert extension(_diag(900, 1.005), s) is None  # healthy
+    assert extension(_diag(284, 1.0, divergences=3), s) is None  # more draws do not fix these
     assert extension(_diag(284, 1.0, stuck=("chain 3",)), s) is None
     assert extension(_diag(284, 1.0), dict(s, extend=1)) is None
     assert extension(_diag(284, 1.0), dict(s, draws=300)) is None  # a quick look stays quick
@@ -252,8 +274,9 @@ def test_a_trace_cut_short_is_returned_unjudged_not_extended(healthy):
         assert run_longer(part, s, judge, sample) is part
     calls = []
     full = healthy.isel(draw=slice(0, 50))
-    assert run_longer(full, dict(s, draws=50), lambda i: calls.append(1) or _diag(900, 1.0),
-                      sample) is full and calls == [1]
+    assert run_longer(
+        full, dict(s, draws=50), lambda i: calls.append(1) or _diag(900, 1.0), sample
+    ) is full and calls == [1]
 
 
 def test_an_error_on_the_partial_trace_after_ctrl_c_is_reported_as_the_interrupt(tmp_path):
@@ -280,10 +303,12 @@ def test_an_error_on_the_partial_trace_after_ctrl_c_is_reported_as_the_interrupt
         "try:\n"
         "    sample_and_save(a, run)\n"
         "except Interrupted as e:\n"
-        "    print('INTERRUPTED', e)\n")
+        "    print('INTERRUPTED', e)\n"
+    )
     with sigint_default():
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
     assert "INTERRUPTED" in p.stdout and "nothing written" in p.stdout, (p.stdout, p.stderr)
     assert not out.exists()
 
@@ -295,8 +320,7 @@ def test_slow_fit_is_run_longer_with_the_same_chains_and_says_so(small_curves):
     from bayescpt.curves.model.fit import Fit
 
     df = small_curves[0]
-    kw = dict(law="annealing", sampler="nutpie", chains=4, draws=100, tune=300, seed=2,
-              warn=False)
+    kw = dict(law="annealing", sampler="nutpie", chains=4, draws=100, tune=300, seed=2, warn=False)
     short = Fit.run(df, config={"sampler": {"extend": 1}}, **kw)
     ds = short.diagnostics()
     assert ds.min_ess_bulk < 400 and ds.extended is None
@@ -306,11 +330,12 @@ def test_slow_fit_is_run_longer_with_the_same_chains_and_says_so(small_curves):
     assert rec["draws"] == 100 and rec["to"] == dl.draws > 100 and "bulk ESS" in rec["why"]
     assert dl.min_ess_bulk > ds.min_ess_bulk
     for v in ("L0", "A", "alpha", "C"):
-        np.testing.assert_array_equal(longer.idata.posterior[v].values[:, :100],
-                                      short.idata.posterior[v].values)
+        np.testing.assert_array_equal(
+            longer.idata.posterior[v].values[:, :100], short.idata.posterior[v].values
+        )
     assert any(n.startswith("run longer: 100 draws per chain gave bulk ESS") for n in dl.notes())
     assert "run longer" in dl.to_text()
-    if not dl.ok:   # at the cap and still failing: the problem line says it was run longer
+    if not dl.ok:  # at the cap and still failing: the problem line says it was run longer
         assert any("already run" in p for p in dl.problems())
 
 
@@ -324,11 +349,11 @@ def test_short_warmup_from_the_mode_only():
     base = make_config(get_law("annealing"))["sampler"]
     assert resolve_settings(base, "auto")["tune"] == 400
     assert resolve_settings(base, "auto", init="jitter")["tune"] == 1000
-    assert resolve_settings(dict(base, init="jitter"), "auto")["tune"] == 1000   # from a config
+    assert resolve_settings(dict(base, init="jitter"), "auto")["tune"] == 1000  # from a config
     assert resolve_settings(base, "auto", init="jitter", tune=200)["tune"] == 200
     assert resolve_settings(base, "auto", tune=500)["tune"] == 500
     own = make_config(get_law("annealing"), {"sampler": {"tune": 500}})["sampler"]
-    assert resolve_settings(own, "auto", init="jitter")["tune"] == 500   # a config's tune too
+    assert resolve_settings(own, "auto", init="jitter")["tune"] == 500  # a config's tune too
     for law in ("multipower", "cpt"):
         assert make_config(get_law(law)).get("sampler", {}).get("tune") is None
     assert resolve_settings(None, "auto", init="jitter")["tune"] == 1000

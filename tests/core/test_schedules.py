@@ -7,7 +7,7 @@ from bayescpt.core import schedules as S
 def brute_force_areas(lr, lam):
     """O(T^2) reference straight from LAWS.md section 0 (closed form of S2)."""
     T = lr.size - 1
-    s1 = np.array([lr[1:s + 1].sum() for s in range(T + 1)])
+    s1 = np.array([lr[1 : s + 1].sum() for s in range(T + 1)])
     s2 = np.zeros(T + 1)
     for s in range(1, T + 1):
         k = np.arange(1, s + 1)
@@ -35,7 +35,7 @@ def test_areas_match_quadratic_reference(sched, lam):
         s1, s2 = sched.areas(lam=lam, warmup=warmup)
         lr = sched.lr.copy()
         if warmup == "peak" and sched.warmup_steps:
-            lr[:sched.warmup_steps] = lr[sched.warmup_steps]
+            lr[: sched.warmup_steps] = lr[sched.warmup_steps]
         r1, r2 = brute_force_areas(lr, lam)
         np.testing.assert_allclose(s1, r1, rtol=1e-10, atol=1e-14)
         np.testing.assert_allclose(s2, r2, rtol=1e-8, atol=1e-12)
@@ -61,11 +61,11 @@ def test_rewarmup_gives_negative_s2_and_cpt_starts_from_last_pt_lr():
     full = pt.then(seg)
     assert full.total_steps == 1500
     assert full.lr[1000] == pytest.approx(3e-5)
-    assert full.lr[1001] > full.lr[1000]          # re-warmup from the last PT learning rate
+    assert full.lr[1001] > full.lr[1000]  # re-warmup from the last PT learning rate
     # the CPT segment's own areas (eta_0 = last PT LR, fresh momentum) are negative while re-warming
     s1_cpt, s2_cpt = S.areas(full.lr[1000:], warmup="none")
     assert np.all(s2_cpt[1:101] < 0) and s1_cpt[100] > 0
-    assert full.warmup_steps == 50                 # only the initial warmup is clamped
+    assert full.warmup_steps == 50  # only the initial warmup is clamped
 
 
 def test_decay_shapes_end_points():

@@ -13,8 +13,20 @@ from hypothesis import strategies as st  # noqa: E402
 from bayescpt.core.tables import DataError  # noqa: E402
 from bayescpt.curves.data.validate import read_curves  # noqa: E402
 
-BAD_NUMBERS = ["abc", "3_5", "\u0663", "\uff13.5", "0x10", "1.2.3", "--1", "1e", "nan", "inf",
-               "-inf", "1e400"]
+BAD_NUMBERS = [
+    "abc",
+    "3_5",
+    "\u0663",
+    "\uff13.5",
+    "0x10",
+    "1.2.3",
+    "--1",
+    "1e",
+    "nan",
+    "inf",
+    "-inf",
+    "1e400",
+]
 
 
 @st.composite
@@ -33,8 +45,9 @@ def tables(draw):
             lr = 0.0 if k == 0 else peak * (1 - 0.5 * k / len(steps))
             has = k > 0 and (k == 1 or draw(st.booleans()))
             loss = 2.5 + 3.0 / (1 + k) if has else None
-            rows.append({"run": f"run{r}", "step": int(s), "lr": lr, "loss": loss,
-                         "model_size": size})
+            rows.append(
+                {"run": f"run{r}", "step": int(s), "lr": lr, "loss": loss, "model_size": size}
+            )
     cols = ["run", "step", "lr", "loss"] + (["model_size"] if with_size else [])
     order = draw(st.permutations(cols))
     return list(order), rows
@@ -44,16 +57,33 @@ def text_of(cols, rows):
     def cell(row, c):
         v = row[c]
         return "" if v is None else (v if isinstance(v, str) else repr(v))
+
     return [",".join(cols)] + [",".join(cell(r, c) for c in cols) for r in rows]
 
 
 @st.composite
 def cases(draw):
     cols, rows = draw(tables())
-    lines = text_of(cols, rows)          # lines[0] is the header (line 1)
-    kind = draw(st.sampled_from(["none", "blank", "crlf", "bad_number", "negative", "big_loss",
-                                 "big_step", "dup_header", "extra_field", "missing_field",
-                                 "swap", "dup_row", "empty_required"]))
+    lines = text_of(cols, rows)  # lines[0] is the header (line 1)
+    kind = draw(
+        st.sampled_from(
+            [
+                "none",
+                "blank",
+                "crlf",
+                "bad_number",
+                "negative",
+                "big_loss",
+                "big_step",
+                "dup_header",
+                "extra_field",
+                "missing_field",
+                "swap",
+                "dup_row",
+                "empty_required",
+            ]
+        )
+    )
     bad_lines = set()
     eol = "\n"
     if kind == "blank":
@@ -63,8 +93,9 @@ def cases(draw):
         eol = "\r\n"
     elif kind == "dup_header":
         c = draw(st.sampled_from(cols))
-        lines = [ln + "," + (c if i == 0 else ln.split(",")[cols.index(c)])
-                 for i, ln in enumerate(lines)]
+        lines = [
+            ln + "," + (c if i == 0 else ln.split(",")[cols.index(c)]) for i, ln in enumerate(lines)
+        ]
         bad_lines = {1}
     elif kind in ("extra_field", "missing_field"):
         i = draw(st.integers(1, len(rows)))
@@ -90,8 +121,10 @@ def cases(draw):
         elif kind == "big_loss":
             c, value = "loss", draw(st.sampled_from(["250", "1e308", "20.5"]))
         elif kind == "big_step":
-            c, value = "step", draw(st.sampled_from(["99999999999999999999", "9007199254740992",
-                                                     "12.5"]))
+            c, value = (
+                "step",
+                draw(st.sampled_from(["99999999999999999999", "9007199254740992", "12.5"])),
+            )
         else:
             c, value = draw(st.sampled_from([x for x in ("run", "step", "lr") if x in cols])), ""
         cells = lines[i].split(",")
@@ -101,8 +134,11 @@ def cases(draw):
     return kind, cols, rows, eol.join(lines) + eol, bad_lines
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(case=cases())
 def test_reader_loads_exactly_or_names_the_line(tmp_path, case):
     kind, cols, rows, text, bad_lines = case

@@ -41,31 +41,48 @@ def _edited(src: Path, dst: Path, edit) -> Path:
 def ranged_fit(tmp_path_factory):
     """The reference cpt fit with the training range of its data stored (the reference file was
     written before the range was; a fit made today stores it)."""
-    from bayescpt.curves.data.table import schedules_of
+    from bayescpt.curves.data.table import schedules_of, training_range
     from bayescpt.curves.data.validate import read_curves
-    from bayescpt.curves.data.table import training_range
 
     df = read_curves(CPT_DATA)
     rng = json.dumps(training_range(df, schedules_of(df)))
 
     def edit(idata):
         idata.posterior.attrs["train_range"] = rng
+
     return _edited(CPT_FIT, tmp_path_factory.mktemp("ranged") / "cpt.nc", edit)
 
 
 @pytest.fixture(scope="module")
 def failed_fit(tmp_path_factory):
     """The reference cpt fit with 17 divergent transitions: it fails its diagnostics."""
+
     def edit(idata):
         div = idata.sample_stats["diverging"].values.copy()
         div[0, :17] = True
         idata.sample_stats["diverging"] = (idata.sample_stats["diverging"].dims, div)
+
     return _edited(CPT_FIT, tmp_path_factory.mktemp("failed") / "bad.nc", edit)
 
 
 def _plan(fit, out, *extra):
-    return ["plan", str(fit), "--pt", str(CPT_DATA), "--pt-run", PT_RUN, "--tolerance", "0.05",
-            "--shapes", "cosine", "--backend", "numpy", "--out", str(out), *extra]
+    return [
+        "plan",
+        str(fit),
+        "--pt",
+        str(CPT_DATA),
+        "--pt-run",
+        PT_RUN,
+        "--tolerance",
+        "0.05",
+        "--shapes",
+        "cosine",
+        "--backend",
+        "numpy",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def _warnings(err: str) -> list[str]:
@@ -73,6 +90,7 @@ def _warnings(err: str) -> list[str]:
 
 
 # ---- item 9: plan's extrapolation check -----------------------------------------------------
+
 
 def test_plan_warns_per_setting_that_leaves_the_fits_range(ranged_fit, tmp_path, capsys):
     out = tmp_path / "plans.csv"
@@ -87,15 +105,19 @@ def test_plan_warns_per_setting_that_leaves_the_fits_range(ranged_fit, tmp_path,
     assert all("extrapolation" in w for w in lines)
     t = pd.read_csv(out)
     inside = (t["peak_lr"] == 2e-4) & (t["steps"] == 1000)
-    assert t.loc[inside, "extrapolation"].isna().all()          # in range: nothing recorded
+    assert t.loc[inside, "extrapolation"].isna().all()  # in range: nothing recorded
     assert t.loc[~inside, "extrapolation"].notna().all()
     assert t.loc[t["peak_lr"] == 2e-3, "extrapolation"].str.contains("peak LR").all()
     assert t.loc[t["steps"] == 40000, "extrapolation"].str.contains("length").all()
 
 
 def test_plan_inside_the_range_warns_nothing(ranged_fit, tmp_path, capsys):
-    assert main(_plan(ranged_fit, tmp_path / "p.csv", "--peak-lrs", "1e-4,2e-4",
-                      "--steps", "1000,2000")) == 0
+    assert (
+        main(
+            _plan(ranged_fit, tmp_path / "p.csv", "--peak-lrs", "1e-4,2e-4", "--steps", "1000,2000")
+        )
+        == 0
+    )
     assert _warnings(capsys.readouterr().err) == []
 
 
@@ -107,22 +129,32 @@ def test_plan_on_a_fit_without_its_range_says_it_is_not_checked(tmp_path, capsys
 
 # ---- item 13: a plan grid too big for memory is refused up front ----------------------------
 
+
 def _limit_memory():
-    cap = 6 * 1024 ** 3      # the refusal must come long before this; a blow-up dies here
+    cap = 6 * 1024**3  # the refusal must come long before this; a blow-up dies here
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
 def test_plan_refuses_a_grid_too_big_for_memory(tmp_path):
     import bayescpt
 
-    code = Path(bayescpt.__file__).resolve().parents[1]    # the bayescpt under test
+    code = Path(bayescpt.__file__).resolve().parents[1]  # the bayescpt under test
     env = dict(os.environ, PYTHONPATH=str(code), MPLBACKEND="Agg")
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "bayescpt.cli.main",
-                        *_plan(CPT_FIT, tmp_path / "p.csv", "--peak-lrs", "2e-4",
-                               "--steps", "1000000000")],
-                       capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path,
-                       preexec_fn=_limit_memory)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bayescpt.cli.main",
+            *_plan(CPT_FIT, tmp_path / "p.csv", "--peak-lrs", "2e-4", "--steps", "1000000000"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+        preexec_fn=_limit_memory,
+    )
     took = time.perf_counter() - t0
     err = [line for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == 2, r.stderr[-2000:]
@@ -141,12 +173,13 @@ def test_memory_estimate_grows_with_the_longest_schedule():
 
     pt = S.wsd(10000, 2e-4, decay_steps=2000, warmup_steps=200)
     small = memory_estimate(pt, plan_grid([10000], ["cosine"], [2e-4], [1000]), 2000)
-    big = memory_estimate(pt, plan_grid([10000], ["cosine"], [2e-4], [10 ** 9]), 2000)
+    big = memory_estimate(pt, plan_grid([10000], ["cosine"], [2e-4], [10**9]), 2000)
     assert big["total"] > 40e9 > 1e9 > small["total"]
     assert big["option"] == "--steps"
 
 
 # ---- item 10: predict refuses model sizes a fit was made without -----------------------------
+
 
 def test_predict_refuses_a_model_size_on_a_fit_without_sizes(tmp_path, capsys):
     df = pd.read_csv(CPT_DATA)
@@ -168,20 +201,24 @@ def test_predict_refuses_a_model_size_on_a_fit_without_sizes(tmp_path, capsys):
 FAILED = "failed its diagnostics when it was fitted"
 
 
-def test_predict_and_plan_say_once_that_the_fit_failed_its_diagnostics(failed_fit, tmp_path,
-                                                                         capsys):
+def test_predict_and_plan_say_once_that_the_fit_failed_its_diagnostics(
+    failed_fit, tmp_path, capsys
+):
     sched = tmp_path / "sched.csv"
     df = pd.read_csv(CPT_DATA)
     df[df["run"] == "pt@10000/wsd"].to_csv(sched, index=False)
-    assert main(["predict", str(failed_fit), "--schedule", str(sched),
-                 "--out", str(tmp_path / "o.csv")]) == 0
+    assert (
+        main(
+            ["predict", str(failed_fit), "--schedule", str(sched), "--out", str(tmp_path / "o.csv")]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     lines = [x for x in err.splitlines() if FAILED in x]
     assert len(lines) == 1, err
     assert "17 divergences" in lines[0] and "R-hat" in lines[0] and "bulk ESS" in lines[0]
     assert f"bayescpt diagnose {failed_fit}" in lines[0] and str(failed_fit) in lines[0]
-    assert main(_plan(failed_fit, tmp_path / "p.csv", "--peak-lrs", "2e-4",
-                      "--steps", "1000")) == 0
+    assert main(_plan(failed_fit, tmp_path / "p.csv", "--peak-lrs", "2e-4", "--steps", "1000")) == 0
     err = capsys.readouterr().err
     assert len([x for x in err.splitlines() if FAILED in x]) == 1, err
 
@@ -190,8 +227,10 @@ def test_a_passing_fit_gets_no_such_line(tmp_path, capsys):
     sched = tmp_path / "sched.csv"
     df = pd.read_csv(CPT_DATA)
     df[df["run"] == "pt@10000/wsd"].to_csv(sched, index=False)
-    assert main(["predict", str(CPT_FIT), "--schedule", str(sched),
-                 "--out", str(tmp_path / "o.csv")]) == 0
+    assert (
+        main(["predict", str(CPT_FIT), "--schedule", str(sched), "--out", str(tmp_path / "o.csv")])
+        == 0
+    )
     assert main(_plan(CPT_FIT, tmp_path / "p.csv", "--peak-lrs", "2e-4", "--steps", "1000")) == 0
     assert FAILED not in capsys.readouterr().err
 
@@ -202,6 +241,7 @@ def test_compare_hparams_and_mixture_commands_name_a_failed_fit(failed_fit, tmp_
             div = idata.sample_stats["diverging"].values.copy()
             div[0, :3] = True
             idata.sample_stats["diverging"] = (idata.sample_stats["diverging"].dims, div)
+
         return _edited(src, tmp_path / name, edit)
 
     assert main(["compare", str(CPT_FIT), str(failed_fit)]) == 0

@@ -3,7 +3,6 @@ InferenceData file (``predict --draws-out``), prior checks (``prior-check``, ``f
 --prior-predictive``). Predictions use the reference fit in models/ (no sampling); the prior
 checks a tiny simulated table."""
 
-
 import arviz as az
 import numpy as np
 import pandas as pd
@@ -12,9 +11,8 @@ import xarray as xr
 
 from bayescpt.cli.main import main
 from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.forecast.predict import predict_draws, predict_frame, predictive_idata
-
+from bayescpt.curves.model.fit import Fit
 from tests.conftest import ROOT
 from tests.helpers import quiet as _quiet
 
@@ -42,8 +40,11 @@ def test_predict_draws_are_exactly_what_predict_frame_summarises(fit, schedule):
     pd.testing.assert_frame_equal(table, frame)
     rows = frame[frame["mean"].notna()]
     post = fit.idata.posterior
-    assert dict(draws.sizes) == {"chain": post.sizes["chain"], "draw": 2 * post.sizes["draw"],
-                                 "point": len(rows)}
+    assert dict(draws.sizes) == {
+        "chain": post.sizes["chain"],
+        "draw": 2 * post.sizes["draw"],
+        "point": len(rows),
+    }
     assert set(draws.data_vars) == {"loss", "curve"}
     flat = draws.stack(sample=("chain", "draw")).transpose("sample", "point")
     curve, loss = flat["curve"].values, flat["loss"].values
@@ -76,19 +77,35 @@ def test_predict_draws_out_is_plain_arviz(tmp_path, schedule, capsys):
     sched = tmp_path / "sched.csv"
     schedule.to_csv(sched, index=False)
     nc = tmp_path / "pred.nc"
-    rc = main(["predict", str(FIT), "--schedule", str(sched), "--out", str(tmp_path / "p.csv"),
-               "--draws-out", str(nc), "--seed", "2"])
+    rc = main(
+        [
+            "predict",
+            str(FIT),
+            "--schedule",
+            str(sched),
+            "--out",
+            str(tmp_path / "p.csv"),
+            "--draws-out",
+            str(nc),
+            "--seed",
+            "2",
+        ]
+    )
     assert rc == 0
     pred = pd.read_csv(tmp_path / "p.csv")
-    idata = az.from_netcdf(nc)        # from here on: ArviZ and xarray only
+    idata = az.from_netcdf(nc)  # from here on: ArviZ and xarray only
     assert {"posterior_predictive", "predictions", "observed_data"} <= set(idata.groups())
     pp = idata.posterior_predictive
     assert pp["loss"].dims == ("chain", "draw", "point")
-    assert np.allclose(pp["loss"].quantile([0.05, 0.95], dim=("chain", "draw")).values,
-                       pred.dropna(subset=["mean"])[["lower", "upper"]].to_numpy().T, atol=1e-5)
+    assert np.allclose(
+        pp["loss"].quantile([0.05, 0.95], dim=("chain", "draw")).values,
+        pred.dropna(subset=["mean"])[["lower", "upper"]].to_numpy().T,
+        atol=1e-5,
+    )
     summary = az.summary(idata.predictions.isel(point=slice(0, 5)))
-    assert len(summary) == 5 and np.allclose(summary["mean"],
-                                             pred.dropna(subset=["mean"])["mean"][:5], atol=1e-3)
+    assert len(summary) == 5 and np.allclose(
+        summary["mean"], pred.dropna(subset=["mean"])["mean"][:5], atol=1e-3
+    )
     hdi = az.hdi(pp, hdi_prob=0.9)
     assert hdi["loss"].shape == (pp.sizes["point"], 2)
     ax = az.plot_ppc(idata, num_pp_samples=20, random_seed=0)
@@ -99,12 +116,37 @@ def test_predict_draws_out_is_plain_arviz(tmp_path, schedule, capsys):
     assert sel.sizes["point"] == int((pred.dropna(subset=["mean"])["run"] == HELD[0]).sum())
     # an existing --draws-out is refused before any work, kept unchanged; --force replaces it
     before = nc.read_bytes()
-    rc = main(["predict", str(FIT), "--schedule", str(sched), "--out", str(tmp_path / "q.csv"),
-               "--draws-out", str(nc), "--seed", "3"])
+    rc = main(
+        [
+            "predict",
+            str(FIT),
+            "--schedule",
+            str(sched),
+            "--out",
+            str(tmp_path / "q.csv"),
+            "--draws-out",
+            str(nc),
+            "--seed",
+            "3",
+        ]
+    )
     assert rc == 2 and nc.read_bytes() == before and not (tmp_path / "q.csv").exists()
     assert "pred.nc exists" in capsys.readouterr().err
-    rc = main(["predict", str(FIT), "--schedule", str(sched), "--out", str(tmp_path / "q.csv"),
-               "--draws-out", str(nc), "--seed", "3", "--force"])
+    rc = main(
+        [
+            "predict",
+            str(FIT),
+            "--schedule",
+            str(sched),
+            "--out",
+            str(tmp_path / "q.csv"),
+            "--draws-out",
+            str(nc),
+            "--seed",
+            "3",
+            "--force",
+        ]
+    )
     assert rc == 0 and nc.read_bytes() != before
 
 
@@ -112,8 +154,21 @@ def test_draws_out_without_losses_has_no_observed_data(tmp_path, schedule):
     sched = tmp_path / "sched.csv"
     schedule.drop(columns="loss").to_csv(sched, index=False)
     nc = tmp_path / "pred.nc"
-    assert main(["predict", str(FIT), "--schedule", str(sched), "--out",
-                 str(tmp_path / "p.csv"), "--draws-out", str(nc)]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                str(FIT),
+                "--schedule",
+                str(sched),
+                "--out",
+                str(tmp_path / "p.csv"),
+                "--draws-out",
+                str(nc),
+            ]
+        )
+        == 0
+    )
     assert set(az.from_netcdf(nc).groups()) == {"posterior_predictive", "predictions"}
 
 
@@ -121,19 +176,42 @@ def test_draws_out_refusals_are_one_line_exit_2(tmp_path, schedule, capsys):
     sched = tmp_path / "sched.csv"
     schedule.to_csv(sched, index=False)
     out = str(tmp_path / "p.csv")
-    rc = main(["predict", str(FIT), "--schedule", str(sched), "--out", out,
-               "--draws-out", str(tmp_path / "nowhere" / "d.nc")])
+    rc = main(
+        [
+            "predict",
+            str(FIT),
+            "--schedule",
+            str(sched),
+            "--out",
+            out,
+            "--draws-out",
+            str(tmp_path / "nowhere" / "d.nc"),
+        ]
+    )
     assert rc == 2 and "--draws-out" in capsys.readouterr().err
     rc = main(["predict", str(FIT), "--schedule", str(sched), "--out", out, "--draws-out", out])
     assert rc == 2 and "same file" in capsys.readouterr().err
-    rc = main(["predict", str(FIT), "--schedule", str(sched), "--out", out,
-               "--draws-out", str(tmp_path / "d.nc"), "--observed", str(sched)])
+    rc = main(
+        [
+            "predict",
+            str(FIT),
+            "--schedule",
+            str(sched),
+            "--out",
+            out,
+            "--draws-out",
+            str(tmp_path / "d.nc"),
+            "--observed",
+            str(sched),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "--draws-out and --observed" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "p.csv").exists() and not (tmp_path / "d.nc").exists()
 
 
 # ---- prior checks -------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
@@ -142,9 +220,14 @@ def tiny(tmp_path_factory):
     from bayescpt.curves.model.laws import get_law
 
     df, _ = simulate.simulate_hierarchy(
-        get_law("annealing"), {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45},
-        {"L0": 0.05, "A": 0.15, "alpha": 0.1, "C": 0.15}, [25e6, 100e6],
-        simulate.default_schedules(total=2000), points=12, seed=3)
+        get_law("annealing"),
+        {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45},
+        {"L0": 0.05, "A": 0.15, "alpha": 0.1, "C": 0.15},
+        [25e6, 100e6],
+        simulate.default_schedules(total=2000),
+        points=12,
+        seed=3,
+    )
     path = tmp_path_factory.mktemp("prior") / "tiny.csv"
     df.to_csv(path, index=False)
     return path
@@ -152,8 +235,22 @@ def tiny(tmp_path_factory):
 
 def test_prior_check_cli_prints_ranges_plots_and_writes(tiny, tmp_path, capsys):
     png, nc = tmp_path / "prior.png", tmp_path / "prior.nc"
-    rc = main(["prior-check", str(tiny), "--law", "annealing", "--draws", "60", "--seed", "1",
-               "--plot", str(png), "--out", str(nc)])
+    rc = main(
+        [
+            "prior-check",
+            str(tiny),
+            "--law",
+            "annealing",
+            "--draws",
+            "60",
+            "--seed",
+            "1",
+            "--plot",
+            str(png),
+            "--out",
+            str(nc),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and png.stat().st_size > 10_000
     for p in ("L0", "A", "alpha", "C"):
@@ -164,11 +261,26 @@ def test_prior_check_cli_prints_ranges_plots_and_writes(tiny, tmp_path, capsys):
     assert idata.prior_predictive["y"].shape[:2] == (1, 60)
     assert idata.prior["A"].dims == ("chain", "draw", "group")
     # same seed, same draws
-    rc = main(["prior-check", str(tiny), "--law", "annealing", "--draws", "60", "--seed", "1",
-               "--plot", str(tmp_path / "b.png"), "--out", str(tmp_path / "b.nc")])
+    rc = main(
+        [
+            "prior-check",
+            str(tiny),
+            "--law",
+            "annealing",
+            "--draws",
+            "60",
+            "--seed",
+            "1",
+            "--plot",
+            str(tmp_path / "b.png"),
+            "--out",
+            str(tmp_path / "b.nc"),
+        ]
+    )
     assert rc == 0
-    np.testing.assert_array_equal(az.from_netcdf(tmp_path / "b.nc").prior_predictive["y"],
-                                  idata.prior_predictive["y"])
+    np.testing.assert_array_equal(
+        az.from_netcdf(tmp_path / "b.nc").prior_predictive["y"], idata.prior_predictive["y"]
+    )
     # an existing output is refused before any work
     rc = main(["prior-check", str(tiny), "--law", "annealing", "--plot", str(png)])
     assert rc == 2 and "exists" in capsys.readouterr().err
@@ -181,17 +293,17 @@ def test_prior_ranges_and_band(tiny):
     ranges = prior_ranges(check, 0.9).set_index("param")
     assert list(ranges.index) == ["L0", "A", "alpha", "C"]
     assert (ranges["lower"] < ranges["median"]).all() and (ranges["median"] < ranges["upper"]).all()
-    assert (ranges.loc[["A", "alpha", "C"], "lower"] > 0).all()     # positive parameters
+    assert (ranges.loc[["A", "alpha", "C"], "lower"] > 0).all()  # positive parameters
     band = prior_band(check, 0.9)
     assert len(band) == len(check.points) and (band["lower"] < band["upper"]).all()
-    assert band["inside"].mean() > 0.9       # the default priors cover these curves
+    assert band["inside"].mean() > 0.9  # the default priors cover these curves
 
 
 def test_fit_file_with_prior_groups_round_trips(fit, tmp_path):
-    from bayescpt.curves.model.priors import prior_predictive_idata
-
     # the groups `fit --prior-predictive` adds, here drawn from a small model (no sampling)
     import pymc as pm
+
+    from bayescpt.curves.model.priors import prior_predictive_idata
 
     with pm.Model() as model:
         pm.Normal("y", pm.Normal("mu", 0, 1), 1, observed=np.zeros(3))
@@ -208,20 +320,36 @@ def test_fit_file_with_prior_groups_round_trips(fit, tmp_path):
 def test_fit_run_adds_the_prior_groups(tiny, monkeypatch):
     """Fit.run(prior_predictive=N) draws the prior of the model it samples (NUTS replaced by a
     stand-in posterior here: the sampling itself is tested elsewhere)."""
-    import bayescpt.core.fit_template as fit_module   # the one sampling flow (issue 45)
+    import bayescpt.core.fit_template as fit_module  # the one sampling flow (issue 45)
     from bayescpt.curves.model.priors import prior_predictive_idata
 
     def fake_sample(model, s, **kw):
         prior = prior_predictive_idata(model, draws=8, seed=9).prior
-        post = xr.concat([prior.isel(chain=[0], draw=slice(4 * c, 4 * c + 4))
-                          .assign_coords(chain=[c], draw=np.arange(4)) for c in range(2)], "chain")
-        stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((2, 4), dtype=bool))},
-                           coords={"chain": [0, 1], "draw": np.arange(4)})
+        post = xr.concat(
+            [
+                prior.isel(chain=[0], draw=slice(4 * c, 4 * c + 4)).assign_coords(
+                    chain=[c], draw=np.arange(4)
+                )
+                for c in range(2)
+            ],
+            "chain",
+        )
+        stats = xr.Dataset(
+            {"diverging": (("chain", "draw"), np.zeros((2, 4), dtype=bool))},
+            coords={"chain": [0, 1], "draw": np.arange(4)},
+        )
         return az.InferenceData(posterior=post, sample_stats=stats)
 
     monkeypatch.setattr(fit_module, "sample_model", fake_sample)
-    f = Fit.run(read_curves(tiny), law="annealing", chains=2, draws=4, warn=False,
-                prior_predictive=30, seed=2)
+    f = Fit.run(
+        read_curves(tiny),
+        law="annealing",
+        chains=2,
+        draws=4,
+        warn=False,
+        prior_predictive=30,
+        seed=2,
+    )
     assert {"posterior", "prior", "prior_predictive"} <= set(f.idata.groups())
     assert f.idata.prior_predictive["y"].shape == (1, 30, f.meta["n_points"])
 
@@ -230,8 +358,24 @@ def test_fit_run_adds_the_prior_groups(tiny, monkeypatch):
 def test_fit_prior_predictive_option_stores_the_groups(tiny, tmp_path):
     """Through the CLI with real sampling (about 2 minutes on a busy 2-core machine)."""
     out = tmp_path / "fit.nc"
-    rc = main(["fit", str(tiny), "--law", "annealing", "--out", str(out), "--chains", "2",
-               "--draws", "20", "--tune", "20", "--prior-predictive", "--quiet"])
+    rc = main(
+        [
+            "fit",
+            str(tiny),
+            "--law",
+            "annealing",
+            "--out",
+            str(out),
+            "--chains",
+            "2",
+            "--draws",
+            "20",
+            "--tune",
+            "20",
+            "--prior-predictive",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     fit = Fit.load(out)
     assert {"posterior", "prior", "prior_predictive"} <= set(fit.idata.groups())
@@ -241,27 +385,54 @@ def test_fit_prior_predictive_option_stores_the_groups(tiny, tmp_path):
 
 # ---- hparams optima and mixture CMR draws -------------------------------------------------
 
+
 def test_hparams_predict_draws_out(tmp_path):
     import json
 
     nc, js = tmp_path / "opt.nc", tmp_path / "opt.json"
-    rc = main(["hparams", "predict", str(ROOT / "models" / "hparams_steplaw.nc"), "--n-params",
-               "1.07e9", "--init-loss", "2.25", "--cpt-tokens", "2e10", "--grid-lrs",
-               "1e-3,2e-3", "--grid-batches", "1e6,2e6", "--out", str(js), "--draws-out", str(nc)])
+    rc = main(
+        [
+            "hparams",
+            "predict",
+            str(ROOT / "models" / "hparams_steplaw.nc"),
+            "--n-params",
+            "1.07e9",
+            "--init-loss",
+            "2.25",
+            "--cpt-tokens",
+            "2e10",
+            "--grid-lrs",
+            "1e-3,2e-3",
+            "--grid-batches",
+            "1e6,2e6",
+            "--out",
+            str(js),
+            "--draws-out",
+            str(nc),
+        ]
+    )
     assert rc == 0
     res = json.loads(js.read_text())
     assert "_draws" not in res
     pred = az.from_netcdf(nc).predictions
-    assert set(pred.data_vars) == {"lr_opt", "batch_size_opt", "C_pre", "C_total",
-                                   "grid_best_lr", "grid_best_batch_size"}
+    assert set(pred.data_vars) == {
+        "lr_opt",
+        "batch_size_opt",
+        "C_pre",
+        "C_total",
+        "grid_best_lr",
+        "grid_best_batch_size",
+    }
     assert pred["lr_opt"].dims == ("chain", "draw")
     # the JSON's summaries are of these draws (its quantiles: method inverted_cdf)
     lr = pred["lr_opt"].values.ravel()
-    assert np.isclose(np.quantile(lr, 0.5, method="inverted_cdf"), res["lr_opt"]["median"],
-                      rtol=1e-12)
+    assert np.isclose(
+        np.quantile(lr, 0.5, method="inverted_cdf"), res["lr_opt"]["median"], rtol=1e-12
+    )
     bs = pred["batch_size_opt"].values.ravel()
-    assert np.isclose(np.quantile(bs, 0.05, method="inverted_cdf"),
-                      res["batch_size_opt"]["lower"], rtol=1e-12)
+    assert np.isclose(
+        np.quantile(bs, 0.05, method="inverted_cdf"), res["batch_size_opt"]["lower"], rtol=1e-12
+    )
     assert set(np.unique(pred["grid_best_lr"])) <= {1e-3, 2e-3}
     assert az.summary(pred, var_names=["lr_opt"], kind="stats").shape[0] == 1
 
@@ -270,8 +441,19 @@ def test_mixture_cmr_draws_out(tmp_path, capsys):
     import json
 
     nc, js = tmp_path / "cmr.nc", tmp_path / "cmr.json"
-    args = ["mixture", "cmr", str(ROOT / "models" / "mixture_ct70m.nc"), "--tolerance", "0",
-            "--tokens", "10000", "--out", str(js), "--draws-out", str(nc)]
+    args = [
+        "mixture",
+        "cmr",
+        str(ROOT / "models" / "mixture_ct70m.nc"),
+        "--tolerance",
+        "0",
+        "--tokens",
+        "10000",
+        "--out",
+        str(js),
+        "--draws-out",
+        str(nc),
+    ]
     assert main(args) == 0
     res = json.loads(js.read_text())
     assert "_draws" not in json.dumps(res)
@@ -283,4 +465,4 @@ def test_mixture_cmr_draws_out(tmp_path, capsys):
     p = pred["feasible"].mean(("chain", "draw")).isel(model_size=0).values
     assert np.allclose(p, res["p_feasible"]["p"], atol=1e-4)
     assert az.hdi(pred, var_names=["cmr"])["cmr"].shape == (1, 2)
-    assert main(args) == 2 and "exists" in capsys.readouterr().err     # refused without --force
+    assert main(args) == 2 and "exists" in capsys.readouterr().err  # refused without --force

@@ -24,21 +24,29 @@ def test_conformal_quantile_is_the_ceil_n_plus_1_order_statistic():
     assert cs.conformal_quantile(np.arange(1.0, 11.0)) == 10.0
     # n = 3 (three runs per size as one score each): ceil(3.6) = 4 > 3 -> no finite band
     assert cs.conformal_quantile([0.1, 0.2, 0.3]) == np.inf
-    assert cs.conformal_quantile([1.0, 2.0, 3.0, 4.0], prob=0.5) == 3.0   # ceil(2.5) = 3
+    assert cs.conformal_quantile([1.0, 2.0, 3.0, 4.0], prob=0.5) == 3.0  # ceil(2.5) = 3
 
 
 def test_conformal_band_is_symmetric_in_log():
     lo, hi = cs.conformal_band([2.0, 4.0], np.log(2.0))
     np.testing.assert_allclose(lo, [1.0, 2.0])
     np.testing.assert_allclose(hi, [4.0, 8.0])
-    lo, hi = cs.conformal_band([2.0, 4.0], [0.0, np.log(4.0)])     # one q per point
+    lo, hi = cs.conformal_band([2.0, 4.0], [0.0, np.log(4.0)])  # one q per point
     np.testing.assert_allclose(lo, [2.0, 1.0])
     np.testing.assert_allclose(hi, [2.0, 16.0])
 
 
 def _pred(mean, lower, upper, method_shift=0.0):
-    return pd.DataFrame({"model_size": [25e6, 25e6, 25e6], "run": ["25M/a", "25M/a", "25M/b"],
-                         "loss": [1.0, 1.0, 2.0], "mean": mean, "lower": lower, "upper": upper})
+    return pd.DataFrame(
+        {
+            "model_size": [25e6, 25e6, 25e6],
+            "run": ["25M/a", "25M/a", "25M/b"],
+            "loss": [1.0, 1.0, 2.0],
+            "mean": mean,
+            "lower": lower,
+            "upper": upper,
+        }
+    )
 
 
 def test_score_table_interval_score_bias_and_width_ratio():

@@ -38,20 +38,30 @@ def test_fits_of_different_data_are_not_loo_compared(small_fit_file, cpt_cli_fit
 
 def test_cli_compare(small_fit_file, tmp_path, capsys):
     _, path = small_fit_file
-    args = ["compare", str(path), str(path), "--names", "x,y", "--out",
-            str(tmp_path / "diff.csv"), "--plot", str(tmp_path / "forest.png")]
+    args = [
+        "compare",
+        str(path),
+        str(path),
+        "--names",
+        "x,y",
+        "--out",
+        str(tmp_path / "diff.csv"),
+        "--plot",
+        str(tmp_path / "forest.png"),
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "differences against x" in out and "PSIS-LOO" in out
     assert len(pd.read_csv(tmp_path / "diff.csv")) >= 4
     assert (tmp_path / "forest.png").stat().st_size > 10_000
-    assert main(args) == 2                      # no silent overwrite
-    assert main(["compare", str(path)]) == 2     # one fit is not a comparison
+    assert main(args) == 2  # no silent overwrite
+    assert main(["compare", str(path)]) == 2  # one fit is not a comparison
     assert "at least two" in capsys.readouterr().err
 
 
 def test_a_pointwise_log_likelihood_too_large_is_not_stored_and_loo_says_why(
-        small_fit_file, monkeypatch):
+    small_fit_file, monkeypatch
+):
     """4 x 1000 draws of 1e6 points would be 32 GB of log likelihood: above the limit the fit
     keeps none, says so, and LOO names the reason instead of failing inside ArviZ."""
     import numpy as np
@@ -66,11 +76,13 @@ def test_a_pointwise_log_likelihood_too_large_is_not_stored_and_loo_says_why(
         pm.Normal("z", mu, 1.0, observed=pm.Data("zd", np.zeros(500)))
     assert sampling.observed_points(model) == 1500
     s = {"chains": 4, "draws": 1000}
-    assert sampling.loglik_too_large(model, s) is None          # 48 MB
-    monkeypatch.setattr(sampling, "LOGLIK_MAX_BYTES", 10 * 2 ** 20)
+    assert sampling.loglik_too_large(model, s) is None  # 48 MB
+    monkeypatch.setattr(sampling, "LOGLIK_MAX_BYTES", 10 * 2**20)
     why = sampling.loglik_too_large(model, s)
-    assert why.startswith("pointwise log likelihood not stored: 4 chains x 1000 draws x 1500 "
-                          "observed points would take 46 MiB (limit 10 MiB)")
+    assert why.startswith(
+        "pointwise log likelihood not stored: 4 chains x 1000 draws x 1500 "
+        "observed points would take 46 MiB (limit 10 MiB)"
+    )
 
     a, b = Fit.load(small_fit_file[1]), Fit.load(small_fit_file[1])
     idata = b.idata
@@ -79,5 +91,6 @@ def test_a_pointwise_log_likelihood_too_large_is_not_stored_and_loo_says_why(
     del idata.log_likelihood
     assert loo_table([a, b], ["a", "b"]) is None
     from bayescpt.curves.evaluate.compare import loo_unavailable
+
     assert loo_unavailable([a, b], ["a", "b"]) == f"b has no pointwise log likelihood ({why})"
     assert loo_unavailable([a, a]) is None

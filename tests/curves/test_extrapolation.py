@@ -18,20 +18,28 @@ from bayescpt.curves.forecast.extrapolation import (
     check_extrapolation,
     range_of_fit,
 )
-from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.forecast.predict import predict_frame
+from bayescpt.curves.model.fit import Fit
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
-PEAK = 3e-4          # the peak LR of the conftest's simulated schedules
-TOTAL = 4000         # their length in steps
+PEAK = 3e-4  # the peak LR of the conftest's simulated schedules
+TOTAL = 4000  # their length in steps
 
 
 def schedule(run, peak=PEAK, total=TOTAL, size=100e6, warmup=200):
     """A warmup-then-cosine-like schedule given by three points (linear in between)."""
     steps = [0, warmup, total]
-    return pd.DataFrame({"run": run, "step": steps, "lr": [0.0, peak, 0.1 * peak],
-                         "model_size": size, "val_set": "default", "loss": np.nan})
+    return pd.DataFrame(
+        {
+            "run": run,
+            "step": steps,
+            "lr": [0.0, peak, 0.1 * peak],
+            "model_size": size,
+            "val_set": "default",
+            "loss": np.nan,
+        }
+    )
 
 
 def table(*frames):
@@ -45,8 +53,11 @@ def caught(fn):
             out = fn()
         except DataError as err:
             out = err
-    return out, [w.message for w in ws if issubclass(w.category, ExtrapolationWarning)], \
-        [w.message for w in ws if issubclass(w.category, RangeUnknownWarning)]
+    return (
+        out,
+        [w.message for w in ws if issubclass(w.category, ExtrapolationWarning)],
+        [w.message for w in ws if issubclass(w.category, RangeUnknownWarning)],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,19 +84,31 @@ def test_inside_the_range_no_warning(fit):
 
 
 def test_each_quantity_says_how_far(fit):
-    df = table(schedule("hot", peak=100 * PEAK), schedule("long", total=100 * TOTAL),
-               schedule("huge", size=1e12), schedule("cool", peak=PEAK / 10))
-    found = {(w.run, w.quantity): w for w in check_extrapolation(range_of_fit(fit), df,
-                                                                 _schedules(df))}
-    assert set(found) == {("hot", "lr"), ("hot", "s1"), ("long", "steps"), ("long", "s1"),
-                          ("huge", "model_size"), ("cool", "lr")}
+    df = table(
+        schedule("hot", peak=100 * PEAK),
+        schedule("long", total=100 * TOTAL),
+        schedule("huge", size=1e12),
+        schedule("cool", peak=PEAK / 10),
+    )
+    found = {
+        (w.run, w.quantity): w for w in check_extrapolation(range_of_fit(fit), df, _schedules(df))
+    }
+    assert set(found) == {
+        ("hot", "lr"),
+        ("hot", "s1"),
+        ("long", "steps"),
+        ("long", "s1"),
+        ("huge", "model_size"),
+        ("cool", "lr"),
+    }
     assert found["hot", "lr"].factor == pytest.approx(100)
     assert "peak LR 0.03 is 100x the largest training peak LR 0.0003" in str(found["hot", "lr"])
     assert found["long", "steps"].factor == pytest.approx(100)
     # a longer run says that the band does not test the law out there; a peak LR does not
     assert str(found["long", "steps"]).endswith(
         "extrapolation; the band assumes the law holds past the longest training run, which "
-        "these runs do not test")
+        "these runs do not test"
+    )
     assert "\n" not in str(found["long", "steps"])
     assert str(found["hot", "lr"]).endswith(": extrapolation")
     assert found["cool", "lr"].factor == pytest.approx(10)
@@ -99,6 +122,7 @@ def test_each_quantity_says_how_far(fit):
 
 def _schedules(df):
     from bayescpt.curves.data.table import schedules_of
+
     return schedules_of(df)
 
 
@@ -119,8 +143,9 @@ def test_all_zero_lr_is_an_error_not_inf(fit):
 
 def test_negative_mean_is_an_error():
     old = Fit.load(MODELS / "annealing_multipowerlaw.nc")
-    err, _, unknown = caught(lambda: predict_frame(old, table(
-        schedule("hot", peak=3e-2, total=20000, warmup=2000))))
+    err, _, unknown = caught(
+        lambda: predict_frame(old, table(schedule("hot", peak=3e-2, total=20000, warmup=2000)))
+    )
     assert isinstance(err, ImpossiblePrediction)
     assert "run 'hot'" in str(err) and "step 20000" in str(err) and "mean loss -" in str(err)
 
@@ -130,23 +155,34 @@ def test_old_fit_file_derives_sizes_and_says_unknown():
     assert "train_range" not in old.meta
     rng = range_of_fit(old)
     assert rng["sizes"] == [25e6, 100e6, 400e6] and rng["lr_max"] is None
-    pred, warned, unknown = caught(lambda: predict_frame(old, table(
-        schedule("big", size=1e12, total=20000, warmup=2000))))
+    pred, warned, unknown = caught(
+        lambda: predict_frame(old, table(schedule("big", size=1e12, total=20000, warmup=2000)))
+    )
     assert isinstance(pred, pd.DataFrame) and np.isfinite(pred["mean"].dropna()).all()
     assert [w.quantity for w in warned] == ["model_size"]
     assert len(unknown) == 1 and "unknown" in str(unknown[0])
 
 
-def test_cli_prints_one_line_per_warning_and_exits_2_on_impossible(small_fit_file, tmp_path,
-                                                                    capsys):
+def test_cli_prints_one_line_per_warning_and_exits_2_on_impossible(
+    small_fit_file, tmp_path, capsys
+):
     sched = tmp_path / "s.csv"
     table(schedule("hot", peak=100 * PEAK), schedule("big", size=1e12)).to_csv(sched, index=False)
-    rc = main(["predict", str(small_fit_file[1]), "--schedule", str(sched),
-               "--out", str(tmp_path / "p.csv")])
+    rc = main(
+        [
+            "predict",
+            str(small_fit_file[1]),
+            "--schedule",
+            str(sched),
+            "--out",
+            str(tmp_path / "p.csv"),
+        ]
+    )
     err = capsys.readouterr().err
     lines = [x for x in err.splitlines() if x.startswith("warning: run ")]
-    assert any("run hot: peak LR 0.03 is 100x the largest training peak LR 0.0003" in x
-               for x in lines)
+    assert any(
+        "run hot: peak LR 0.03 is 100x the largest training peak LR 0.0003" in x for x in lines
+    )
     assert any(x.startswith("warning: run big: model size 1e+12") for x in lines)
     if rc == 0:
         assert np.all(pd.read_csv(tmp_path / "p.csv")["mean"].dropna() > 0)
@@ -155,8 +191,16 @@ def test_cli_prints_one_line_per_warning_and_exits_2_on_impossible(small_fit_fil
 
     dead = tmp_path / "dead.csv"
     schedule("dead", peak=0.0).to_csv(dead, index=False)
-    rc = main(["predict", str(small_fit_file[1]), "--schedule", str(dead),
-               "--out", str(tmp_path / "d.csv")])
+    rc = main(
+        [
+            "predict",
+            str(small_fit_file[1]),
+            "--schedule",
+            str(dead),
+            "--out",
+            str(tmp_path / "d.csv"),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "run 'dead'" in err and not (tmp_path / "d.csv").exists()
 

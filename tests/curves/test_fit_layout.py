@@ -5,7 +5,6 @@ predict exactly as after they are rewritten in the new layout."""
 
 from __future__ import annotations
 
-
 import arviz as az
 import matplotlib
 import numpy as np
@@ -17,7 +16,6 @@ from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.forecast.predict import predict_draws, predictive_idata
 from bayescpt.hparams.predict import predict_optimum
 from bayescpt.mixture.decide import CmrCriterion, cmr_results
-
 from tests.conftest import ROOT, SHARED
 from tests.helpers import quiet as _quiet
 
@@ -38,7 +36,7 @@ def _held_out_runs():
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_reference_file_is_labelled_and_plain_arviz(path):
-    idata = az.from_netcdf(path)          # from here on: ArviZ and xarray only
+    idata = az.from_netcdf(path)  # from here on: ArviZ and xarray only
     post = idata.posterior
     assert not TABLE_KEYS & set(post.attrs), "tables are in constant_data, not attrs"
     cd = idata.constant_data
@@ -53,7 +51,7 @@ def test_reference_file_is_labelled_and_plain_arviz(path):
         loo = az.loo(idata)
         assert np.isfinite(loo.elpd_loo)
     obs = idata.observed_data
-    if "group" in post.dims:              # loss-curve and mixture fits
+    if "group" in post.dims:  # loss-curve and mixture fits
         size = float(post["model_size"].values[-1])
         one = post.where(post["model_size"] == size, drop=True)
         assert one.sizes["group"] == int((post["model_size"].values == size).sum())
@@ -62,15 +60,16 @@ def test_reference_file_is_labelled_and_plain_arviz(path):
         run = str(obs["run"].values[0])
         y = obs.where(obs["run"] == run, drop=True)
         assert 0 < y.sizes["obs"] < obs.sizes["obs"]
-        if "step" in obs.coords:          # loss curves: (run, val_set, step) identify a point
+        if "step" in obs.coords:  # loss curves: (run, val_set, step) identify a point
             idx = obs.set_index(obs=["run", "val_set", "step"])
             assert idx.indexes["obs"].is_unique
             step = int(y["step"].values[-1])
-            assert float(idx.sel(run=run, val_set=str(y["val_set"].values[-1]),
-                                 step=step)["y"]) == float(y["y"].values[-1])
-        else:                             # mixture: run, ratio, tokens
+            assert float(
+                idx.sel(run=run, val_set=str(y["val_set"].values[-1]), step=step)["y"]
+            ) == float(y["y"].values[-1])
+        else:  # mixture: run, ratio, tokens
             assert {"ratio", "tokens", "val_set"} <= set(obs.coords)
-    else:                                 # the grid fit: cells by size and tokens, runs by all
+    else:  # the grid fit: cells by size and tokens, runs by all
         assert {"model_size", "tokens"} <= set(post.coords)
         assert {"model_size", "tokens", "lr", "batch_size"} <= set(obs.coords)
         big = obs.where(obs["model_size"] == obs["model_size"].max(), drop=True)
@@ -110,22 +109,30 @@ def test_plot_ppc_on_the_predictions_of_a_curve_fit(path):
 @pytest.mark.parametrize("path", OLD, ids=[p.stem for p in OLD])
 def test_file_written_before_loads_and_predicts_as_the_relabelled_one(path, tmp_path):
     old = load_fit(path)
-    assert "constant_data" not in old.idata.groups()      # a genuine old-layout file
+    assert "constant_data" not in old.idata.groups()  # a genuine old-layout file
     new_path = tmp_path / path.name
     old.save(new_path)
     new = load_fit(new_path)
-    assert read_tables(new.idata)                          # the tables moved to constant_data
+    assert read_tables(new.idata)  # the tables moved to constant_data
     for key in new.tables:
         a, b = getattr(old, key), getattr(new, key)
         if a is None:
             continue
         assert list(a.columns) == list(b.columns)
         for col in a.columns:
-            assert (a[col].astype(object).fillna("na").tolist()
-                    == b[col].astype(object).fillna("na").tolist()), (key, col)
+            assert (
+                a[col].astype(object).fillna("na").tolist()
+                == b[col].astype(object).fillna("na").tolist()
+            ), (key, col)
     if path.stem.startswith("hparams"):
-        kw = dict(n_params=1.07e9, init_loss=2.25, cpt_tokens=2e10, seed=3,
-                  grid=([1e-3, 2e-3], [1e6, 2e6]), keep_draws=True)
+        kw = dict(
+            n_params=1.07e9,
+            init_loss=2.25,
+            cpt_tokens=2e10,
+            seed=3,
+            grid=([1e-3, 2e-3], [1e6, 2e6]),
+            keep_draws=True,
+        )
         a, b = (_quiet(predict_optimum, f, **kw) for f in (old, new))
         for k in ("_draws",):
             for v in a[k]:
@@ -135,8 +142,11 @@ def test_file_written_before_loads_and_predicts_as_the_relabelled_one(path, tmp_
         a, b = (_quiet(cmr_results, f, **kw) for f in (old, new))
         assert np.array_equal(a[0]["_draws"]["cmr"], b[0]["_draws"]["cmr"])
     else:
-        df = (_held_out_runs() if "multipowerlaw" in path.stem
-              else read_curves(ROOT / "data" / "cpt_simulated.csv"))
+        df = (
+            _held_out_runs()
+            if "multipowerlaw" in path.stem
+            else read_curves(ROOT / "data" / "cpt_simulated.csv")
+        )
         (da, ta), (db, tb) = (_quiet(predict_draws, f, df, seed=5) for f in (old, new))
-        assert np.array_equal(da["loss"].values, db["loss"].values)     # max difference 0
+        assert np.array_equal(da["loss"].values, db["loss"].values)  # max difference 0
         pd.testing.assert_frame_equal(ta, tb)

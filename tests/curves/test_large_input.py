@@ -9,8 +9,8 @@ import pytest
 import bayescpt.cli.curves as cli_curves
 from bayescpt.cli.main import main
 from bayescpt.cli.progress import stage
-from bayescpt.curves.data.validate import validate_curves
 from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, AUTO_THIN_ABOVE, thin_long_curves
+from bayescpt.curves.data.validate import validate_curves
 
 
 def curves(runs: int, per: int, seed: int = 0) -> pd.DataFrame:
@@ -19,12 +19,23 @@ def curves(runs: int, per: int, seed: int = 0) -> pd.DataFrame:
     frames = []
     for r in range(runs):
         step = np.arange(1, per + 1)
-        lr = np.where(step < 100, 3e-4 * step / 100,
-                      3e-4 * (0.1 + 0.45 * (1 + np.cos(np.pi * step / per))))
+        lr = np.where(
+            step < 100, 3e-4 * step / 100, 3e-4 * (0.1 + 0.45 * (1 + np.cos(np.pi * step / per)))
+        )
         loss = (2.5 + 0.5 * (np.cumsum(lr) + 1e-3) ** -0.5) * np.exp(
-            0.003 * rng.standard_normal(per))
-        frames.append(pd.DataFrame({"run": f"r{r}", "step": step, "lr": lr, "loss": loss,
-                                    "model_size": [25e6, 100e6, 400e6][r % 3]}))
+            0.003 * rng.standard_normal(per)
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": f"r{r}",
+                    "step": step,
+                    "lr": lr,
+                    "loss": loss,
+                    "model_size": [25e6, 100e6, 400e6][r % 3],
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -64,15 +75,17 @@ def table_given_to_the_fit(monkeypatch, argv) -> pd.DataFrame:
 def test_a_200k_row_table_is_thinned_with_a_message(tmp_path, monkeypatch, capsys):
     data = tmp_path / "big.csv"
     curves(20, 10_000).to_csv(data, index=False, float_format="%.6g")
-    df = table_given_to_the_fit(monkeypatch, ["fit", str(data), "--law", "annealing", "--out",
-                                              str(tmp_path / "f.nc")])
+    df = table_given_to_the_fit(
+        monkeypatch, ["fit", str(data), "--law", "annealing", "--out", str(tmp_path / "f.nc")]
+    )
     err = capsys.readouterr().err
     line = [x for x in err.splitlines() if x.startswith("thinned ")]
     assert len(line) == 1, err
-    assert (f"thinned 20 curve(s) with more than {AUTO_THIN_ABOVE} loss points (up to 10000)"
-            in line[0])
+    assert (
+        f"thinned 20 curve(s) with more than {AUTO_THIN_ABOVE} loss points (up to 10000)" in line[0]
+    )
     assert "200000 -> " in line[0] and "--all-points" in line[0]
-    assert len(df) == 200_000                       # every schedule row stays
+    assert len(df) == 200_000  # every schedule row stays
     per_curve = df[df["loss"].notna()].groupby("run").size()
     assert per_curve.max() <= AUTO_MAX_POINTS + 2 and per_curve.min() >= AUTO_MAX_POINTS // 2
 
@@ -90,20 +103,32 @@ def test_all_points_turns_the_default_thinning_off(tmp_path, monkeypatch, capsys
 
 def test_max_points_thins_to_that_many_by_the_same_averaging_rule(tmp_path, monkeypatch, capsys):
     data = tmp_path / "mid.csv"
-    curves(3, 1500).to_csv(data, index=False, float_format="%.6g")   # under the default's 2000
-    df = table_given_to_the_fit(monkeypatch, ["fit", str(data), "--law", "annealing", "--out",
-                                              str(tmp_path / "f.nc"), "--max-points", "100"])
+    curves(3, 1500).to_csv(data, index=False, float_format="%.6g")  # under the default's 2000
+    df = table_given_to_the_fit(
+        monkeypatch,
+        [
+            "fit",
+            str(data),
+            "--law",
+            "annealing",
+            "--out",
+            str(tmp_path / "f.nc"),
+            "--max-points",
+            "100",
+        ],
+    )
     err = capsys.readouterr().err
     assert "thinned 3 curve(s) with more than 100 loss points" in err
     assert "average of its window" in err and "--all-points" not in err
     per_curve = df[df["loss"].notna()].groupby("run").size()
     assert per_curve.max() <= 102 and per_curve.min() >= 50
-    assert (df.loc[df["loss"].notna(), "_noise_scale"] < 1).mean() > 0.5   # averaged points
+    assert (df.loc[df["loss"].notna(), "_noise_scale"] < 1).mean() > 0.5  # averaged points
 
 
 def test_only_long_curves_are_thinned():
-    df = validate_curves(pd.concat([curves(2, 3000), curves(1, 800, seed=1).assign(run="short")],
-                                   ignore_index=True))
+    df = validate_curves(
+        pd.concat([curves(2, 3000), curves(1, 800, seed=1).assign(run="short")], ignore_index=True)
+    )
     out, note = thin_long_curves(df)
     assert note is not None and "thinned 2 curve(s)" in note
     short = out["run"] == "short"
@@ -112,7 +137,7 @@ def test_only_long_curves_are_thinned():
         mine = out[out["run"] == run]
         has = mine["loss"].notna()
         assert AUTO_MAX_POINTS // 2 <= has.sum() <= AUTO_MAX_POINTS + 2
-        assert has.iloc[0] and has.iloc[-1]             # first and last loss kept
+        assert has.iloc[0] and has.iloc[-1]  # first and last loss kept
     assert out["lr"].equals(df["lr"])
     same, none = thin_long_curves(validate_curves(curves(2, 100)))
     assert none is None and len(same) == 200

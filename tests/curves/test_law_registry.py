@@ -31,19 +31,27 @@ class PowerLaw(Law):
 
     name = "power"
     default_settings = {"lam": 0.999, "warmup": "exact"}
-    options = (LawOption("floor", True, "sample the irreducible loss L0 (--no-floor: L0 = 0)",
-                         group="power law option (default on)"),)
+    options = (
+        LawOption(
+            "floor",
+            True,
+            "sample the irreducible loss L0 (--no-floor: L0 = 0)",
+            group="power law option (default on)",
+        ),
+    )
 
     def __init__(self, floor: bool = True):
         self.floor = bool(floor)
         self.params = ((Param("L0", True, np.log(2.5), 0.5, 0.1, 0.1),) if floor else ()) + (
             Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.04),
-            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2))
+            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2),
+        )
 
     def design(self, schedule, steps, settings, info=None):
         steps = check_steps(schedule, steps)
-        s1, _ = schedule.areas(lam=settings.get("lam", 0.999),
-                               warmup=settings.get("warmup", "exact"))
+        s1, _ = schedule.areas(
+            lam=settings.get("lam", 0.999), warmup=settings.get("warmup", "exact")
+        )
         return {"S1": s1[steps]}
 
     def mean(self, xp, theta, X):
@@ -67,9 +75,15 @@ def _args(*argv):
 def test_builtin_laws_are_registered_in_cli_order():
     assert law_names() == ["annealing", "multipower", "cpt"]
     flags = [o.cli_flag for o in cli_options()]
-    assert flags == ["--replay", "--unknown-pt", "--size-extension", "--checkpoint", "--anchored",
-                     "--drop-progress"]
-    assert "size_extension" in {o.name for o in LAWS["annealing"].options}   # library only
+    assert flags == [
+        "--replay",
+        "--unknown-pt",
+        "--size-extension",
+        "--checkpoint",
+        "--anchored",
+        "--drop-progress",
+    ]
+    assert "size_extension" in {o.name for o in LAWS["annealing"].options}  # library only
     with pytest.raises(ValueError, match="already registered"):
         register_law(type("Other", (Law,), {"name": "cpt"}))
 
@@ -82,7 +96,7 @@ def test_a_registered_law_reaches_get_law_the_cli_and_its_options(power_law):
     a = _args("--law", "power", "--no-floor")
     assert a.floor is False and _law_options(a, None) == {"floor": False}
     assert _law_options(_args("--law", "power"), None) == {}
-    assert _law_options(_args("--law", "power", "--floor"), None) == {}   # the default: not saved
+    assert _law_options(_args("--law", "power", "--floor"), None) == {}  # the default: not saved
     with pytest.raises(ValueError, match="--floor: options of the power law, not of --law cpt"):
         _law_options(_args("--law", "cpt", "--no-floor"), None)
     with pytest.raises(ValueError, match="--replay: options of the cpt law, not of --law power"):
@@ -100,14 +114,20 @@ def test_a_registered_law_builds_the_hierarchical_model(power_law):
 
     law = get_law("power")
     df, _ = simulate.simulate_hierarchy(
-        law, {"L0": 2.8, "A": 0.55, "alpha": 0.5}, {"L0": 0.05, "A": 0.1, "alpha": 0.05},
-        [25e6, 100e6, 400e6], simulate.default_schedules(total=2000), points=12, seed=3)
+        law,
+        {"L0": 2.8, "A": 0.55, "alpha": 0.5},
+        {"L0": 0.05, "A": 0.1, "alpha": 0.05},
+        [25e6, 100e6, 400e6],
+        simulate.default_schedules(total=2000),
+        points=12,
+        seed=3,
+    )
     cfg = default_config(law)
     prep = prepare(df, law, cfg["settings"])
     model = build_model(law, prep, cfg)
     names = {v.name for v in model.free_RVs}
     assert {"L0_mu", "A_mu", "A_tau", "alpha_u", "log_sigma"} <= names
-    assert "alpha_tau" not in names                      # run_sd 0: no schedule deviation
+    assert "alpha_tau" not in names  # run_sd 0: no schedule deviation
     logp = model.compile_logp()(model.initial_point())
     assert np.isfinite(logp)
 
@@ -117,15 +137,18 @@ def test_cpt_mode_is_one_validated_value():
     assert mode.replay is True and mode.form == "checkpoint"
     assert CPTLaw(mode=mode).params == CPTLaw(replay=True, checkpoint=True).params
     assert CPTMode(anchored=True).form == "anchored" and CPTMode().form == "full"
-    assert [p.name for p in CPTMode(checkpoint=True).params()] == ["G", "C2", "Bref", "E",
-                                                                   "beta"]
+    assert [p.name for p in CPTMode(checkpoint=True).params()] == ["G", "C2", "Bref", "E", "beta"]
     with pytest.raises(ValueError, match="does not combine"):
         CPTMode(checkpoint=True, size_extension=True)
     with pytest.raises(ValueError, match="anchored option"):
         CPTMode(checkpoint=True, anchored=True)
     assert CPTMode(checkpoint=True).options() == {
-        "replay": False, "size_extension": False, "unknown_pt": False, "checkpoint": True,
-        "anchored": False}
+        "replay": False,
+        "size_extension": False,
+        "unknown_pt": False,
+        "checkpoint": True,
+        "anchored": False,
+    }
 
 
 def test_checkpoint_design_is_pure_and_needs_the_areas():
@@ -170,6 +193,6 @@ def test_the_readme_example_is_this_law():
         cls = LAWS["power"]
         assert cls is ns["PowerLaw"]
         src = inspect.getsource(PowerLaw)
-        assert block[block.index("class PowerLaw"):].strip() == src.strip()
+        assert block[block.index("class PowerLaw") :].strip() == src.strip()
     finally:
         unregister_law("power")

@@ -24,7 +24,7 @@ def test_annealing_size_extension_eq7():
     X = {"S1": np.array([5.0]), "S2": np.array([0.2]), "n_millions": np.array([100.0])}
     th = dict(L0=1.504, A=0.44, alpha=0.546, C=0.273, B=3.067, beta=0.158, gamma=0.052)
     th = {k: np.array(v) for k, v in th.items()}
-    expected = 1.504 + 0.44 * 5 ** -0.546 + 3.067 * 100 ** -0.158 - 0.273 * 0.2 * 100 ** 0.052
+    expected = 1.504 + 0.44 * 5**-0.546 + 3.067 * 100**-0.158 - 0.273 * 0.2 * 100**0.052
     np.testing.assert_allclose(law.mean(np, th, X), expected)
 
 
@@ -44,23 +44,33 @@ def test_annealing_progress_option_scales_the_annealing_term_by_a_power_of_the_a
     X = law.design(sch, steps, law.default_settings)
     for kappa in (0.0, 0.3):
         got = law.mean(np, {**th, "kappa": np.array(kappa)}, X)
-        expected = 2.6 + 0.43 * s1 ** -0.55 - 0.41 * s2 * (s1 / 3.0) ** -kappa
+        expected = 2.6 + 0.43 * s1**-0.55 - 0.41 * s2 * (s1 / 3.0) ** -kappa
         np.testing.assert_allclose(got, expected, rtol=1e-12)
-    np.testing.assert_allclose(law.mean(np, {**th, "kappa": np.array(0.0)}, X), plain_mean,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        law.mean(np, {**th, "kappa": np.array(0.0)}, X), plain_mean, rtol=1e-12
+    )
     assert not np.allclose(law.mean(np, {**th, "kappa": np.array(0.3)}, X), plain_mean)
     # with the size extension: the factor multiplies C S2 N^gamma, kappa = 0 is Eq. 7
     both = get_law("annealing", size_extension=True, progress=True)
     assert both.param_names()[-1] == "kappa"
-    Xb = {"S1": np.array([5.0]), "S2": np.array([0.2]), "n_millions": np.array([100.0]),
-          "log_s1": np.log(np.array([5.0]) / 3.0)}
-    thb = {k: np.array(v) for k, v in dict(L0=1.504, A=0.44, alpha=0.546, C=0.273, B=3.067,
-                                            beta=0.158, gamma=0.052).items()}
-    eq7 = 1.504 + 0.44 * 5 ** -0.546 + 3.067 * 100 ** -0.158
+    Xb = {
+        "S1": np.array([5.0]),
+        "S2": np.array([0.2]),
+        "n_millions": np.array([100.0]),
+        "log_s1": np.log(np.array([5.0]) / 3.0),
+    }
+    thb = {
+        k: np.array(v)
+        for k, v in dict(
+            L0=1.504, A=0.44, alpha=0.546, C=0.273, B=3.067, beta=0.158, gamma=0.052
+        ).items()
+    }
+    eq7 = 1.504 + 0.44 * 5**-0.546 + 3.067 * 100**-0.158
     for kappa in (0.0, 0.2):
-        expected = eq7 - 0.273 * 0.2 * 100 ** 0.052 * (5 / 3.0) ** -kappa
-        np.testing.assert_allclose(both.mean(np, {**thb, "kappa": np.array(kappa)}, Xb),
-                                   expected, rtol=1e-12)
+        expected = eq7 - 0.273 * 0.2 * 100**0.052 * (5 / 3.0) ** -kappa
+        np.testing.assert_allclose(
+            both.mean(np, {**thb, "kappa": np.array(kappa)}, Xb), expected, rtol=1e-12
+        )
 
 
 def exact_multipower(sch, steps, th):
@@ -72,17 +82,22 @@ def exact_multipower(sch, steps, th):
     for t in steps:
         k = np.arange(1, t + 1)
         G = 1 - (th["C"] * eff[k] ** -th["gamma"] * (s1[t] - s1[k - 1]) + 1) ** -th["beta"]
-        out.append(th["L0"] + th["A"] * s1[t] ** -th["alpha"]
-                   - th["B"] * np.sum((eff[k - 1] - eff[k]) * G))
+        out.append(
+            th["L0"] + th["A"] * s1[t] ** -th["alpha"] - th["B"] * np.sum((eff[k - 1] - eff[k]) * G)
+        )
     return np.array(out)
 
 
-@pytest.mark.parametrize("sch", [
-    S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160),
-    S.wsd(24000, 3e-4, 4000, 3e-5, "exponential", warmup_steps=2160),
-    S.multistep(16000, 3e-4, [8000], [0.1], warmup_steps=2160),
-    S.cyclic(12000, 3e-4, period=4000, low=3e-5, rewarmup_steps=200, warmup_steps=500),
-], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "sch",
+    [
+        S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160),
+        S.wsd(24000, 3e-4, 4000, 3e-5, "exponential", warmup_steps=2160),
+        S.multistep(16000, 3e-4, [8000], [0.1], warmup_steps=2160),
+        S.cyclic(12000, 3e-4, period=4000, low=3e-5, rewarmup_steps=200, warmup_steps=500),
+    ],
+    ids=lambda s: s.name,
+)
 def test_multipower_binned_decrements_match_exact_sum(sch):
     law = MultiPowerLaw()
     th = dict(L0=3.04, A=0.525, alpha=0.508, B=363.8, C=2.066, beta=0.583, gamma=0.641)
@@ -101,8 +116,11 @@ def test_same_mean_function_builds_the_pymc_graph():
     X = law.design(sch, np.array([500, 1500, 3000]), law.default_settings)
     th = dict(L0=3.0, A=0.5, alpha=0.5, B=400.0, C=2.0, beta=0.6, gamma=0.6)
     num = law.mean(np, {k: np.array([v] * 3) for k, v in th.items()}, X)
-    sym = law.mean(pt, {k: pt.as_tensor_variable(np.array([v] * 3)) for k, v in th.items()},
-                   {k: pt.as_tensor_variable(v) for k, v in X.items()}).eval()
+    sym = law.mean(
+        pt,
+        {k: pt.as_tensor_variable(np.array([v] * 3)) for k, v in th.items()},
+        {k: pt.as_tensor_variable(v) for k, v in X.items()},
+    ).eval()
     np.testing.assert_allclose(sym, num, rtol=1e-12)
 
 
@@ -112,14 +130,20 @@ def test_multipower_drop_once_per_distinct_row_is_the_dense_mean():
     import pytensor.tensor as pt
 
     law = MultiPowerLaw()
-    scheds = [S.cosine(6000, 3e-4, 3e-5, warmup_steps=200),
-              S.cyclic(6000, 3e-4, period=2000, low=3e-5, rewarmup_steps=100, warmup_steps=200),
-              S.constant(6000, 3e-4, warmup_steps=200)]
+    scheds = [
+        S.cosine(6000, 3e-4, 3e-5, warmup_steps=200),
+        S.cyclic(6000, 3e-4, period=2000, low=3e-5, rewarmup_steps=100, warmup_steps=200),
+        S.constant(6000, 3e-4, warmup_steps=200),
+    ]
     steps = np.arange(300, 6001, 150)
     # the cosine twice (as if run at two model sizes), once at other steps
-    X = law.stack_designs([law.design(s, steps, law.default_settings) for s in scheds]
-                          + [law.design(scheds[0], steps, law.default_settings),
-                             law.design(scheds[0], steps[:-1:2] + 75, law.default_settings)])
+    X = law.stack_designs(
+        [law.design(s, steps, law.default_settings) for s in scheds]
+        + [
+            law.design(scheds[0], steps, law.default_settings),
+            law.design(scheds[0], steps[:-1:2] + 75, law.default_settings),
+        ]
+    )
     n = X["S1"].size
     Xp = law.model_design(X, frozenset(law.shape_params) | {"kappa"})
     assert Xp["drop_D"].size - 1 < np.count_nonzero(X["D"])
@@ -130,8 +154,11 @@ def test_multipower_drop_once_per_distinct_row_is_the_dense_mean():
     mixed = {k: (np.array(th[k]) if k in law.shape_params else v) for k, v in per_point.items()}
     dense = law.mean(np, dict(per_point, **{k: np.full(n, th[k]) for k in law.shape_params}), X)
     np.testing.assert_allclose(law.mean(np, mixed, Xp), dense, rtol=1e-12)
-    sym = law.mean(pt, {k: pt.as_tensor_variable(v) for k, v in mixed.items()},
-                   {k: pt.as_tensor_variable(v) for k, v in Xp.items()}).eval()
+    sym = law.mean(
+        pt,
+        {k: pt.as_tensor_variable(v) for k, v in mixed.items()},
+        {k: pt.as_tensor_variable(v) for k, v in Xp.items()},
+    ).eval()
     np.testing.assert_allclose(sym, dense, rtol=1e-12)
 
 
@@ -149,7 +176,7 @@ def test_multipower_model_log_density_is_the_same_with_the_drop_once_per_row():
     prep = prepare(train, law, cfg["settings"])
     models = [build_model(w, prep, cfg) for w in (law, dense)]
     point = models[0].initial_point()
-    point["Cr_mu"] = point["Cr_mu"] - 3.0   # a point where the drop's G is far from 0 and 1
+    point["Cr_mu"] = point["Cr_mu"] - 3.0  # a point where the drop's G is far from 0 and 1
     lp = [m.compile_logp(vars=[m["y"]], mode="FAST_COMPILE")(point) for m in models]
     np.testing.assert_allclose(lp[0], lp[1], rtol=1e-12)
 
@@ -177,8 +204,16 @@ def test_multipower_sampled_rate_is_the_paper_c_at_the_reference_lr():
 def test_multipower_progress_option_is_the_paper_law_times_a_power_of_the_area():
     """progress (the default): LD scaled by (S1 / s1_ref)^-kappa, B sampled as Br = B * G(Cr * sk_ref)."""
     paper, law = MultiPowerLaw(progress=False), MultiPowerLaw()
-    assert [p.name for p in law.params] == ["L0", "A", "alpha", "Br", "Cr", "beta", "gamma",
-                                            "kappa"]
+    assert [p.name for p in law.params] == [
+        "L0",
+        "A",
+        "alpha",
+        "Br",
+        "Cr",
+        "beta",
+        "gamma",
+        "kappa",
+    ]
     assert [p.name for p in paper.params] == ["L0", "A", "alpha", "B", "Cr", "beta", "gamma"]
     sch = S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160)
     steps = np.arange(2200, 24001, 700)
@@ -191,15 +226,31 @@ def test_multipower_progress_option_is_the_paper_law_times_a_power_of_the_area()
     X = law.design(sch, steps, s)
     s1 = sch.areas(warmup="exact")[0][steps]
     for kappa in (0.0, 0.3):
-        sampled = {k: np.array(v) for k, v in dict(
-            L0=th["L0"], A=th["A"], alpha=th["alpha"], Br=br, Cr=cr, beta=th["beta"],
-            gamma=th["gamma"], kappa=kappa).items()}
+        sampled = {
+            k: np.array(v)
+            for k, v in dict(
+                L0=th["L0"],
+                A=th["A"],
+                alpha=th["alpha"],
+                Br=br,
+                Cr=cr,
+                beta=th["beta"],
+                gamma=th["gamma"],
+                kappa=kappa,
+            ).items()
+        }
         expected = exact + ld_exact * (1 - (s1 / s["s1_ref"]) ** -kappa)
         np.testing.assert_allclose(law.mean(np, sampled, X), expected, rtol=4e-4)
         np.testing.assert_allclose(law.derived(np, sampled, s)["B"], th["B"], rtol=1e-12)
     # without the option the design and the law are the paper's
     assert set(paper.design(sch, steps, paper.default_settings)) == {
-        "S1", "log_S1", "D", "Sk", "log_eta", "log_eta_ref"}
+        "S1",
+        "log_S1",
+        "D",
+        "Sk",
+        "log_eta",
+        "log_eta_ref",
+    }
 
 
 def test_multipower_progress_exponent_is_recovered_by_a_point_fit():
@@ -208,11 +259,17 @@ def test_multipower_progress_exponent_is_recovered_by_a_point_fit():
     from bayescpt.curves.evaluate import baseline
 
     law, paper = MultiPowerLaw(), MultiPowerLaw(progress=False)
-    scheds = [S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160),
-              S.constant(24000, 3e-4, warmup_steps=2160),
-              S.multistep(16000, 3e-4, [8000], [0.3], warmup_steps=2160)]
-    truth = {k: np.array(v) for k, v in dict(L0=2.78, A=0.6, alpha=0.45, Br=400.0, Cr=150.0,
-                                             beta=0.5, gamma=0.6, kappa=0.15).items()}
+    scheds = [
+        S.cosine(24000, 3e-4, 3e-5, warmup_steps=2160),
+        S.constant(24000, 3e-4, warmup_steps=2160),
+        S.multistep(16000, 3e-4, [8000], [0.3], warmup_steps=2160),
+    ]
+    truth = {
+        k: np.array(v)
+        for k, v in dict(
+            L0=2.78, A=0.6, alpha=0.45, Br=400.0, Cr=150.0, beta=0.5, gamma=0.6, kappa=0.15
+        ).items()
+    }
     rng = np.random.default_rng(3)
     designs, pdesigns, ys = [], [], []
     for sch in scheds:
@@ -236,11 +293,18 @@ def test_a_loss_logged_at_step_0_is_the_initial_models_and_not_fitted():
     from bayescpt.curves.model.hierarchy import prepare
 
     steps = np.arange(0, 2001, 100)
-    df = validate_curves(pd.DataFrame({
-        "run": "a", "step": steps, "lr": 3e-4,     # no warmup: nothing else drops step 0
-        "loss": 3.0 + 8.0 * (steps + 1.0) ** -0.3}))
+    df = validate_curves(
+        pd.DataFrame(
+            {
+                "run": "a",
+                "step": steps,
+                "lr": 3e-4,  # no warmup: nothing else drops step 0
+                "loss": 3.0 + 8.0 * (steps + 1.0) ** -0.3,
+            }
+        )
+    )
     law = get_law("annealing")
     prep = prepare(df, law, make_config(law)["settings"])
     assert prep.points["step"].min() >= 1
     assert 0 not in set(prep.points["step"])
-    assert len(prep.points) == len(steps) - 1      # only step 0 left out
+    assert len(prep.points) == len(steps) - 1  # only step 0 left out

@@ -7,15 +7,15 @@ import pytest
 
 from bayescpt.curves.data.table import curve_info, schedules_of
 from bayescpt.curves.data.thinning import decimate
-from bayescpt.curves.model.fit import Fit
-from bayescpt.curves.forecast.predict import curve_draws, predict_frame
-from bayescpt.curves.model.hierarchy import parameter_draws
 from bayescpt.curves.forecast.discrepancy import Discrepancy, training_residuals
 from bayescpt.curves.forecast.particles import PrefixWarning, weighted_quantiles
+from bayescpt.curves.forecast.predict import curve_draws, predict_frame
 from bayescpt.curves.forecast.prefix import forecast_with_prefix
+from bayescpt.curves.model.fit import Fit
+from bayescpt.curves.model.hierarchy import parameter_draws
 from bayescpt.datasets.bundled import MODELS, bundled_multipowerlaw, split
 
-RUN = "100M/wsd_20000_24000"          # a schedule the reference fit has not seen
+RUN = "100M/wsd_20000_24000"  # a schedule the reference fit has not seen
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def run_table():
 
 def test_weighted_quantiles_match_repeated_values():
     v = np.array([[1.0], [2.0], [3.0]])
-    w = np.array([0.25, 0.5, 0.25])            # as the sample 1, 2, 2, 3
+    w = np.array([0.25, 0.5, 0.25])  # as the sample 1, 2, 2, 3
     assert weighted_quantiles(v, w, [0.5])[0, 0] == pytest.approx(2.0)
     lo, hi = weighted_quantiles(v, np.array([0.0, 0.0, 1.0]), [0.05, 0.95])[:, 0]
     assert lo == hi == 3.0
@@ -59,8 +59,12 @@ def test_prefix_of_a_simulated_run_pulls_the_forecast_to_it(fit, run_table, mode
     rng = np.random.default_rng(5)
     th = parameter_draws(fit, "default", 1e8, rng, antithetic=False)
     rows = g["step"] >= 1
-    X = fit.law.design(schedules_of(g)[RUN], g.loc[rows, "step"].to_numpy(),
-                       fit.config["settings"], curve_info(g, RUN, "default"))
+    X = fit.law.design(
+        schedules_of(g)[RUN],
+        g.loc[rows, "step"].to_numpy(),
+        fit.config["settings"],
+        curve_info(g, RUN, "default"),
+    )
     mu = curve_draws(fit, th, X)
     k = int(np.argsort(mu[:, -1])[int(0.95 * len(mu))])
     truth = np.full(len(g), np.nan)
@@ -73,8 +77,9 @@ def test_prefix_of_a_simulated_run_pulls_the_forecast_to_it(fit, run_table, mode
         h = g.assign(loss=np.where(g["loss"].notna() & (g["step"] <= frac * last), y, np.nan))
         if model == "iid":
             with pytest.warns(PrefixWarning) if frac else _no_warning():
-                p = forecast_with_prefix(fit, h, n_dev=16, min_ess=2000 if frac else 0,
-                                         discrepancy="iid")
+                p = forecast_with_prefix(
+                    fit, h, n_dev=16, min_ess=2000 if frac else 0, discrepancy="iid"
+                )
         else:
             with _no_warning():
                 p = forecast_with_prefix(fit, h, n_dev=16)
@@ -82,7 +87,7 @@ def test_prefix_of_a_simulated_run_pulls_the_forecast_to_it(fit, run_table, mode
         assert p.loc[h["loss"].notna() & (h["step"] >= 1), "observed"].all()
         m = rest & p["mean"].notna()
         err[frac] = np.mean(np.abs(p["mean"][m] - truth[m]) / truth[m])
-        flat = m & (g["lr"] >= g["lr"].max())       # before the decay: no LR-drop term there
+        flat = m & (g["lr"] >= g["lr"].max())  # before the decay: no LR-drop term there
         width[frac] = np.mean((p["curve_upper"] - p["curve_lower"])[flat] / p["mean"][flat])
         inside = (truth[m] >= p["curve_lower"][m]) & (truth[m] <= p["curve_upper"][m])
         assert inside.mean() >= 0.9
@@ -105,8 +110,9 @@ def test_the_reference_fit_carries_a_discrepancy_learned_from_its_training_resid
     assert len(curves) == len(fit.curves)
     r = np.concatenate([np.diff(c[1][5:]) for c in curves])
     lag = np.concatenate([c[1][5:-1] for c in curves])
-    ac1 = np.corrcoef(np.concatenate([c[1][5:-1] for c in curves]),
-                      np.concatenate([c[1][6:] for c in curves]))[0, 1]
+    ac1 = np.corrcoef(
+        np.concatenate([c[1][5:-1] for c in curves]), np.concatenate([c[1][6:] for c in curves])
+    )[0, 1]
     assert ac1 > 0.5 and r.std() < lag.std()
     assert 0 < stored.scale < 0.01 and 0.05 < stored.length < 5 and stored.early > 0
     with pytest.raises(Exception, match="not the fit's training table"):
@@ -115,7 +121,7 @@ def test_the_reference_fit_carries_a_discrepancy_learned_from_its_training_resid
 
 def _ou_path(x, disc, rng):
     """A draw of the discrepancy d + e at ln steps ``x`` (the model's own covariance)."""
-    K = disc.kernel(x, x, x[0]) + (disc.noise ** 2 + 1e-12) * np.eye(len(x))
+    K = disc.kernel(x, x, x[0]) + (disc.noise**2 + 1e-12) * np.eye(len(x))
     return np.linalg.cholesky(K) @ rng.standard_normal(len(x))
 
 
@@ -130,8 +136,9 @@ def test_runs_with_a_known_ou_discrepancy_get_calibrated_bands(fit, run_table):
     rng = np.random.default_rng(11)
     rows = g["step"] >= 1
     steps = g.loc[rows, "step"].to_numpy()
-    X = fit.law.design(schedules_of(g)[RUN], steps, fit.config["settings"],
-                       curve_info(g, RUN, "default"))
+    X = fit.law.design(
+        schedules_of(g)[RUN], steps, fit.config["settings"], curve_info(g, RUN, "default")
+    )
     th = parameter_draws(fit, "default", 1e8, rng, antithetic=False)
     mu = curve_draws(fit, th, X)
     last = g["step"].max()
@@ -149,19 +156,21 @@ def test_runs_with_a_known_ou_discrepancy_get_calibrated_bands(fit, run_table):
                 p = forecast_with_prefix(fit, h, n_dev=2, discrepancy=d, seed=int(k))
             lo, hi, yy = p["lower"][rest], p["upper"][rest], y[rest.to_numpy()]
             score = (hi - lo) + 20 * np.maximum(lo - yy, 0) + 20 * np.maximum(yy - hi, 0)
-            got[model].append((((yy >= lo) & (yy <= hi)).mean(), np.mean(score / yy),
-                               p["ess"].iloc[0]))
+            got[model].append(
+                (((yy >= lo) & (yy <= hi)).mean(), np.mean(score / yy), p["ess"].iloc[0])
+            )
     cov = {m: np.mean([c for c, _, _ in v]) for m, v in got.items()}
     score = {m: np.mean([s for _, s, _ in v]) for m, v in got.items()}
     ess = {m: np.median([e for _, _, e in v]) for m, v in got.items()}
     assert 0.8 <= cov["auto"] <= 0.97, cov
     assert cov["iid"] < 0.6 and score["auto"] < 0.7 * score["iid"], (cov, score)
-    assert ess["auto"] > 200 and ess["auto"] > 5 * ess["iid"], ess   # measured: 891 and 61
+    assert ess["auto"] > 200 and ess["auto"] > 5 * ess["iid"], ess  # measured: 891 and 61
 
 
 class _no_warning:
     def __enter__(self):
         import warnings
+
         self._c = warnings.catch_warnings()
         self._c.__enter__()
         warnings.simplefilter("error", PrefixWarning)
@@ -170,16 +179,35 @@ class _no_warning:
         return self._c.__exit__(*exc)
 
 
-def test_fit_discrepancy_flag_stores_one_and_a_fit_without_one_warns(small_curves,
-                                                                       small_fit_file, tmp_path):
+def test_fit_discrepancy_flag_stores_one_and_a_fit_without_one_warns(
+    small_curves, small_fit_file, tmp_path
+):
     """``bayescpt fit --discrepancy`` stores the model a prefix forecast uses; a forecast with a
     fit that has none says that the prefix is weighted as iid noise (never silently)."""
     from bayescpt.cli.main import main
 
     data, plain = small_fit_file
     out = tmp_path / "with.nc"
-    rc = main(["fit", str(data), "--law", "annealing", "--out", str(out), "--chains", "2",
-               "--draws", "100", "--tune", "150", "--seed", "3", "--quiet", "--discrepancy"])
+    rc = main(
+        [
+            "fit",
+            str(data),
+            "--law",
+            "annealing",
+            "--out",
+            str(out),
+            "--chains",
+            "2",
+            "--draws",
+            "100",
+            "--tune",
+            "150",
+            "--seed",
+            "3",
+            "--quiet",
+            "--discrepancy",
+        ]
+    )
     assert rc == 0
     disc = Discrepancy.from_json(Fit.load(out).meta["discrepancy"])
     assert disc.scale > 0 and disc.length > 0
@@ -205,8 +233,8 @@ def test_a_discrepancy_stored_before_the_lr_and_size_terms_reads_as_before():
     assert np.allclose(d.sd(x, np.log(2000.0), c), d.sd(x, np.log(2000.0)))
     new = Discrepancy(0.002, 0.5, 1e-4, lr_scale=0.01, size_scales=((25e6, 0.001), (4e8, 0.004)))
     assert Discrepancy.from_json(new.to_json()) == new
-    assert new.for_size(1e8).scale == pytest.approx(0.002)       # ln-linear in ln size
-    assert new.for_size(1e9).scale == pytest.approx(0.004)       # the end value outside
+    assert new.for_size(1e8).scale == pytest.approx(0.002)  # ln-linear in ln size
+    assert new.for_size(1e9).scale == pytest.approx(0.004)  # the end value outside
     sd = new.for_size(25e6).sd(x, 0.0, c)
     assert sd[1] == pytest.approx(np.hypot(0.001, 0.009)) and sd[0] == pytest.approx(0.001)
 
@@ -215,8 +243,9 @@ def test_lr_drop_is_the_recent_drop_as_a_share_of_the_peak():
     from bayescpt.core.schedules import from_points
     from bayescpt.curves.forecast.discrepancy import lr_drop
 
-    sched = from_points(np.array([0, 100, 8000, 8001, 20000]),
-                        np.array([0.0, 1e-3, 1e-3, 1e-4, 1e-4]))
+    sched = from_points(
+        np.array([0, 100, 8000, 8001, 20000]), np.array([0.0, 1e-3, 1e-3, 1e-4, 1e-4])
+    )
     c = lr_drop(sched, np.array([5000, 8000, 8001, 8500, 8900, 12000]), 0.1)
     # the drop of 90 % at 8001 is seen for 10 % of the step (to about 8842), then forgotten
     assert np.allclose(c, [0, 0, 0.9, 0.9, 0, 0], atol=1e-9)
@@ -231,15 +260,16 @@ def test_learned_per_size_scales_and_lr_term_recover_a_simulated_discrepancy():
 
     rng = np.random.default_rng(3)
     truth = {25e6: 0.001, 1e8: 0.002, 4e8: 0.004}
-    sched = from_points(np.array([0, 500, 8000, 8001, 24000]),
-                        np.array([0.0, 1e-3, 1e-3, 2e-4, 2e-4]))
+    sched = from_points(
+        np.array([0, 500, 8000, 8001, 24000]), np.array([0.0, 1e-3, 1e-3, 2e-4, 2e-4])
+    )
     steps = np.unique(np.geomspace(600, 24000, 60).astype(int))
     x, x0 = np.log(steps.astype(float)), np.log(500.0)
     c = lr_drop(sched, steps, 0.1)
     curves = []
     for size, scale in truth.items():
         d = Discrepancy(scale, 0.4, 1e-4, lr_scale=0.01)
-        K = d.kernel(x, x, x0, c, c) + (d.noise ** 2 + 1e-12) * np.eye(len(x))
+        K = d.kernel(x, x, x0, c, c) + (d.noise**2 + 1e-12) * np.eye(len(x))
         for _ in range(3):
             r = np.linalg.cholesky(K) @ rng.standard_normal(len(x))
             curves.append((x, r, x0, c, size))
@@ -260,20 +290,25 @@ def test_residuals_without_a_correlated_part_learn_a_negligible_scale_not_an_err
     from bayescpt.core.schedules import from_points
     from bayescpt.curves.forecast.discrepancy import SCALE_FLOOR, learn_from_residuals, lr_drop
 
-    sched = from_points(np.array([0, 500, 8000, 8001, 24000]),
-                        np.array([0.0, 1e-3, 1e-3, 2e-4, 2e-4]))
+    sched = from_points(
+        np.array([0, 500, 8000, 8001, 24000]), np.array([0.0, 1e-3, 1e-3, 2e-4, 2e-4])
+    )
     steps = np.unique(np.geomspace(600, 24000, 40).astype(int))
     x, x0 = np.log(steps.astype(float)), np.log(500.0)
     c = lr_drop(sched, steps, 0.1)
     d = Discrepancy(1e-9, 0.4, 0.002, lr_scale=0.005)
-    K = d.kernel(x, x, x0, c, c) + (d.noise ** 2 + 1e-12) * np.eye(len(x))
-    for seed in (1, 4):   # seeds whose search ends at the boundary
+    K = d.kernel(x, x, x0, c, c) + (d.noise**2 + 1e-12) * np.eye(len(x))
+    for seed in (1, 4):  # seeds whose search ends at the boundary
         rng = np.random.default_rng(seed)
-        curves = [(x, np.linalg.cholesky(K) @ rng.standard_normal(len(x)), x0, c, size)
-                  for size in (25e6, 1e8, 4e8) for _ in range(3)]
+        curves = [
+            (x, np.linalg.cholesky(K) @ rng.standard_normal(len(x)), x0, c, size)
+            for size in (25e6, 1e8, 4e8)
+            for _ in range(3)
+        ]
         got = learn_from_residuals(curves)
         sd = np.std(np.concatenate([cv[1] for cv in curves]))
         assert got.noise == pytest.approx(0.002, rel=0.2), got
         assert sd * SCALE_FLOOR * 0.999 <= got.scale < 1e-3 * got.noise, got
-        assert len(got.size_scales) == 3 and all(np.isfinite(s) and 0 < s < 1e-2 * got.noise
-                                                 for _, s in got.size_scales), got
+        assert len(got.size_scales) == 3 and all(
+            np.isfinite(s) and 0 < s < 1e-2 * got.noise for _, s in got.size_scales
+        ), got

@@ -16,6 +16,7 @@ N_SETS = 20
 # the slow tier (pytest -m slow, run by .ci/run after the default tier): a coverage study of many simulated fits
 pytestmark = pytest.mark.slow
 
+
 @pytest.fixture(scope="module")
 def recovery():
     law = get_law("annealing")
@@ -24,8 +25,9 @@ def recovery():
     compiled = CompiledFit(template, "annealing", chains=2, draws=400, tune=400)
     inside, total, rhat, div = 0, 0, [], 0
     for k in range(N_SETS):
-        df, truth = simulate.simulate_hierarchy(law, POP, SPREAD, SIZES, scheds, points=30,
-                                                seed=100 + k)
+        df, truth = simulate.simulate_hierarchy(
+            law, POP, SPREAD, SIZES, scheds, points=30, seed=100 + k
+        )
         fit = compiled.fit(df, seed=k)
         post = fit.idata.posterior
         for p in POP:

@@ -52,19 +52,24 @@ def test_a_fresh_and_a_cached_compile_give_the_same_draws(tmp_path):
     c_cache = Path(pytensor.config.compiledir)
     if c_cache.is_dir():
         try:
-            shutil.copytree(c_cache, base / c_cache.name,
-                            ignore=shutil.ignore_patterns("lock_dir"))
+            shutil.copytree(c_cache, base / c_cache.name, ignore=shutil.ignore_patterns("lock_dir"))
         except shutil.Error:
-            pass    # another test process renamed a module mid-copy: it is compiled again
+            pass  # another test process renamed a module mid-copy: it is compiled again
     assert not (base / "numba").exists()
     flags = os.environ.get("PYTENSOR_FLAGS", "")
-    env = dict(os.environ, PYTENSOR_FLAGS=",".join(
-        x for x in (flags, f"base_compiledir={base}") if x))
+    env = dict(
+        os.environ, PYTENSOR_FLAGS=",".join(x for x in (flags, f"base_compiledir={base}") if x)
+    )
     draws = {}
     for run in ("fresh", "cached"):
         out = tmp_path / f"{run}.npy"
-        subprocess.run([sys.executable, "-c", FIT, str(out)], env=env, cwd=ROOT, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-c", FIT, str(out)],
+            env=env,
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         draws[run] = np.load(out)
     assert draws["fresh"].shape == (2, 200, draws["fresh"].shape[2])
     assert np.array_equal(draws["fresh"], draws["cached"])

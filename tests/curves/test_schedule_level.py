@@ -14,18 +14,22 @@ from bayescpt.curves.model.laws import get_law
 from bayescpt.curves.model.schedule_level import ScheduleLevel
 
 POP = {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45}
-TAU_TRUE = 0.15   # ln scale on A and C: 4x the prior's median (run_sd 0.04)
+TAU_TRUE = 0.15  # ln scale on A and C: 4x the prior's median (run_sd 0.04)
 
 
 def schedules(n):
     out = []
     for k in range(n):
         total, peak, kind = 2000 + 250 * k, 3e-4 * (1 + 0.1 * k), k % 3
-        out.append(S.cosine(total, peak, peak / 10, warmup_steps=100, name=f"cosine{k}")
-                   if kind == 0 else
-                   S.wsd(total, peak, decay_steps=total // 5, final=0.0, warmup_steps=100,
-                         name=f"wsd{k}") if kind == 1
-                   else S.constant(total, peak, warmup_steps=100, name=f"constant{k}"))
+        out.append(
+            S.cosine(total, peak, peak / 10, warmup_steps=100, name=f"cosine{k}")
+            if kind == 0
+            else S.wsd(
+                total, peak, decay_steps=total // 5, final=0.0, warmup_steps=100, name=f"wsd{k}"
+            )
+            if kind == 1
+            else S.constant(total, peak, warmup_steps=100, name=f"constant{k}")
+        )
     return out
 
 
@@ -36,10 +40,14 @@ def simulate_runs(n_sched, seed=0):
     law = get_law("annealing")
     tables, truth = [], {}
     for k, sch in enumerate(schedules(n_sched)):
-        theta = dict(POP, A=POP["A"] * np.exp(TAU_TRUE * rng.standard_normal()),
-                     C=POP["C"] * np.exp(TAU_TRUE * rng.standard_normal()))
-        df, _ = simulate.simulate_hierarchy(law, theta, {}, [100e6], [sch], points=30,
-                                            seed=seed + 1 + k)
+        theta = dict(
+            POP,
+            A=POP["A"] * np.exp(TAU_TRUE * rng.standard_normal()),
+            C=POP["C"] * np.exp(TAU_TRUE * rng.standard_normal()),
+        )
+        df, _ = simulate.simulate_hierarchy(
+            law, theta, {}, [100e6], [sch], points=30, seed=seed + 1 + k
+        )
         tables.append(df)
         truth[df["run"].iloc[0]] = theta
     return pd.concat(tables, ignore_index=True), truth
@@ -65,7 +73,7 @@ def test_learned_from_many_schedules(many):
     assert 1.5 * lvl.taus["A_tau"]["prior_median"] < tau["A_tau"] < 2 * TAU_TRUE, lvl.taus
     assert lvl.taus["C_tau"]["prior_median"] < tau["C_tau"] < 2 * TAU_TRUE, lvl.taus
     assert lvl.spread_ratio < 0.8 and lvl.verdict() != "mostly the prior's", lvl
-    assert lvl.loss_rms > 1.3 * lvl.prior_rms      # the data moved it up, away from the prior
+    assert lvl.loss_rms > 1.3 * lvl.prior_rms  # the data moved it up, away from the prior
     # the departure the true tau gives at each run's last step (same law, same design)
     law = get_law("annealing")
     from bayescpt.curves.model.hierarchy import prepare
@@ -78,9 +86,11 @@ def test_learned_from_many_schedules(many):
     for i in last:
         X = {k: v[[i]] for k, v in prep.X.items()}
         base = law.mean(np, {k: np.asarray([[v]]) for k, v in POP.items()}, X)[0, 0]
-        th = dict({k: np.full((20000, 1), v) for k, v in POP.items()},
-                  A=POP["A"] * np.exp(TAU_TRUE * z[0])[:, None],
-                  C=POP["C"] * np.exp(TAU_TRUE * z[1])[:, None])
+        th = dict(
+            {k: np.full((20000, 1), v) for k, v in POP.items()},
+            A=POP["A"] * np.exp(TAU_TRUE * z[0])[:, None],
+            C=POP["C"] * np.exp(TAU_TRUE * z[1])[:, None],
+        )
         rms.append(np.sqrt(np.mean(np.log(law.mean(np, th, X)[:, 0] / base) ** 2)))
     true_rms = float(np.median(rms))
     # below the truth at every seed tried (0.52-0.99x at 4 seeds): C_tau is shrunk to its prior
@@ -113,7 +123,16 @@ def test_few_schedules_say_so(small_fit_file, capsys):
     assert lvl is not None and lvl.n_schedules == 3
     assert lvl.spread_ratio >= 0.8 and lvl.verdict() == "mostly the prior's", lvl
     assert "say little" in lvl.text()
-    rc = main(["predict", str(out), "--schedule", str(data), "--out",
-               str(out.parent / "pred_level.csv"), "--force"])
+    rc = main(
+        [
+            "predict",
+            str(out),
+            "--schedule",
+            str(data),
+            "--out",
+            str(out.parent / "pred_level.csv"),
+            "--force",
+        ]
+    )
     assert rc == 0
     assert "mostly the prior's, from 3 schedules" in capsys.readouterr().err

@@ -7,17 +7,17 @@ import pytest
 
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data.table import NOISE_SCALE
+from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, average_windows, thin_long_curves
 from bayescpt.curves.data.validate import validate_curves
 from bayescpt.curves.model.config import default_config
 from bayescpt.curves.model.hierarchy import build_model, prepare
 from bayescpt.curves.model.laws import get_law
-from bayescpt.curves.data.thinning import AUTO_MAX_POINTS, average_windows, thin_long_curves
 
 
 def ar1(n, rho, rng):
     e = np.empty(n)
     e[0] = rng.standard_normal()
-    z = rng.standard_normal(n) * np.sqrt(1 - rho ** 2)
+    z = rng.standard_normal(n) * np.sqrt(1 - rho**2)
     for i in range(1, n):
         e[i] = rho * e[i - 1] + z[i]
     return e
@@ -42,19 +42,28 @@ def test_windows_are_unbiased_and_their_scale_is_right(rho, every):
     assert abs(np.mean(rhos) - rho) < 0.04
     assert 0.9 < zs.std() < 1.1
     assert abs(zs.mean()) < 0.1
-    assert abs(zs[:, 1:21].mean()) < 0.35      # early windows: 240 z's, se ~0.1 (correlated)
-    assert used.sum() > 0.85 * n               # nearly every logged loss is used
+    assert abs(zs[:, 1:21].mean()) < 0.35  # early windows: 240 z's, se ~0.1 (correlated)
+    assert used.sum() > 0.85 * n  # nearly every logged loss is used
 
 
 def test_averaged_points_carry_their_scale_and_the_old_rule_stays_available():
     rng = np.random.default_rng(0)
     per = 6000
     step = np.arange(1, per + 1)
-    lr = np.where(step < 100, 3e-4 * step / 100,
-                  3e-4 * (0.1 + 0.45 * (1 + np.cos(np.pi * step / per))))
+    lr = np.where(
+        step < 100, 3e-4 * step / 100, 3e-4 * (0.1 + 0.45 * (1 + np.cos(np.pi * step / per)))
+    )
     clean = 2.5 + 0.5 * (np.cumsum(lr) + 1e-3) ** -0.5
-    df = validate_curves(pd.DataFrame({"run": "r", "step": step, "lr": lr,
-                                       "loss": clean * np.exp(0.003 * rng.standard_normal(per))}))
+    df = validate_curves(
+        pd.DataFrame(
+            {
+                "run": "r",
+                "step": step,
+                "lr": lr,
+                "loss": clean * np.exp(0.003 * rng.standard_normal(per)),
+            }
+        )
+    )
     out, note = thin_long_curves(df)
     assert "average of its window" in note and "lag-1 correlation 0.0" in note
     kept = out["loss"].notna()
@@ -74,21 +83,30 @@ def test_averaged_points_carry_their_scale_and_the_old_rule_stays_available():
 
 def test_the_likelihood_uses_sigma_times_each_points_scale():
     step = np.arange(0, 410, 10)
-    df = validate_curves(pd.DataFrame({
-        "run": "r", "step": step, "lr": 3e-4, "loss": np.where(step > 0, 3.0 - step / 1000, np.nan),
-        NOISE_SCALE: np.where(step % 20 == 0, 0.25, 1.0)}))
+    df = validate_curves(
+        pd.DataFrame(
+            {
+                "run": "r",
+                "step": step,
+                "lr": 3e-4,
+                "loss": np.where(step > 0, 3.0 - step / 1000, np.nan),
+                NOISE_SCALE: np.where(step % 20 == 0, 0.25, 1.0),
+            }
+        )
+    )
     law = get_law("annealing")
     config = default_config(law)
     prep = prepare(df, law, config["settings"])
     assert NOISE_SCALE in prep.points.columns
     model = build_model(law, prep, config)
-    sigma = model["y"].owner.inputs[-1]            # the observed distribution's scale
-    fn = model.compile_fn([sigma, model["log_sigma"]], inputs=model.value_vars,
-                          on_unused_input="ignore")
+    sigma = model["y"].owner.inputs[-1]  # the observed distribution's scale
+    fn = model.compile_fn(
+        [sigma, model["log_sigma"]], inputs=model.value_vars, on_unused_input="ignore"
+    )
     s, log_sigma = fn(model.initial_point())
     np.testing.assert_allclose(s / np.exp(log_sigma[0]), prep.points[NOISE_SCALE].to_numpy())
     plain = prepare(df.drop(columns=NOISE_SCALE), law, config["settings"])
-    assert NOISE_SCALE not in plain.points.columns       # no scale: the model as before
+    assert NOISE_SCALE not in plain.points.columns  # no scale: the model as before
     assert "y_scale" not in build_model(law, plain, config).named_vars
 
 

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from bayescpt.cli.main import main
-from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.forecast.watch import Watch
+from bayescpt.curves.model.fit import Fit
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,9 +46,25 @@ def watch(tmp_path, plan, losses, *extra):
     writer = threading.Thread(target=write_log, args=(log, course["step"].to_numpy(), losses))
     writer.start()
     try:
-        code = main(["watch", str(FIT), "--log", str(log), "--from", "tensorboard",
-                     "--schedule", str(path), "--every", "0.1", "--timeout", "30",
-                     "--alerts", str(tmp_path / "alerts.csv"), *extra])
+        code = main(
+            [
+                "watch",
+                str(FIT),
+                "--log",
+                str(log),
+                "--from",
+                "tensorboard",
+                "--schedule",
+                str(path),
+                "--every",
+                "0.1",
+                "--timeout",
+                "30",
+                "--alerts",
+                str(tmp_path / "alerts.csv"),
+                *extra,
+            ]
+        )
     finally:
         writer.join()
     return code, sorted(p.name for p in log.iterdir())
@@ -66,7 +82,7 @@ def test_a_run_that_follows_the_fit_raises_no_alert(tmp_path, plan, capsys):
     assert "the run reached its last planned step" in err
     last = int(course["step"].iloc[-1])
     assert f"final loss at step {last}" in out
-    assert all(f.startswith("events.out.tfevents") for f in files)   # nothing written there
+    assert all(f.startswith("events.out.tfevents") for f in files)  # nothing written there
 
 
 # a study over noise seeds and poll patterns: the slow tier (the default tier keeps
@@ -74,7 +90,8 @@ def test_a_run_that_follows_the_fit_raises_no_alert(tmp_path, plan, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("noise_seed, batches", [(1, 8), (2, 5), (3, 13)])
 def test_a_noisy_run_that_follows_the_fit_raises_no_alert_however_its_log_arrives(
-        plan, noise_seed, batches):
+    plan, noise_seed, batches
+):
     """The watch's verdict must not hang on when the polls happen to read the log. The run
     follows the fit's course with 0.05 % white noise, more than the smooth training curves
     carry (the fit's discrepancy learned a white noise of ~1e-7): read in ``batches`` even
@@ -83,12 +100,18 @@ def test_a_noisy_run_that_follows_the_fit_raises_no_alert_however_its_log_arrive
     99 % band there 0.16 % wide, the run's last noisy losses read as a lasting departure)."""
     path, course = plan
     rng = np.random.default_rng(noise_seed)
-    obs = pd.DataFrame({"run": RUN, "val_set": "default", "step": course["step"],
-                        "loss": course["mean"] * np.exp(5e-4 * rng.standard_normal(len(course)))})
+    obs = pd.DataFrame(
+        {
+            "run": RUN,
+            "val_set": "default",
+            "step": course["step"],
+            "loss": course["mean"] * np.exp(5e-4 * rng.standard_normal(len(course))),
+        }
+    )
     watch = Watch(Fit.load(FIT), pd.read_csv(path))
     checks = []
     for i, part in enumerate(np.array_split(np.arange(len(obs)), batches)):
-        update = watch.update(obs.iloc[:part[-1] + 1])
+        update = watch.update(obs.iloc[: part[-1] + 1])
         checks.append(update.checks.assign(batch=i))
         assert len(update.final) == 1 and update.final["ess"].iloc[0] > 200
     checks = pd.concat(checks)
@@ -126,8 +149,20 @@ def test_alerts_inside_the_log_folder_are_refused(tmp_path, plan, capsys):
     path, _ = plan
     log = tmp_path / "tb"
     log.mkdir()
-    code = main(["watch", str(FIT), "--log", str(log), "--from", "tensorboard", "--schedule",
-                 str(path), "--alerts", str(log / "alerts.csv")])
+    code = main(
+        [
+            "watch",
+            str(FIT),
+            "--log",
+            str(log),
+            "--from",
+            "tensorboard",
+            "--schedule",
+            str(path),
+            "--alerts",
+            str(log / "alerts.csv"),
+        ]
+    )
     assert code == 2
     assert "inside the log's folder" in capsys.readouterr().err
 
@@ -135,8 +170,8 @@ def test_alerts_inside_the_log_folder_are_refused(tmp_path, plan, capsys):
 def test_predict_observed_is_the_prefix_forecast_and_narrows_the_band(tmp_path, plan, capsys):
     """``predict --observed``: the CLI gives forecast_with_prefix's numbers, and the band of the
     rest of a real held-out run narrows once its first quarter is known."""
-    from bayescpt.curves.data.validate import read_curves
     from bayescpt.curves.data.observed import merge_observed
+    from bayescpt.curves.data.validate import read_curves
     from bayescpt.curves.forecast.prefix import forecast_with_prefix
 
     path, _ = plan
@@ -146,31 +181,63 @@ def test_predict_observed_is_the_prefix_forecast_and_narrows_the_band(tmp_path, 
     prefix = tmp_path / "prefix.csv"
     quarter.to_csv(prefix, index=False)
     out, plain = tmp_path / "pred.csv", tmp_path / "plain.csv"
-    assert main(["predict", str(FIT), "--schedule", str(path), "--observed", str(prefix),
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                str(FIT),
+                "--schedule",
+                str(path),
+                "--observed",
+                str(prefix),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "forecast from" in capsys.readouterr().err
     assert main(["predict", str(FIT), "--schedule", str(path), "--out", str(plain)]) == 0
     got, base = pd.read_csv(out), pd.read_csv(plain)
-    direct = forecast_with_prefix(Fit.load(FIT), merge_observed(read_curves(path, need_loss=False),
-                                                                quarter), seed=0)
+    direct = forecast_with_prefix(
+        Fit.load(FIT), merge_observed(read_curves(path, need_loss=False), quarter), seed=0
+    )
     np.testing.assert_allclose(got["mean"], direct["mean"].to_numpy(), rtol=1e-5)
     bad = tmp_path / "bad.csv"
-    quarter.assign(loss=quarter["loss"].astype(object).where(quarter["step"] != quarter["step"].iloc[3],
-                                                             "oops")).to_csv(bad, index=False)
-    assert main(["predict", str(FIT), "--schedule", str(path), "--observed", str(bad), "--out",
-                 str(tmp_path / "x.csv")]) == 2
-    assert "line 5, run '100M/wsd_20000_24000', column 'loss': value 'oops'" in capsys.readouterr().err
+    quarter.assign(
+        loss=quarter["loss"]
+        .astype(object)
+        .where(quarter["step"] != quarter["step"].iloc[3], "oops")
+    ).to_csv(bad, index=False)
+    assert (
+        main(
+            [
+                "predict",
+                str(FIT),
+                "--schedule",
+                str(path),
+                "--observed",
+                str(bad),
+                "--out",
+                str(tmp_path / "x.csv"),
+            ]
+        )
+        == 2
+    )
+    assert (
+        "line 5, run '100M/wsd_20000_24000', column 'loss': value 'oops'" in capsys.readouterr().err
+    )
     from bayescpt.curves.data.table import schedules_of
 
     warm = schedules_of(read_curves(path, need_loss=False))[RUN].warmup_steps
-    assert got["observed"].sum() == (quarter["step"] >= warm).sum() > 20   # evidence: past warmup
+    assert got["observed"].sum() == (quarter["step"] >= warm).sum() > 20  # evidence: past warmup
     rest = (got["step"] > quarter["step"].max()) & got["mean"].notna()
     width = (got["upper"] - got["lower"])[rest].mean()
     assert width < 0.9 * (base["upper"] - base["lower"])[rest.to_numpy()].mean()
 
 
 # --- a CPT run against its plan: the risk of forgetting, updated as the run logs ------------------
-CPT_FIT = ROOT / "models" / "cpt_simulated.nc"     # fitted on simulate_cpt(seed=1): Fig. 3 values
+CPT_FIT = ROOT / "models" / "cpt_simulated.nc"  # fitted on simulate_cpt(seed=1): Fig. 3 values
 
 
 @pytest.fixture(scope="module")
@@ -181,8 +248,8 @@ def cpt_plan(tmp_path_factory):
     from bayescpt.core import schedules as S
     from bayescpt.core.schedules import Schedule
     from bayescpt.cpt.live import plan_risk
-    from bayescpt.curves.data.cpt_rows import cpt_rows
     from bayescpt.cpt.simulate import default_cpt_segments
+    from bayescpt.curves.data.cpt_rows import cpt_rows
 
     pt = S.wsd(10000, 2e-4, decay_steps=2000, final=2e-5, warmup_steps=200, name="pt-wsd")
     head, seg = Schedule(pt.lr[:9001], pt.warmup_steps, "pt@9000"), default_cpt_segments()[0]
@@ -204,8 +271,7 @@ def simulated_cpt_log(folder, pt, seg, scale_b: float, seed: int = 3):
 
     truth = {role: dict(v) for role, v in PAPER_FIG3.items()}
     truth["general"]["B"] *= scale_b
-    curves, _ = simulate_cpt(truth, pt=pt, transfers=(9000,), segments=[seg], points=40,
-                             seed=seed)
+    curves, _ = simulate_cpt(truth, pt=pt, transfers=(9000,), segments=[seg], points=40, seed=seed)
     cpt = curves[(curves["phase"] == "cpt") & curves["loss"].notna()]
     steps = np.sort(cpt["step"].unique())
     by = {vs: g.set_index("step")["loss"] for vs, g in cpt.groupby("val_set")}
@@ -226,16 +292,42 @@ def cpt_watch(tmp_path, cpt_plan, scale_b):
     log = tmp_path / "tb" / "cpt"
     log.mkdir(parents=True)
     done = {}
-    writer = threading.Thread(target=lambda: done.setdefault(
-        "steps", simulated_cpt_log(log, pt, seg, scale_b)))
+    writer = threading.Thread(
+        target=lambda: done.setdefault("steps", simulated_cpt_log(log, pt, seg, scale_b))
+    )
     writer.start()
     try:
-        code = main(["watch", str(CPT_FIT), "--log", str(log), "--from", "tensorboard",
-                     "--schedule", str(path), "--loss-tag", "eval/general_loss", "--val-set",
-                     "general", "--loss-tag", "eval/domain_loss", "--val-set", "domain",
-                     "--tolerance", f"{tol:.6g}", "--risk", "0.1", "--every", "0.1",
-                     "--timeout", "30", "--alerts", str(tmp_path / "alerts.csv"),
-                     "--exit-on-alert"])
+        code = main(
+            [
+                "watch",
+                str(CPT_FIT),
+                "--log",
+                str(log),
+                "--from",
+                "tensorboard",
+                "--schedule",
+                str(path),
+                "--loss-tag",
+                "eval/general_loss",
+                "--val-set",
+                "general",
+                "--loss-tag",
+                "eval/domain_loss",
+                "--val-set",
+                "domain",
+                "--tolerance",
+                f"{tol:.6g}",
+                "--risk",
+                "0.1",
+                "--every",
+                "0.1",
+                "--timeout",
+                "30",
+                "--alerts",
+                str(tmp_path / "alerts.csv"),
+                "--exit-on-alert",
+            ]
+        )
     finally:
         writer.join()
     return code, done["steps"]
@@ -252,8 +344,11 @@ def test_a_cpt_run_that_follows_the_plan_keeps_its_risk(tmp_path, cpt_plan, caps
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "ALERT" not in out + err
-    p = [float(line.split(") = ")[1].split()[0]) for line in out.splitlines()
-         if "P(final general-loss rise" in line]
+    p = [
+        float(line.split(") = ")[1].split()[0])
+        for line in out.splitlines()
+        if "P(final general-loss rise" in line
+    ]
     # feasible at risk 0.1 all along (every poll that saw new evaluations printed one P; a
     # loaded machine merges the log's batches into fewer polls)
     assert len(p) >= 2 and min(p) >= 0.9
@@ -265,5 +360,5 @@ def test_a_cpt_run_that_forgets_faster_is_alerted_before_its_end(tmp_path, cpt_p
     out, err = capsys.readouterr()
     assert code == 4, err
     alerts = pd.read_csv(tmp_path / "alerts.csv")
-    assert len(alerts) and int(alerts["step"].min()) < steps[-1]      # before the run's end
+    assert len(alerts) and int(alerts["step"].min()) < steps[-1]  # before the run's end
     assert "ALERT: run 'pt@9000/cosine'" in err

@@ -22,8 +22,8 @@ def test_eval_logger_file_is_read_by_fit_and_appended_on_resume(tmp_path):
     lg.log_lr(0, 0.0)
     for s in range(10, 101, 10):
         lg.log(s, 3.0 - s / 100, lr=lr_at(s))
-        assert path.read_text().count("\n") == s // 10 + 2       # flushed row by row
-    df = read_curves(path)                                      # fit's reader, as it is
+        assert path.read_text().count("\n") == s // 10 + 2  # flushed row by row
+    df = read_curves(path)  # fit's reader, as it is
     assert len(df) == 11 and set(df["val_role"]) == {"domain"} and df["model_size"][0] == 25e6
     # a resumed run: a new logger on the same file appends (steps 60.. again), never truncates
     lg2 = EvalLogger(path, run="r1", val_role="domain", model_size=25e6)
@@ -35,10 +35,13 @@ def test_eval_logger_file_is_read_by_fit_and_appended_on_resume(tmp_path):
     got = imp.dropna(subset=["loss"]).set_index("step")["loss"]
     assert got[50] == pytest.approx(2.5) and got[80] == pytest.approx(1.92)
     assert set(imp["run"]) == {"r1"} and set(imp["val_role"]) == {"domain"}
-    with pytest.raises(DataError, match=r"evals\.csv: columns run, step, lr, loss, val_set, "
-                                        r"val_role, model_size; this logger writes"):
-        EvalLogger(path, run="r1")                               # other columns: refused
-    assert path.read_text().count("\n") == 16                    # and left untouched
+    with pytest.raises(
+        DataError,
+        match=r"evals\.csv: columns run, step, lr, loss, val_set, "
+        r"val_role, model_size; this logger writes",
+    ):
+        EvalLogger(path, run="r1")  # other columns: refused
+    assert path.read_text().count("\n") == 16  # and left untouched
 
 
 def test_callback_in_a_trainer_like_loop_then_cli_import(tmp_path, capsys):
@@ -55,16 +58,29 @@ def test_callback_in_a_trainer_like_loop_then_cli_import(tmp_path, capsys):
         state.global_step = s
         cb.on_step_end(None, state, None)
         if s % 10 == 0:
-            cb.on_log(None, state, None, logs={"loss": 3.1, "learning_rate": lr_at(s),
-                                               "grad_norm": 1.0, "epoch": s / 100})
+            cb.on_log(
+                None,
+                state,
+                None,
+                logs={"loss": 3.1, "learning_rate": lr_at(s), "grad_norm": 1.0, "epoch": s / 100},
+            )
         if s % 25 == 0:
-            cb.on_evaluate(None, state, None, lr_scheduler=sched,
-                           metrics={"eval_web_loss": 3.0 - s / 200, "eval_code_loss": 2.0 - s / 100,
-                                    "eval_web_runtime": 1.0, "epoch": s / 100})
+            cb.on_evaluate(
+                None,
+                state,
+                None,
+                lr_scheduler=sched,
+                metrics={
+                    "eval_web_loss": 3.0 - s / 200,
+                    "eval_code_loss": 2.0 - s / 100,
+                    "eval_web_runtime": 1.0,
+                    "epoch": s / 100,
+                },
+            )
     with pytest.raises(AttributeError):
-        cb.not_an_event                                          # only on_* events are no-ops
+        cb.not_an_event  # only on_* events are no-ops
     other = SimpleNamespace(global_step=200, is_world_process_zero=False)
-    cb.on_evaluate(None, other, None, metrics={"eval_web_loss": 9.0})   # not the main process
+    cb.on_evaluate(None, other, None, metrics={"eval_web_loss": 9.0})  # not the main process
     out = tmp_path / "data.csv"
     assert main(["import", str(path.parent), "--from", "csv", "--out", str(out)]) == 0
     assert "cpt-1: 8 losses from 'loss@code', 'loss@web'" in capsys.readouterr().err
@@ -76,7 +92,7 @@ def test_callback_in_a_trainer_like_loop_then_cli_import(tmp_path, capsys):
     # an evaluation between LR logs takes the scheduler's LR; LR logs alone are LR-only rows
     assert df[df["step"] == 25]["lr"].iloc[0] == pytest.approx(1e-3)
     assert df[df["step"] == 10]["loss"].isna().all() and df[df["step"] == 10]["lr"].iloc[0] == 5e-4
-    assert df[df["step"] == 0]["lr"].iloc[0] == 0.0                          # warmup from zero
+    assert df[df["step"] == 0]["lr"].iloc[0] == 0.0  # warmup from zero
 
 
 def test_eval_logger_without_lr_needs_a_schedule(tmp_path, capsys):
@@ -84,8 +100,11 @@ def test_eval_logger_without_lr_needs_a_schedule(tmp_path, capsys):
     lg = EvalLogger(path, run="r")
     for s in (50, 100, 150):
         lg.log(s, 3.0 - s / 1000)
-    with pytest.raises(DataError, match=r"evals\.csv: no learning-rate tag \(lr\); give "
-                                        r"--lr-tag or --schedule; tags: loss@default"):
+    with pytest.raises(
+        DataError,
+        match=r"evals\.csv: no learning-rate tag \(lr\); give "
+        r"--lr-tag or --schedule; tags: loss@default",
+    ):
         import_logs(path, "csv")
     sched = parse_schedule_spec("cosine:peak=1e-3,total=150,warmup=10")
     df = import_logs(path, "csv", schedule=sched)

@@ -43,8 +43,9 @@ def table(sched: S.Schedule, first: int) -> pd.DataFrame:
     steps = np.arange(first, sched.total_steps + 1)
     loss = np.where(steps % EVERY == 0, loss_at(steps), np.nan)
     loss[steps == 0] = np.nan
-    return pd.DataFrame({"run": "r", "step": steps, "lr": sched.lr[steps], "loss": loss,
-                         "model_size": 100e6})
+    return pd.DataFrame(
+        {"run": "r", "step": steps, "lr": sched.lr[steps], "loss": loss, "model_size": 100e6}
+    )
 
 
 def write(df, path):
@@ -58,7 +59,7 @@ def test_step_one_and_step_zero_tables_give_the_same_schedule(tmp_path, name):
     zero = schedules_of(read_curves(write(table(sched, 0), tmp_path / "zero.csv")))["r"]
     one = schedules_of(read_curves(write(table(sched, 1), tmp_path / "one.csv")))["r"]
     assert np.array_equal(zero.lr, sched.lr)
-    assert np.array_equal(one.lr, zero.lr)                          # eta_0 by the rule
+    assert np.array_equal(one.lr, zero.lr)  # eta_0 by the rule
     assert one.warmup_steps == zero.warmup_steps == sched.warmup_steps
     for warmup in S.WARMUP_CONVENTIONS:
         for a, b in zip(one.areas(warmup=warmup), zero.areas(warmup=warmup)):
@@ -66,8 +67,8 @@ def test_step_one_and_step_zero_tables_give_the_same_schedule(tmp_path, name):
 
 
 def test_the_rule_for_eta_0():
-    assert S.start_lr([1e-5, 2e-5, 3e-5]) == 0.0          # a warmup in progress: from zero
-    assert S.start_lr([3e-4, 3e-4, 2e-4]) == 3e-4         # no rise: the first LR held back
+    assert S.start_lr([1e-5, 2e-5, 3e-5]) == 0.0  # a warmup in progress: from zero
+    assert S.start_lr([3e-4, 3e-4, 2e-4]) == 3e-4  # no rise: the first LR held back
     assert S.start_lr([3e-4]) == 3e-4
     # a step-1 warmup is detected as one (it was not: eta_0 = eta_1 hid the rise)
     assert S.from_points([1, 2, 10], [1e-5, 2e-5, 1e-4]).warmup_steps == 10
@@ -89,12 +90,16 @@ def test_predict_schedule_from_step_one_or_zero_is_the_same_prediction(tmp_path,
     for first in (0, 1):
         sched_csv = write(table(sched, first).drop(columns="loss"), tmp_path / f"s{first}.csv")
         out = tmp_path / f"p{first}.csv"
-        assert main(["predict", REF_FIT, "--schedule", str(sched_csv), "--out", str(out),
-                     "--seed", "4"]) == 0
+        assert (
+            main(
+                ["predict", REF_FIT, "--schedule", str(sched_csv), "--out", str(out), "--seed", "4"]
+            )
+            == 0
+        )
         p = pd.read_csv(out)
         preds[first] = p[p["step"] >= 1].reset_index(drop=True)
     assert preds[0]["mean"].notna().sum() > 300
-    pd.testing.assert_frame_equal(preds[0], preds[1], check_exact=True)    # max difference 0
+    pd.testing.assert_frame_equal(preds[0], preds[1], check_exact=True)  # max difference 0
 
 
 # ---- the importers: a log from step 1 (every step's LR) or one sampled every N steps
@@ -120,16 +125,18 @@ def hf_log(root, every):
         if s % EVERY == 0:
             hist.append({"eval_loss": loss_at(s), "step": s})
     (root / "r").mkdir()
-    (root / "r" / "trainer_state.json").write_text(json.dumps({"log_history": hist,
-                                                                "global_step": T}))
+    (root / "r" / "trainer_state.json").write_text(
+        json.dumps({"log_history": hist, "global_step": T})
+    )
     return root / "r"
 
 
 def wandb_log(root, every):
     rows = []
     for s in range(every, T + 1, every):
-        rows.append({"_step": len(rows), "train/global_step": s,
-                     "train/learning_rate": SCHED.lr[s]})
+        rows.append(
+            {"_step": len(rows), "train/global_step": s, "train/learning_rate": SCHED.lr[s]}
+        )
         if s % EVERY == 0:
             rows.append({"_step": len(rows), "train/global_step": s, "eval/loss": loss_at(s)})
     pd.DataFrame(rows).to_csv(root / "r.csv", index=False)
@@ -152,19 +159,25 @@ def csv_log(root, every):
     steps = np.arange(every, T + 1, every)
     loss = np.where(steps % EVERY == 0, loss_at(steps), np.nan)
     pd.DataFrame({"run": "r", "step": steps, "lr": SCHED.lr[steps], "loss": loss}).to_csv(
-        root / "r.csv", index=False)
+        root / "r.csv", index=False
+    )
     return root / "r.csv"
 
 
-WRITERS = {"tensorboard": tb_log, "hf-trainer": hf_log, "wandb-csv": wandb_log,
-           "lightning-csv": lightning_log, "csv": csv_log}
+WRITERS = {
+    "tensorboard": tb_log,
+    "hf-trainer": hf_log,
+    "wandb-csv": wandb_log,
+    "lightning-csv": lightning_log,
+    "csv": csv_log,
+}
 
 
 @pytest.mark.parametrize("fmt", sorted(WRITERS))
 def test_every_importer_keeps_the_warmup_of_a_log_from_step_one(tmp_path, fmt):
     src = WRITERS[fmt](tmp_path, every=1)
     df = import_logs(src, fmt, run="r")
-    assert df["step"].min() == 1                                     # nothing added
+    assert df["step"].min() == 1  # nothing added
     got = schedules_of(df)["r"]
     # the same log with its step-0 row written out is the same schedule, exactly
     zero = pd.concat([df.head(1).assign(step=0, lr=0.0, loss=np.nan), df], ignore_index=True)

@@ -21,10 +21,15 @@ BSS = 4e5 * 2.0 ** np.arange(-2, 3)
 
 
 def _grid():
-    return pd.DataFrame({"model_size": [2e8] * 9, "tokens": [1e10] * 9,
-                         "lr": np.repeat([1e-3, 2e-3, 4e-3], 3),
-                         "batch_size": np.tile([1e5, 2e5, 4e5], 3),
-                         "loss": np.linspace(2.5, 2.7, 9)})
+    return pd.DataFrame(
+        {
+            "model_size": [2e8] * 9,
+            "tokens": [1e10] * 9,
+            "lr": np.repeat([1e-3, 2e-3, 4e-3], 3),
+            "batch_size": np.tile([1e5, 2e5, 4e5], 3),
+            "loss": np.linspace(2.5, 2.7, 9),
+        }
+    )
 
 
 def _write(tmp_path, df, name="grid.csv"):
@@ -33,20 +38,29 @@ def _write(tmp_path, df, name="grid.csv"):
     return path
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d.drop(columns="loss"), "missing column(s) ['loss']"),
-    (lambda d: d.assign(lr=d["lr"].astype(object).where(d.index != 4, "fast")),
-     "line 6, column 'lr': value 'fast' is not a number"),
-    (lambda d: d.assign(batch_size=d["batch_size"] / 2048),
-     "line 2, column 'batch_size': value 48.828125; expected the batch size in tokens"),
-    (lambda d: d.assign(lr=d["lr"] * 100), "column 'lr': value 0.1 passes, 0.2"),
-    (lambda d: d.assign(model_size=0.2), "column 'model_size': value 0.2; expected the number"),
-    (lambda d: d.assign(tokens=10.0), "column 'tokens': value 10.0; expected the number of"),
-    (lambda d: d.assign(loss=d["loss"].where(d.index != 2, -1)),
-     "line 4, column 'loss': value -1.0; expected a positive, finite loss"),
-    (lambda d: pd.concat([d, d.iloc[[3]]]), "line 11: duplicate run"),
-    (lambda d: d[d["lr"] < 3e-3], "only 2 distinct lr value(s); expected at least 3"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d.drop(columns="loss"), "missing column(s) ['loss']"),
+        (
+            lambda d: d.assign(lr=d["lr"].astype(object).where(d.index != 4, "fast")),
+            "line 6, column 'lr': value 'fast' is not a number",
+        ),
+        (
+            lambda d: d.assign(batch_size=d["batch_size"] / 2048),
+            "line 2, column 'batch_size': value 48.828125; expected the batch size in tokens",
+        ),
+        (lambda d: d.assign(lr=d["lr"] * 100), "column 'lr': value 0.1 passes, 0.2"),
+        (lambda d: d.assign(model_size=0.2), "column 'model_size': value 0.2; expected the number"),
+        (lambda d: d.assign(tokens=10.0), "column 'tokens': value 10.0; expected the number of"),
+        (
+            lambda d: d.assign(loss=d["loss"].where(d.index != 2, -1)),
+            "line 4, column 'loss': value -1.0; expected a positive, finite loss",
+        ),
+        (lambda d: pd.concat([d, d.iloc[[3]]]), "line 11: duplicate run"),
+        (lambda d: d[d["lr"] < 3e-3], "only 2 distinct lr value(s); expected at least 3"),
+    ],
+)
 def test_bad_grids_get_one_line_errors_naming_the_place(tmp_path, edit, message):
     path = _write(tmp_path, edit(_grid()))
     with pytest.raises(DataError) as err:
@@ -88,8 +102,24 @@ def sim(tmp_path_factory):
     data = tmp / "grid.csv"
     df.to_csv(data, index=False)
     out = tmp / "hp.nc"
-    rc = main(["hparams", "fit", str(data), "--out", str(out), "--chains", "2", "--draws", "200",
-               "--tune", "200", "--seed", "2", "--quiet"])
+    rc = main(
+        [
+            "hparams",
+            "fit",
+            str(data),
+            "--out",
+            str(out),
+            "--chains",
+            "2",
+            "--draws",
+            "200",
+            "--tune",
+            "200",
+            "--seed",
+            "2",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     return tmp, data, out, df, truth_cells, truth
 
@@ -125,8 +155,9 @@ def test_stage2_recovers_c_pre_and_warns_when_unidentified(sim):
     res = predict_optimum(fit, n, init_loss=loss, cpt_tokens=2e10)
     assert res["C_pre"]["lower"] < C < res["C_pre"]["upper"]
     assert res["C_pre"]["upper"] / res["C_pre"]["lower"] < 10 and not res["warnings"]
-    assert res["C_total"]["median"] == pytest.approx(res["C_pre"]["median"] + 6 * n * 2e10,
-                                                     rel=0.05)
+    assert res["C_total"]["median"] == pytest.approx(
+        res["C_pre"]["median"] + 6 * n * 2e10, rel=0.05
+    )
     # more continual pre-training: the batch grows; the LR follows the fitted D exponent (> 0)
     more = predict_optimum(fit, n, init_loss=loss, cpt_tokens=2e11)
     assert more["batch_size_opt"]["median"] > 1.5 * res["batch_size_opt"]["median"]
@@ -142,8 +173,9 @@ def test_stage2_recovers_c_pre_and_warns_when_unidentified(sim):
 def test_cli_predict_json_plot_and_refusals(sim, capsys):
     tmp, data, out, _, tc, _ = sim
     js = tmp / "pred.json"
-    rc = main(["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "1e10",
-               "--out", str(js)])
+    rc = main(
+        ["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "1e10", "--out", str(js)]
+    )
     assert rc == 0
     res = json.loads(js.read_text())
     for key in ("lr_opt", "batch_size_opt"):
@@ -153,11 +185,39 @@ def test_cli_predict_json_plot_and_refusals(sim, capsys):
     assert res["lr_opt"]["lower"] < truth["lr_opt"] < res["lr_opt"]["upper"]
     assert "C_pre" not in res
     # same seed, same numbers; no overwrite without --force
-    assert main(["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "1e10",
-                 "--out", str(js)]) == 2
+    assert (
+        main(
+            [
+                "hparams",
+                "predict",
+                str(out),
+                "--n-params",
+                "4e8",
+                "--tokens",
+                "1e10",
+                "--out",
+                str(js),
+            ]
+        )
+        == 2
+    )
     assert "exists" in capsys.readouterr().err
-    rc = main(["hparams", "predict", str(out), "--n-params", "4e8", "--init-loss", "2.4",
-               "--cpt-tokens", "1e10", "--out", str(js), "--force"])
+    rc = main(
+        [
+            "hparams",
+            "predict",
+            str(out),
+            "--n-params",
+            "4e8",
+            "--init-loss",
+            "2.4",
+            "--cpt-tokens",
+            "1e10",
+            "--out",
+            str(js),
+            "--force",
+        ]
+    )
     cpt = json.loads(js.read_text())
     assert rc == 0 and {"C_pre", "C_total"} <= set(cpt)
     png = tmp / "hp.png"
@@ -185,11 +245,26 @@ def _point_fit(sigma, tau=0.0, sd_ln_h=0.0, draws=400):
     from bayescpt.hparams.simulate import DEFAULT_TRUTH as t
 
     refs = Refs(float(np.log(t["N0"])), float(np.log(t["D0"])))
-    vals = {"a_lr": np.log(t["lr_ref"]), "bN_lr": t["bN_lr"], "bD_lr": t["bD_lr"],
-            "a_bs": np.log(t["bs_ref"]), "bN_bs": t["bN_bs"], "bD_bs": t["bD_bs"],
-            "tau_lr": tau, "tau_bs": tau, "L0": t["L0"], "A": 0.5, "g": t["g"], "tau_L": 0.01,
-            "sigma": sigma, "qx": t["qx"], "qy": t["qy"], "shear": t["shear"],
-            "skew": t["skew"], "sd_ln_h": sd_ln_h}
+    vals = {
+        "a_lr": np.log(t["lr_ref"]),
+        "bN_lr": t["bN_lr"],
+        "bD_lr": t["bD_lr"],
+        "a_bs": np.log(t["bs_ref"]),
+        "bN_bs": t["bN_bs"],
+        "bD_bs": t["bD_bs"],
+        "tau_lr": tau,
+        "tau_bs": tau,
+        "L0": t["L0"],
+        "A": 0.5,
+        "g": t["g"],
+        "tau_L": 0.01,
+        "sigma": sigma,
+        "qx": t["qx"],
+        "qy": t["qy"],
+        "shear": t["shear"],
+        "skew": t["skew"],
+        "sd_ln_h": sd_ln_h,
+    }
     idata = az.from_dict(posterior={k: np.full((1, draws), float(v)) for k, v in vals.items()})
     ct = pd.DataFrame({"model_size": [t["N0"]], "tokens": [t["D0"]]})
     return HparamsFit(idata, make_config({}), ct, refs), t
@@ -204,8 +279,18 @@ def test_grid_best_is_the_bowls_lowest_grid_point_when_noise_is_small():
     lr_opt = t["lr_ref"] * (n / t["N0"]) ** t["bN_lr"] * (d / t["D0"]) ** t["bD_lr"]
     bs_opt = t["bs_ref"] * (d / t["D0"]) ** t["bD_bs"]
     glr, gbs = grid_points(LRS, BSS)
-    ex = bowl(np, np.log(glr), np.log(gbs), 0.0, np.log(lr_opt), np.log(bs_opt), t["qx"],
-              t["qy"], t["shear"], t["skew"])
+    ex = bowl(
+        np,
+        np.log(glr),
+        np.log(gbs),
+        0.0,
+        np.log(lr_opt),
+        np.log(bs_opt),
+        t["qx"],
+        t["qy"],
+        t["shear"],
+        t["skew"],
+    )
     k = np.argmin(ex)
     assert np.sort(ex)[1] - ex[k] > 1e-4  # a clear winner at this noise level
     blr, bbs = grid_best_draws(fit, n, 6 * n * d, glr, gbs)
@@ -256,8 +341,23 @@ def test_cli_predict_grid_best_block_and_bad_grid(sim, capsys):
     js = tmp / "grid.json"
     lrs = ",".join(f"{v:g}" for v in LRS)
     bss = ",".join(f"{v:g}" for v in BSS)
-    rc = main(["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "2e10",
-               "--grid-lrs", lrs, "--grid-batches", bss, "--out", str(js)])
+    rc = main(
+        [
+            "hparams",
+            "predict",
+            str(out),
+            "--n-params",
+            "4e8",
+            "--tokens",
+            "2e10",
+            "--grid-lrs",
+            lrs,
+            "--grid-batches",
+            bss,
+            "--out",
+            str(js),
+        ]
+    )
     assert rc == 0
     res = json.loads(js.read_text())
     g = res["grid_best"]
@@ -269,22 +369,37 @@ def test_cli_predict_grid_best_block_and_bad_grid(sim, capsys):
     assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-9
     assert g["grid"]["lrs"] == sorted(float(f"{v:g}") for v in LRS)
     # a grid whose LRs all lie far below the optimum: the best run sits on the edge, warned
-    rc = main(["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "2e10",
-               "--grid-lrs", "1e-5,2e-5,4e-5", "--grid-batches", bss])
+    rc = main(
+        [
+            "hparams",
+            "predict",
+            str(out),
+            "--n-params",
+            "4e8",
+            "--tokens",
+            "2e10",
+            "--grid-lrs",
+            "1e-5,2e-5,4e-5",
+            "--grid-batches",
+            bss,
+        ]
+    )
     assert rc == 0 and "grid edge" in capsys.readouterr().err
     # a checkpoint below the law's asymptote: no finite optimum in most draws, grid best open
     from bayescpt.hparams.fit import HparamsFit
     from bayescpt.hparams.predict import predict_optimum
 
     t = sim[5]
-    low = predict_optimum(HparamsFit.load(out), 4e8, init_loss=t["L0"] - 0.3, cpt_tokens=2e10,
-                          grid=(LRS, BSS))
+    low = predict_optimum(
+        HparamsFit.load(out), 4e8, init_loss=t["L0"] - 0.3, cpt_tokens=2e10, grid=(LRS, BSS)
+    )
     assert low["grid_best"]["undefined_share"] > 0.5 and low["grid_best"]["lr"]["upper"] is None
     assert any("grid best undefined" in w for w in low["warnings"])
     for bad, msg in ((["--grid-lrs", "1e-3,fast"], "'fast'"), (["--grid-lrs", lrs], "go together")):
         with pytest.raises(SystemExit) if "fast" in msg else contextlib.nullcontext():
-            rc = main(["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "2e10"]
-                      + bad)
+            rc = main(
+                ["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "2e10"] + bad
+            )
             assert rc == 2
         err = capsys.readouterr().err
         assert msg in err and "Traceback" not in err
@@ -298,18 +413,37 @@ def sim_loss(tmp_path_factory):
     from bayescpt.hparams.simulate import simulate_grid
 
     tmp = tmp_path_factory.mktemp("hp_loss")
-    df, truth_cells, truth = simulate_grid([2e8, 4e8, 8e8], [1e10, 4e10], LRS, BSS[:4], seed=1,
-                                           truth={"optimum_law": "loss"})
+    df, truth_cells, truth = simulate_grid(
+        [2e8, 4e8, 8e8], [1e10, 4e10], LRS, BSS[:4], seed=1, truth={"optimum_law": "loss"}
+    )
     data = tmp / "grid.csv"
     df.to_csv(data, index=False)
     out = tmp / "hp.nc"
-    rc = main(["hparams", "fit", str(data), "--out", str(out), "--optimum-law", "loss",
-               "--chains", "2", "--draws", "150", "--tune", "150", "--seed", "2", "--quiet"])
+    rc = main(
+        [
+            "hparams",
+            "fit",
+            str(data),
+            "--out",
+            str(out),
+            "--optimum-law",
+            "loss",
+            "--chains",
+            "2",
+            "--draws",
+            "150",
+            "--tune",
+            "150",
+            "--seed",
+            "2",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     return tmp, data, out, df, truth_cells, truth
 
 
-@pytest.mark.slow   # a recovery study (the sim_loss fit serves these two tests only)
+@pytest.mark.slow  # a recovery study (the sim_loss fit serves these two tests only)
 def test_loss_law_recovers_known_exponents_and_cell_optima(sim_loss, capsys):
     from bayescpt.hparams.fit import HparamsFit
 
@@ -331,7 +465,7 @@ def test_loss_law_recovers_known_exponents_and_cell_optima(sim_loss, capsys):
     assert "L^(" in law_text(fit) and "N^(" not in law_text(fit)
 
 
-@pytest.mark.slow   # recovery, on the sim_loss fit
+@pytest.mark.slow  # recovery, on the sim_loss fit
 def test_loss_law_stage2_at_loss_of_total_compute(sim_loss, tmp_path):
     from bayescpt.hparams.fit import HparamsFit
     from bayescpt.hparams.predict import predict_optimum
@@ -351,19 +485,40 @@ def test_loss_law_stage2_at_loss_of_total_compute(sim_loss, tmp_path):
     # the truth at the final loss level L(C_total) lies in the intervals
     c_tot = C + 6 * n * 1e11
     L_tot = t["L0"] + t["A"] * (c_tot / t["C0"]) ** -t["g"]
-    assert res[2]["lr_opt"]["lower"] < t["lr_ref"] * (L_tot / t["L_ref"]) ** t["bL_lr"] \
+    assert (
+        res[2]["lr_opt"]["lower"]
+        < t["lr_ref"] * (L_tot / t["L_ref"]) ** t["bL_lr"]
         < res[2]["lr_opt"]["upper"]
-    assert res[2]["batch_size_opt"]["lower"] < t["bs_ref"] * (L_tot / t["L_ref"]) ** t["bL_bs"] \
+    )
+    assert (
+        res[2]["batch_size_opt"]["lower"]
+        < t["bs_ref"] * (L_tot / t["L_ref"]) ** t["bL_bs"]
         < res[2]["batch_size_opt"]["upper"]
+    )
     # CLI predict (fresh run + grid best) works on a loss-law fit
     js = tmp_path / "p.json"
-    rc = main(["hparams", "predict", str(out), "--n-params", "4e8", "--tokens", "2e10",
-               "--grid-lrs", ",".join(f"{v:g}" for v in LRS),
-               "--grid-batches", ",".join(f"{v:g}" for v in BSS), "--out", str(js)])
+    rc = main(
+        [
+            "hparams",
+            "predict",
+            str(out),
+            "--n-params",
+            "4e8",
+            "--tokens",
+            "2e10",
+            "--grid-lrs",
+            ",".join(f"{v:g}" for v in LRS),
+            "--grid-batches",
+            ",".join(f"{v:g}" for v in BSS),
+            "--out",
+            str(js),
+        ]
+    )
     assert rc == 0
     fresh = json.loads(js.read_text())
-    assert fresh["optimum_law"] == "loss" and fresh["grid_best"]["lr"]["median"] in \
-        [float(f"{v:g}") for v in LRS]
+    assert fresh["optimum_law"] == "loss" and fresh["grid_best"]["lr"]["median"] in [
+        float(f"{v:g}") for v in LRS
+    ]
     # below the asymptote: C_pre unidentified and said so; the loss law's optimum there is at L0
     low = predict_optimum(fit, n, init_loss=t["L0"] - 0.3, cpt_tokens=2e10)
     assert any("unidentified" in w and "asymptote L0" in w for w in low["warnings"])
@@ -380,9 +535,19 @@ def test_loss_law_optimum_draws_are_the_law_at_L_of_C():
     from bayescpt.hparams.predict import optimum_draws
 
     L0, A, g, L_ref = 1.8, 0.5, 0.3, 2.4
-    vals = {"a_lr": np.log(2.5e-3), "bL_lr": 2.0, "a_bs": np.log(4e5), "bL_bs": -6.0,
-            "tau_lr": 0.0, "tau_bs": 0.0, "L0": L0, "A": A, "g": g, "tau_L": 0.0,
-            "sigma": 1e-3}
+    vals = {
+        "a_lr": np.log(2.5e-3),
+        "bL_lr": 2.0,
+        "a_bs": np.log(4e5),
+        "bL_bs": -6.0,
+        "tau_lr": 0.0,
+        "tau_bs": 0.0,
+        "L0": L0,
+        "A": A,
+        "g": g,
+        "tau_L": 0.0,
+        "sigma": 1e-3,
+    }
     idata = az.from_dict(posterior={k: np.full((1, 50), float(v)) for k, v in vals.items()})
     refs = Refs(np.log(4e8), np.log(2e10), np.log(L_ref))
     fit = HparamsFit(idata, make_config({"optimum_law": "loss"}), pd.DataFrame(), refs)
@@ -409,8 +574,20 @@ def test_priors_are_stored_with_the_fit_and_checked_against_its_data(sim):
 
     fit = HparamsFit.load(sim[2])
     pri = fit.priors
-    assert {"g", "L_lo", "ln_drop", "tau_L", "tau_lr", "tau_bs", "ln_qx", "ln_qy", "shear",
-            "skew", "sigma", "sigma_slope"} <= set(pri)
+    assert {
+        "g",
+        "L_lo",
+        "ln_drop",
+        "tau_L",
+        "tau_lr",
+        "tau_bs",
+        "ln_qx",
+        "ln_qy",
+        "shear",
+        "skew",
+        "sigma",
+        "sigma_slope",
+    } <= set(pri)
     assert not any(k.endswith("_z") for k in pri)
     g = fit.config["priors"]["g"]
     assert pri["g"].distribution == "LogNormal"

@@ -37,6 +37,7 @@ def toml_text(raw):
         if isinstance(v, str):
             return '"' + v + '"'
         return repr(v).lower() if isinstance(v, bool) else repr(v)
+
     return "\n".join(f"{k} = {val(v)}" for k, v in raw.items()) + "\n"
 
 
@@ -71,11 +72,14 @@ def pt_raw():
     """The tiny config with PT-only runs instead of its CPT grid."""
     raw = tiny_raw()
     del raw["cpt"]
-    raw["pt"] = {"schedules": {"const": {"kind": "constant", "peak": 3e-3, "warmup_steps": 5},
-                               "wsd": {"kind": "wsd", "peak": 3e-3, "warmup_steps": 5,
-                                       "decay_steps": 8}},
-                 "grid": [{"sizes": ["xs"], "schedules": ["const", "wsd"], "steps": [24]}],
-                 "heldout_schedules": ["wsd"]}
+    raw["pt"] = {
+        "schedules": {
+            "const": {"kind": "constant", "peak": 3e-3, "warmup_steps": 5},
+            "wsd": {"kind": "wsd", "peak": 3e-3, "warmup_steps": 5, "decay_steps": 8},
+        },
+        "grid": [{"sizes": ["xs"], "schedules": ["const", "wsd"], "steps": [24]}],
+        "heldout_schedules": ["wsd"],
+    }
     return raw
 
 
@@ -96,27 +100,50 @@ def test_cpt_schedule_rewarms_from_the_pt_learning_rate():
     pt = cfg.pt_schedule_built()
     assert full.total_steps == 30 + run.steps
     np.testing.assert_array_equal(full.lr[:31], pt.lr)
-    assert full.lr[30] == pytest.approx(3e-4)            # WSD PT ended at its final LR
+    assert full.lr[30] == pytest.approx(3e-4)  # WSD PT ended at its final LR
     assert full.lr[31] > full.lr[30] and full.lr[33] == pytest.approx(3e-3)  # 3-step re-warmup
-    assert full.lr[-1] == pytest.approx(0.0)             # cosine to 0 at the end
+    assert full.lr[-1] == pytest.approx(0.0)  # cosine to 0 at the end
 
 
-@pytest.mark.parametrize("make, edit, message", [
-    (tiny_raw, lambda r: r["cpt"]["schedules"]["cos"].update(kind="zigzag"), "schedule kind 'zigzag'"),
-    (tiny_raw, lambda r: r["cpt"]["grid"][0].update(sizes=["xl"]), "'sizes' has 'xl'"),
-    (tiny_raw, lambda r: r["cpt"]["grid"][0].update(replay=[1.5]), "'replay' = [1.5]"),
-    (tiny_raw, lambda r: r["cpt"]["grid"][0].update(transfers=[31]), "expected PT steps in 1..30"),
-    (tiny_raw, lambda r: r["corpora"]["python"].update(role="code"), "role 'code'"),
-    (tiny_raw, lambda r: r["cpt"]["schedules"]["cos"].update(peek=1e-3), "unexpected keyword argument 'peek'"),
-    (tiny_raw, lambda r: r["pt"]["schedule"].update(decay_steps=100), "decay_steps=100"),
-    (pt_raw, lambda r: r["pt"]["grid"][0].update(schedules=["cos"]), "'schedules' has 'cos'"),
-    (pt_raw, lambda r: r["pt"]["grid"][0].update(step=[10]), "[[pt.grid]] #1: unknown key(s) ['step']"),
-    (pt_raw, lambda r: r["pt"]["grid"][0].update(steps=[1]), "'steps' = [1]"),
-    (pt_raw, lambda r: r["pt"].update(heldout_schedules=["cosine"]), "'heldout_schedules' has 'cosine'"),
-    (pt_raw, lambda r: r["pt"]["schedules"]["wsd"].update(decay_steps=50), "decay_steps=50"),
-    (pt_raw, lambda r: r["pt"].update(grid=[]), "no runs; add [[cpt.grid]] blocks"),
-    (pt_raw, lambda r: r["pt"].update(schedule_=1), "[pt] unknown key(s) ['schedule_']"),
-])
+@pytest.mark.parametrize(
+    "make, edit, message",
+    [
+        (
+            tiny_raw,
+            lambda r: r["cpt"]["schedules"]["cos"].update(kind="zigzag"),
+            "schedule kind 'zigzag'",
+        ),
+        (tiny_raw, lambda r: r["cpt"]["grid"][0].update(sizes=["xl"]), "'sizes' has 'xl'"),
+        (tiny_raw, lambda r: r["cpt"]["grid"][0].update(replay=[1.5]), "'replay' = [1.5]"),
+        (
+            tiny_raw,
+            lambda r: r["cpt"]["grid"][0].update(transfers=[31]),
+            "expected PT steps in 1..30",
+        ),
+        (tiny_raw, lambda r: r["corpora"]["python"].update(role="code"), "role 'code'"),
+        (
+            tiny_raw,
+            lambda r: r["cpt"]["schedules"]["cos"].update(peek=1e-3),
+            "unexpected keyword argument 'peek'",
+        ),
+        (tiny_raw, lambda r: r["pt"]["schedule"].update(decay_steps=100), "decay_steps=100"),
+        (pt_raw, lambda r: r["pt"]["grid"][0].update(schedules=["cos"]), "'schedules' has 'cos'"),
+        (
+            pt_raw,
+            lambda r: r["pt"]["grid"][0].update(step=[10]),
+            "[[pt.grid]] #1: unknown key(s) ['step']",
+        ),
+        (pt_raw, lambda r: r["pt"]["grid"][0].update(steps=[1]), "'steps' = [1]"),
+        (
+            pt_raw,
+            lambda r: r["pt"].update(heldout_schedules=["cosine"]),
+            "'heldout_schedules' has 'cosine'",
+        ),
+        (pt_raw, lambda r: r["pt"]["schedules"]["wsd"].update(decay_steps=50), "decay_steps=50"),
+        (pt_raw, lambda r: r["pt"].update(grid=[]), "no runs; add [[cpt.grid]] blocks"),
+        (pt_raw, lambda r: r["pt"].update(schedule_=1), "[pt] unknown key(s) ['schedule_']"),
+    ],
+)
 def test_config_errors_are_one_line(make, edit, message):
     """CPT grids (the tiny config) and PT-only runs (``pt_raw``): one line naming the file."""
     raw = make()
@@ -134,7 +161,9 @@ def test_corpus_split_is_deterministic_and_pinned(tmp_path):
     total = 256 * 20 + 2 + 12 * 300 + 2
     assert c.train.size + c.val.size == total
     assert c.val.size == pytest.approx(total / 4, abs=100)
-    np.testing.assert_array_equal(c.val[:100], np.frombuffer(bytes(range(256)) * 2, np.uint8)[44:144])
+    np.testing.assert_array_equal(
+        c.val[:100], np.frombuffer(bytes(range(256)) * 2, np.uint8)[44:144]
+    )
     again = load_corpus("t", {**spec, "sha256": c.sha256})
     np.testing.assert_array_equal(again.train, c.train)
     with pytest.raises(ValueError, match="differ from the ones the config was made with"):
@@ -182,8 +211,17 @@ def test_lab_output_is_the_cpt_data_model(tiny_runs):
 
     _, (cfg_path, out), _ = tiny_runs
     df = pd.read_csv(out / "curves.csv")
-    assert list(df.columns) == ["run", "step", "lr", "loss", "val_set", "val_role", "phase",
-                                "replay_ratio", "model_size"]
+    assert list(df.columns) == [
+        "run",
+        "step",
+        "lr",
+        "loss",
+        "val_set",
+        "val_role",
+        "phase",
+        "replay_ratio",
+        "model_size",
+    ]
     cfg = labconfig.load_config(cfg_path)
     assert df["run"].nunique() == len(cfg.runs) == 8
     assert set(df["val_role"]) == {"general", "domain"} and set(df["phase"]) == {"pt", "cpt"}
@@ -228,8 +266,11 @@ def test_plot_writes_figures(tiny_runs, tmp_path):
 
     _, (_, out), _ = tiny_runs
     assert main(["lab", "plot", str(out / "curves.csv"), "--out", str(tmp_path)]) == 0
-    assert {p.name for p in tmp_path.glob("*.png")} >= {"by_schedule.png", "by_transfer.png",
-                                                        "by_replay_ratio.png"}
+    assert {p.name for p in tmp_path.glob("*.png")} >= {
+        "by_schedule.png",
+        "by_transfer.png",
+        "by_replay_ratio.png",
+    }
     table = pd.read_csv(tmp_path / "phenomena.csv")
     assert len(table) == 8 and table["dom_change"].notna().all()
 
@@ -255,8 +296,7 @@ def test_pt_only_runs_share_initialisation_and_batches(tmp_path):
     np.testing.assert_array_equal(const.loc[:15], wsd.loc[:15])  # the decay starts after step 16
     assert const[24] != wsd[24]
     runs = pd.read_csv(out / "runs.csv")
-    assert runs.set_index("schedule")["heldout_schedule"].to_dict() == {"const": False,
-                                                                       "wsd": True}
+    assert runs.set_index("schedule")["heldout_schedule"].to_dict() == {"const": False, "wsd": True}
     assert main(["lab", "plot", str(out / "curves.csv"), "--out", str(tmp_path / "p")]) == 0
     assert {p.name for p in (tmp_path / "p").glob("*.png")} == {"pt_xs.png"}
 
@@ -316,8 +356,8 @@ def test_bundled_pt_set_is_what_its_config_wrote():
         assert len(at0) == 10 and at0.nunique() == 1
         const = gen[gen["run"] == f"{size}/pt/constant-1200"].set_index("step")["loss"]
         wsd = gen[gen["run"] == f"{size}/pt/wsd_sqrt20-1200"].set_index("step")["loss"]
-        np.testing.assert_array_equal(const.loc[:960], wsd.loc[:960])   # cooldown from 971
-        assert const[1200] - wsd[1200] > 0.05                             # the cooldown's drop
+        np.testing.assert_array_equal(const.loc[:960], wsd.loc[:960])  # cooldown from 971
+        assert const[1200] - wsd[1200] > 0.05  # the cooldown's drop
 
 
 def test_bundled_data_shows_the_cpt_phenomena(bundled):

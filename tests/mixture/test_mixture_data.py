@@ -39,26 +39,43 @@ def test_good_file(tmp_path):
     assert base.set_index("val_set").loc["pile", "loss0"] == pytest.approx(2.87)
 
 
-@pytest.mark.parametrize("edit, expected", [
-    (lambda t: t.replace("val_role,loss", "role,loss"), "missing column(s) ['val_role']"),
-    (lambda t: t.replace("1000,pile,general,2.90", "1000,pile,general,-1"),
-     "line 3, run 'a', column 'loss': value '-1'; expected a positive"),
-    (lambda t: t.replace("1000,pile,general,2.90", "1000,pile,general,nan"),
-     "line 3, run 'a', column 'loss'"),
-    (lambda t: t.replace("1000,pile,general,2.90", "1000,pile,general,"),
-     "line 3, run 'a', column 'loss': empty"),
-    (lambda t: t.replace("b,70e6,0.25,1000", "b,70e6,25,1000"), "column 'ratio': value '25'"),
-    (lambda t: t.replace("b,70e6,0.25,1000", "b,70e6,0.3,1000"), "run 'b', column 'ratio': "
-     "several values"),
-    (lambda t: t.replace("a,70e6,0.5,1000,pile", "a,70,0.5,1000,pile"), "not millions"),
-    (lambda t: t.replace("1000,py,domain", "1000,py,Domain"), "expected one of ['general', "
-     "'domain']"),
-    (lambda t: t.replace("b,70e6,0.25,1000,pile,general", "b,70e6,0.25,1000,pile,domain"),
-     "val_set 'pile', column 'val_role': both"),
-    (lambda t: t.replace("a,70e6,0.5,1000,pile", "a,70e6,0.5,-5,pile"), "column 'tokens'"),
-    (lambda t: t + "a,70e6,0.5,1000,pile,general,2.91\n", "1000 appears twice for val_set "
-     "'pile'"),
-])
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (lambda t: t.replace("val_role,loss", "role,loss"), "missing column(s) ['val_role']"),
+        (
+            lambda t: t.replace("1000,pile,general,2.90", "1000,pile,general,-1"),
+            "line 3, run 'a', column 'loss': value '-1'; expected a positive",
+        ),
+        (
+            lambda t: t.replace("1000,pile,general,2.90", "1000,pile,general,nan"),
+            "line 3, run 'a', column 'loss'",
+        ),
+        (
+            lambda t: t.replace("1000,pile,general,2.90", "1000,pile,general,"),
+            "line 3, run 'a', column 'loss': empty",
+        ),
+        (lambda t: t.replace("b,70e6,0.25,1000", "b,70e6,25,1000"), "column 'ratio': value '25'"),
+        (
+            lambda t: t.replace("b,70e6,0.25,1000", "b,70e6,0.3,1000"),
+            "run 'b', column 'ratio': several values",
+        ),
+        (lambda t: t.replace("a,70e6,0.5,1000,pile", "a,70,0.5,1000,pile"), "not millions"),
+        (
+            lambda t: t.replace("1000,py,domain", "1000,py,Domain"),
+            "expected one of ['general', 'domain']",
+        ),
+        (
+            lambda t: t.replace("b,70e6,0.25,1000,pile,general", "b,70e6,0.25,1000,pile,domain"),
+            "val_set 'pile', column 'val_role': both",
+        ),
+        (lambda t: t.replace("a,70e6,0.5,1000,pile", "a,70e6,0.5,-5,pile"), "column 'tokens'"),
+        (
+            lambda t: t + "a,70e6,0.5,1000,pile,general,2.91\n",
+            "1000 appears twice for val_set 'pile'",
+        ),
+    ],
+)
 def test_bad_input_one_line(tmp_path, edit, expected):
     with pytest.raises(DataError) as err:
         D.read_mixture(write(tmp_path, edit(GOOD)))
@@ -100,9 +117,10 @@ def test_ct_loader_weights_and_baseline():
 def test_table2_and_bundled_copies_match_loaders():
     t2 = D.load_cmr_table2(SHARED / "paper-figures" / "cmr_table2_domain_loss_vs_ratio.csv")
     assert len(t2) == 20 and set(t2["val_role"]) == {"domain"}
-    for name, fresh in [("mixture_cmr_table2.csv", t2),
-                        ("mixture_2mix.csv", D.load_2mix(MIX / "2Mix")),
-                        ("mixture_ct70m.csv", D.load_ct(MIX / "ct" / "70M.txt",
-                                                        MIX / "valid_weight.json"))]:
+    for name, fresh in [
+        ("mixture_cmr_table2.csv", t2),
+        ("mixture_2mix.csv", D.load_2mix(MIX / "2Mix")),
+        ("mixture_ct70m.csv", D.load_ct(MIX / "ct" / "70M.txt", MIX / "valid_weight.json")),
+    ]:
         bundled = D.read_mixture(ROOT / "data" / name)
         assert D.mixture_hash(bundled) == D.mixture_hash(fresh), name

@@ -26,7 +26,7 @@ def test_power_form_is_the_papers_alpha_R_s_plus_beta():
     r_lo, r_hi = 0.25, 1.0
     alpha = th["d"] / (r_lo ** th["c"] - r_hi ** th["c"])
     beta = th["m"] - alpha * r_hi ** th["c"]
-    assert law_mean(np, R, 1.0, th, "power", r_lo, r_hi) == pytest.approx(alpha * R ** -0.6 + beta)
+    assert law_mean(np, R, 1.0, th, "power", r_lo, r_hi) == pytest.approx(alpha * R**-0.6 + beta)
 
 
 def test_cmr_draws_and_risk_from_feasibility_table():
@@ -35,19 +35,20 @@ def test_cmr_draws_and_risk_from_feasibility_table():
     ok = np.array([i <= 3, i <= 5, i <= 5, np.zeros(11, bool)])
     f = Feasibility(1e8, 1.0, R, ok, np.zeros((4, 11)), None, 1.0, {}, False)
     assert list(f.cmr_draws()) == pytest.approx([0.3, 0.5, 0.5, 0.0])
-    assert f.p_feasible[3] == pytest.approx(0.75)          # R = 0.3 feasible in 3 of 4 draws
-    assert f.cmr_at_risk(0.25) == pytest.approx(0.3)      # P >= 0.75 up to 0.3
-    assert f.cmr_at_risk(0.5) == pytest.approx(0.5)       # P >= 0.5 up to 0.5
+    assert f.p_feasible[3] == pytest.approx(0.75)  # R = 0.3 feasible in 3 of 4 draws
+    assert f.cmr_at_risk(0.25) == pytest.approx(0.3)  # P >= 0.75 up to 0.3
+    assert f.cmr_at_risk(0.5) == pytest.approx(0.5)  # P >= 0.5 up to 0.5
 
 
 def test_cmr_law_fit_recovers_known_power_law():
     import pandas as pd
 
     T = np.array([20, 50, 100, 150, 250.0])
-    y = 0.225 * T ** 0.269 - 0.481           # the paper's 460M coefficients (T in 0.2B tokens)
+    y = 0.225 * T**0.269 - 0.481  # the paper's 460M coefficients (T in 0.2B tokens)
     got = fit_cmr_law(pd.DataFrame({"tokens": T, "median": y}))
-    assert got["a4"] == pytest.approx(0.225, rel=0.02) and got["s4"] == pytest.approx(0.269,
-                                                                                     rel=0.02)
+    assert got["a4"] == pytest.approx(0.225, rel=0.02) and got["s4"] == pytest.approx(
+        0.269, rel=0.02
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -65,8 +66,24 @@ def sim_fit(tmp_path_factory):
     data = tmp / "sim.csv"
     simulate.simulate_cpt(**SIM).to_csv(data, index=False)
     out = tmp / "mix.nc"
-    rc = main(["mixture", "fit", str(data), "--out", str(out), "--chains", "2", "--draws", "250",
-               "--tune", "250", "--seed", "1", "--quiet"])
+    rc = main(
+        [
+            "mixture",
+            "fit",
+            str(data),
+            "--out",
+            str(out),
+            "--chains",
+            "2",
+            "--draws",
+            "250",
+            "--tune",
+            "250",
+            "--seed",
+            "1",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     return tmp, data, out
 
@@ -95,9 +112,29 @@ def test_cmr_cli_json_and_plot(sim_fit):
 
     tmp, _, fit = sim_fit
     out, png = tmp / "cmr.json", tmp / "cmr.png"
-    rc = main(["mixture", "cmr", str(fit), "--tolerance", "0.01", "--relative", "--tokens",
-               "10000", "--risk", "0.2", "--budgets", "4000", "6000", "8000", "10000",
-               "--out", str(out), "--plot", str(png)])
+    rc = main(
+        [
+            "mixture",
+            "cmr",
+            str(fit),
+            "--tolerance",
+            "0.01",
+            "--relative",
+            "--tokens",
+            "10000",
+            "--risk",
+            "0.2",
+            "--budgets",
+            "4000",
+            "6000",
+            "8000",
+            "10000",
+            "--out",
+            str(out),
+            "--plot",
+            str(png),
+        ]
+    )
     assert rc == 0
     res = json.loads(out.read_text())
     assert set(res["cmr"]) == {"mean", "median", "lower", "upper"}
@@ -110,16 +147,31 @@ def test_cmr_cli_json_and_plot(sim_fit):
     assert med[-1] > med[0]
     # R_CMR(T): the known law's CMR at each budget lies in that budget's interval
     for row in tab:
-        true_t = simulate.true_cmr(simulate.DEFAULT_TRUTH, row["tokens"], 10000, 0.2, 0.8, 0.01,
-                                   relative=True)
+        true_t = simulate.true_cmr(
+            simulate.DEFAULT_TRUTH, row["tokens"], 10000, 0.2, 0.8, 0.01, relative=True
+        )
         assert row["lower"] <= true_t <= row["upper"], (row, true_t)
     law = res["results"][0]["cmr_law"]
     assert all(law[k]["lower"] <= law[k]["median"] <= law[k]["upper"] for k in ("a4", "s4", "b3"))
     assert isinstance(law["identified"], bool)
     assert png.stat().st_size > 10_000
     # refuses to overwrite without --force; clear one-line errors
-    assert main(["mixture", "cmr", str(fit), "--tolerance", "0.01", "--tokens", "10000",
-                 "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "mixture",
+                "cmr",
+                str(fit),
+                "--tolerance",
+                "0.01",
+                "--tokens",
+                "10000",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     assert main(["mixture", "cmr", str(fit), "--tolerance", "0.01", "--tokens", "0"]) == 2
 
 
@@ -145,8 +197,10 @@ def test_plugin_registered_and_fit_input_errors(tmp_path, capsys):
 
     assert "cli.mixture" in PLUGINS
     bad = tmp_path / "bad.csv"
-    bad.write_text("run,model_size,ratio,tokens,val_set,val_role,loss\n"
-                   "a,70e6,0.5,0,gen,general,2.9\na,70e6,0.5,100,gen,general,-1\n")
+    bad.write_text(
+        "run,model_size,ratio,tokens,val_set,val_role,loss\n"
+        "a,70e6,0.5,0,gen,general,2.9\na,70e6,0.5,100,gen,general,-1\n"
+    )
     assert main(["mixture", "fit", str(bad), "--out", str(tmp_path / "m.nc")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "loss" in err and "Traceback" not in err
@@ -165,10 +219,13 @@ def test_config_command_prints_the_defaults(capsys):
     assert json.loads(capsys.readouterr().out) == default_config()
 
 
-@pytest.mark.parametrize("cfg", [
-    {},
-    {"ratio_form": "exp", "token_terms": {"general": 2, "domain": 0}, "centered": False},
-])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {},
+        {"ratio_form": "exp", "token_terms": {"general": 2, "domain": 0}, "centered": False},
+    ],
+)
 def test_model_starts_at_the_prior_centre(cfg):
     """nutpie starts chains near 0 on the unconstrained scale: that point must be the priors'
     centre with a finite log density (a start at m = 0 or run_sd = 1 once trapped a chain)."""
@@ -178,16 +235,21 @@ def test_model_starts_at_the_prior_centre(cfg):
     from bayescpt.mixture.model import build_model, default_config, prepare
 
     kw = dict(ratios=(0.2, 0.5, 0.8), tokens=(2000, 6000, 10000))
-    df = pd.concat([simulate.simulate_cpt(seed=0, model_size=70e6, **kw),
-                    simulate.simulate_cpt(seed=1, model_size=160e6, **kw)])
+    df = pd.concat(
+        [
+            simulate.simulate_cpt(seed=0, model_size=70e6, **kw),
+            simulate.simulate_cpt(seed=1, model_size=160e6, **kw),
+        ]
+    )
     c = merge_config(default_config(), cfg)
     prep = prepare(df, c)
     model = build_model(prep, c)
     start = {k: np.zeros_like(v) for k, v in model.initial_point().items()}
     assert np.isfinite(model.compile_logp()(start))
     outs = [model["m"]] + ([model["run_sd"]] if "run_sd" in model.named_vars else [])
-    fn = model.compile_fn(model.replace_rvs_by_values(outs), inputs=model.value_vars,
-                          on_unused_input="ignore")
+    fn = model.compile_fn(
+        model.replace_rvs_by_values(outs), inputs=model.value_vars, on_unused_input="ignore"
+    )
     vals = fn(start)
     assert np.allclose(vals[0], prep.groups["ybar"])
     if len(vals) > 1:

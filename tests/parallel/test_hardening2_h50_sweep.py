@@ -14,16 +14,17 @@ import threading
 import time
 
 import pytest
-from tests.conftest import ROOT
-from tests.helpers import sigint_default
 
 from bayescpt.cli.main import main
 from bayescpt.parallel import engine
+from tests.conftest import ROOT
+from tests.helpers import sigint_default
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
 # ---- item 14b: Ctrl-C on sweep: one line, exit 130 -------------------------------------------
+
 
 def _spawned(psutil, me):
     try:
@@ -41,15 +42,35 @@ def test_ctrl_c_on_sweep_prints_one_line_and_exits_130(tmp_path, tiny_csv, when)
     killed) rather than blocking the suite."""
     psutil = pytest.importorskip("psutil")
     sweep = tmp_path / "sweep.toml"
-    sweep.write_text(f'[[fit]]\nname = "tiny"\ndata = "{tiny_csv}"\nlaw = "annealing"\n'
-                     "seeds = [0, 1]\nsampler = { chains = 2, draws = 100, tune = 100 }\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    sweep.write_text(
+        f'[[fit]]\nname = "tiny"\ndata = "{tiny_csv}"\nlaw = "annealing"\n'
+        "seeds = [0, 1]\nsampler = { chains = 2, draws = 100, tune = 100 }\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    }
     with sigint_default():
-        p = subprocess.Popen([sys.executable, "-m", "bayescpt.cli.main", "sweep", str(sweep),
-                              "--out", str(tmp_path / "out"), "--workers", "1"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bayescpt.cli.main",
+                "sweep",
+                str(sweep),
+                "--out",
+                str(tmp_path / "out"),
+                "--workers",
+                "1",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     me, workers, head = psutil.Process(p.pid), [], ""
     try:
         deadline = time.monotonic() + 120
@@ -59,7 +80,7 @@ def test_ctrl_c_on_sweep_prints_one_line_and_exits_130(tmp_path, tiny_csv, when)
         assert workers and p.poll() is None, "the sweep ended before a worker started"
         if when == "importing":
             time.sleep(0.3)
-        else:               # the cluster is up, the fits are submitted
+        else:  # the cluster is up, the fits are submitted
             for line in p.stderr:
                 head += line
                 if "running on" in line:
@@ -100,14 +121,14 @@ def test_ctrl_c_while_the_local_cluster_starts_is_raised_once_it_is_up(tmp_path,
 
     class CtrlCWhileStarting(LocalCluster):
         def __init__(self, *args, **kwargs):
-            os.kill(os.getpid(), signal.SIGINT)     # the other thread takes it
+            os.kill(os.getpid(), signal.SIGINT)  # the other thread takes it
             time.sleep(0.2)
             super().__init__(*args, **kwargs)
             clusters.append(self)
-            started.append(True)                    # not reached when raised inside
+            started.append(True)  # not reached when raised inside
 
     stop = threading.Event()
-    other = threading.Thread(target=stop.wait, daemon=True)   # SIGINT not blocked there
+    other = threading.Thread(target=stop.wait, daemon=True)  # SIGINT not blocked there
     other.start()
     monkeypatch.setattr("distributed.LocalCluster", CtrlCWhileStarting)
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -133,53 +154,96 @@ def _refused(capsys, argv, out, *parts):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1, err
     assert err[0].startswith("bayescpt: error: ") and all(p in err[0] for p in parts), err
-    assert not out.exists(), "something was written"           # nothing started or written
-    assert time.perf_counter() - t0 < 15                         # no cluster, no fit
+    assert not out.exists(), "something was written"  # nothing started or written
+    assert time.perf_counter() - t0 < 15  # no cluster, no fit
 
 
-@pytest.mark.parametrize("config, parts", [
-    ('{ nosie = 1 }', ["'nosie'", "unknown"]),
-    ('{ priors = { A = { sd_prior = { dist = "HalfNormal", kwargs = { sigma = -1 } } } } }',
-     ["priors.A.sd_prior.kwargs.sigma = -1; expected > 0"]),
-    ('{ noise = { sigma_scale = -2.0 } }', ["noise.sigma_scale = -2.0; expected > 0"]),
-    ('"bad.json"', ["priors.A.sd_prior.kwargs.sigma = -1; expected > 0"]),
-])
-def test_a_sweep_entry_with_a_bad_config_is_refused_when_read(tmp_path, tiny_csv, capsys,
-                                                              config, parts):
+@pytest.mark.parametrize(
+    "config, parts",
+    [
+        ("{ nosie = 1 }", ["'nosie'", "unknown"]),
+        (
+            '{ priors = { A = { sd_prior = { dist = "HalfNormal", kwargs = { sigma = -1 } } } } }',
+            ["priors.A.sd_prior.kwargs.sigma = -1; expected > 0"],
+        ),
+        ("{ noise = { sigma_scale = -2.0 } }", ["noise.sigma_scale = -2.0; expected > 0"]),
+        ('"bad.json"', ["priors.A.sd_prior.kwargs.sigma = -1; expected > 0"]),
+    ],
+)
+def test_a_sweep_entry_with_a_bad_config_is_refused_when_read(
+    tmp_path, tiny_csv, capsys, config, parts
+):
     (tmp_path / "bad.json").write_text(json.dumps(NEG_SIGMA))
     path = tmp_path / "s.toml"
-    path.write_text(f'[[fit]]\nname = "ok"\ndata = "{tiny_csv}"\n'
-                    f'[[fit]]\nname = "t"\ndata = "{tiny_csv}"\nconfig = {config}\n')
-    _refused(capsys, ["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "1"],
-             tmp_path / "out", f"{path}, fit entry 2, key 'config': ", *parts)
+    path.write_text(
+        f'[[fit]]\nname = "ok"\ndata = "{tiny_csv}"\n'
+        f'[[fit]]\nname = "t"\ndata = "{tiny_csv}"\nconfig = {config}\n'
+    )
+    _refused(
+        capsys,
+        ["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "1"],
+        tmp_path / "out",
+        f"{path}, fit entry 2, key 'config': ",
+        *parts,
+    )
 
 
 def test_a_sweep_grid_of_a_bad_config_value_is_refused_when_read(tmp_path, tiny_csv, capsys):
     path = tmp_path / "s.toml"
-    path.write_text(f'[[fit]]\nname = "t"\ndata = "{tiny_csv}"\n'
-                    '[fit.grid]\n"config.noise.sigma_scale" = [0.5, -1.0]\n')
-    _refused(capsys, ["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "1"],
-             tmp_path / "out", "fit entry 1, key 'config' (with grid.config.noise.sigma_scale = -1.0): ",
-             "noise.sigma_scale = -1.0; expected > 0")
+    path.write_text(
+        f'[[fit]]\nname = "t"\ndata = "{tiny_csv}"\n'
+        '[fit.grid]\n"config.noise.sigma_scale" = [0.5, -1.0]\n'
+    )
+    _refused(
+        capsys,
+        ["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "1"],
+        tmp_path / "out",
+        "fit entry 1, key 'config' (with grid.config.noise.sigma_scale = -1.0): ",
+        "noise.sigma_scale = -1.0; expected > 0",
+    )
 
 
-@pytest.mark.parametrize("config, parts", [
-    ({"sampler": {"target_accept": 1.5}},
-     ["sampler.target_accept = 1.5; expected a number strictly between 0 and 1"]),
-    (NEG_SIGMA, ["priors.A.sd_prior.kwargs.sigma = -1; expected > 0"]),
-    ({"nosie": 1}, ["'nosie'", "unknown"]),
-])
+@pytest.mark.parametrize(
+    "config, parts",
+    [
+        (
+            {"sampler": {"target_accept": 1.5}},
+            ["sampler.target_accept = 1.5; expected a number strictly between 0 and 1"],
+        ),
+        (NEG_SIGMA, ["priors.A.sd_prior.kwargs.sigma = -1; expected > 0"]),
+        ({"nosie": 1}, ["'nosie'", "unknown"]),
+    ],
+)
 @pytest.mark.parametrize("command", ["cv", "sbc"])
-def test_cv_and_sbc_with_a_bad_config_are_refused_before_dask(tmp_path, tiny_csv, capsys,
-                                                              command, config, parts):
+def test_cv_and_sbc_with_a_bad_config_are_refused_before_dask(
+    tmp_path, tiny_csv, capsys, command, config, parts
+):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(config))
     out = tmp_path / "out"
-    args = ([str(tiny_csv), "--by", "schedule"] if command == "cv" else
-            ["--sims", "4", "--design", str(tiny_csv)])
-    _refused(capsys, [command, *args, "--law", "annealing", "--out", str(out), "--workers", "1",
-                      "--config", str(bad)], out, f"--config {bad}: annealing law config: ",
-             *parts)
+    args = (
+        [str(tiny_csv), "--by", "schedule"]
+        if command == "cv"
+        else ["--sims", "4", "--design", str(tiny_csv)]
+    )
+    _refused(
+        capsys,
+        [
+            command,
+            *args,
+            "--law",
+            "annealing",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            "--config",
+            str(bad),
+        ],
+        out,
+        f"--config {bad}: annealing law config: ",
+        *parts,
+    )
 
 
 def test_two_entries_with_the_same_inputs_are_refused_when_read(tmp_path):
@@ -192,12 +256,16 @@ def test_two_entries_with_the_same_inputs_are_refused_when_read(tmp_path):
     copy = tmp_path / "copy.csv"
     copy.write_bytes(src.read_bytes())
     path = tmp_path / "s.toml"
-    path.write_text(f'[[fit]]\nname = "a"\ndata = "{src}"\nseeds = [0]\n\n'
-                    f'[[fit]]\nname = "b"\ndata = "{copy}"\nseeds = [0]\n')
+    path.write_text(
+        f'[[fit]]\nname = "a"\ndata = "{src}"\nseeds = [0]\n\n'
+        f'[[fit]]\nname = "b"\ndata = "{copy}"\nseeds = [0]\n'
+    )
     with pytest.raises(SweepError) as err:
         read_sweep(path)
     msg = str(err.value)
     assert "\n" not in msg and "'a__seed0'" in msg and "'b__seed0'" in msg and "same inputs" in msg
-    path.write_text(f'[[fit]]\nname = "a"\ndata = "{src}"\nseeds = [0]\n\n'
-                    f'[[fit]]\nname = "b"\ndata = "{copy}"\nseeds = [1]\n')
+    path.write_text(
+        f'[[fit]]\nname = "a"\ndata = "{src}"\nseeds = [0]\n\n'
+        f'[[fit]]\nname = "b"\ndata = "{copy}"\nseeds = [1]\n'
+    )
     assert len(read_sweep(path)) == 2

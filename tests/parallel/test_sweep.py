@@ -23,17 +23,16 @@ from bayescpt.parallel.engine import SweepOutputError, run_sweep
 from bayescpt.parallel.spec import SweepError, read_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore")
-SAMPLER = 'sampler = { chains = 2, draws = 150, tune = 150 }'
+SAMPLER = "sampler = { chains = 2, draws = 150, tune = 150 }"
 BIN = Path(sys.executable).parent
-
-
-
 
 
 def sweep_file(folder: Path, data: Path, seeds, extra: str = "") -> Path:
     path = folder / "sweep.toml"
-    path.write_text(f'[[fit]]\nname = "tiny"\ndata = "{data}"\nlaw = "annealing"\n'
-                    f"seeds = {list(seeds)}\n{SAMPLER}\n{extra}")
+    path.write_text(
+        f'[[fit]]\nname = "tiny"\ndata = "{data}"\nlaw = "annealing"\n'
+        f"seeds = {list(seeds)}\n{SAMPLER}\n{extra}"
+    )
     return path
 
 
@@ -41,28 +40,34 @@ def sweep_file(folder: Path, data: Path, seeds, extra: str = "") -> Path:
 def serial(data: Path, seed: int) -> Fit:
     """The serial fit of ``data`` with ``seed`` (once per module: both sweep tests compare with
     seed 1's)."""
-    return Fit.run(read_curves(data), law="annealing", chains=2, draws=150, tune=150, seed=seed,
-                   warn=False)
+    return Fit.run(
+        read_curves(data), law="annealing", chains=2, draws=150, tune=150, seed=seed, warn=False
+    )
 
 
 def same_draws(a: Path, fit: Fit) -> float:
     saved = Fit.load(a)
     assert saved.config["sampler"] == fit.config["sampler"]
     post = saved.idata.posterior
-    return max(float(np.max(np.abs(post[v].values - fit.idata.posterior[v].values)))
-               for v in ("L0", "A", "alpha", "C"))
+    return max(
+        float(np.max(np.abs(post[v].values - fit.idata.posterior[v].values)))
+        for v in ("L0", "A", "alpha", "C")
+    )
 
 
-@pytest.mark.parametrize("text, message", [
-    ('[[fit]]\ndata = "D"\nfamliy = "curves"\n', "fit entry 1, key 'famliy': unknown key"),
-    ('[[fit]]\ndata = "D"\nfamily = "curve"\n', "key 'family': 'curve'; expected one of"),
-    ('[[fit]]\ndata = "nope.csv"\n', "key 'data': "),
-    ('[[fit]]\ndata = "D"\nseeds = [0, -1]\n', "key 'seeds': [0, -1]; expected non-negative"),
-    ('[[fit]]\ndata = "D"\nsampler = { draw = 10 }\n', "key 'sampler.draw': unknown sampler"),
-    ('[[fit]]\ndata = "D"\n[fit.grid]\nprogress = [true]\n', "grid key 'progress'"),
-    ('[fit]\ndata = "D"\n', "no [[fit]] entries"),
-    ('[[fit]]\ndata = "D"\n[[fit]]\ndata = "D"\n', "appear more than once"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[[fit]]\ndata = "D"\nfamliy = "curves"\n', "fit entry 1, key 'famliy': unknown key"),
+        ('[[fit]]\ndata = "D"\nfamily = "curve"\n', "key 'family': 'curve'; expected one of"),
+        ('[[fit]]\ndata = "nope.csv"\n', "key 'data': "),
+        ('[[fit]]\ndata = "D"\nseeds = [0, -1]\n', "key 'seeds': [0, -1]; expected non-negative"),
+        ('[[fit]]\ndata = "D"\nsampler = { draw = 10 }\n', "key 'sampler.draw': unknown sampler"),
+        ('[[fit]]\ndata = "D"\n[fit.grid]\nprogress = [true]\n', "grid key 'progress'"),
+        ('[fit]\ndata = "D"\n', "no [[fit]] entries"),
+        ('[[fit]]\ndata = "D"\n[[fit]]\ndata = "D"\n', "appear more than once"),
+    ],
+)
 def test_a_bad_sweep_file_is_one_line_naming_entry_and_key(tmp_path, tiny_csv, text, message):
     path = tmp_path / "s.toml"
     path.write_text(text.replace('"D"', f'"{tiny_csv}"'))
@@ -72,23 +77,23 @@ def test_a_bad_sweep_file_is_one_line_naming_entry_and_key(tmp_path, tiny_csv, t
 
 
 def test_a_grid_is_every_combination_with_its_own_name(tmp_path, tiny_csv):
-    path = sweep_file(tmp_path, tiny_csv, [0, 1],
-                      '[fit.grid]\n"sampler.target_accept" = [0.9, 0.95]\n')
+    path = sweep_file(
+        tmp_path, tiny_csv, [0, 1], '[fit.grid]\n"sampler.target_accept" = [0.9, 0.95]\n'
+    )
     specs = read_sweep(path)
     assert len(specs) == 4 and len({s.key for s in specs}) == 4
     assert "tiny__target_accept=0.9__seed1" in [s.name for s in specs]
 
 
-@pytest.mark.slow   # every fit run twice, serially and on a local Dask cluster
-def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(tmp_path,
-                                                                              tiny_csv):
+@pytest.mark.slow  # every fit run twice, serially and on a local Dask cluster
+def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(tmp_path, tiny_csv):
     path = sweep_file(tmp_path, tiny_csv, [0, 1, 2])
     bad = tmp_path / "bad.csv"
     shutil.copy(tiny_csv, bad)
-    with open(path, "a") as fh:     # a fit that fails at fit time: its data file is broken
+    with open(path, "a") as fh:  # a fit that fails at fit time: its data file is broken
         fh.write(f'\n[[fit]]\nname = "bad"\ndata = "{bad}"\nseed = 9\n{SAMPLER}\n')
-    specs = read_sweep(path)        # (a bad config is refused here, before any fit)
-    bad.write_text("run,step,lr\nnot,a,curve\n")    # after the sweep file was read
+    specs = read_sweep(path)  # (a bad config is refused here, before any fit)
+    bad.write_text("run,step,lr\nnot,a,curve\n")  # after the sweep file was read
     out = tmp_path / "out"
     # the workers import PyTensor as they start, so they load this process's compiled code
     # (compiling it afresh in folders of their own was most of this test's two minutes on 2
@@ -115,8 +120,11 @@ def test_local_cluster_sweep_equals_serial_fits_resumes_and_survives_a_bad_fit(t
     assert rc == 0 and {"tiny__seed1", "tiny__seed2"} <= set(diff["fit"])
     # an output of other inputs is never replaced without --force
     shutil.copy(tiny_csv, bad)
-    path.write_text(path.read_text().replace("seeds = [0, 1, 2]", "seeds = [0, 1, 2]\n"
-                                             "options = { progress = true }"))
+    path.write_text(
+        path.read_text().replace(
+            "seeds = [0, 1, 2]", "seeds = [0, 1, 2]\noptions = { progress = true }"
+        )
+    )
     with pytest.raises(SweepOutputError, match="holds the fit of other inputs"):
         run_sweep(read_sweep(path), out, workers=1)
 
@@ -127,8 +135,7 @@ def _compile_folder() -> str:
     return os.path.realpath(pytensor.config.base_compiledir)
 
 
-def test_each_worker_of_the_local_cluster_compiles_in_a_folder_of_its_own(tmp_path,
-                                                                          monkeypatch):
+def test_each_worker_of_the_local_cluster_compiles_in_a_folder_of_its_own(tmp_path, monkeypatch):
     """The engine's LocalCluster registers the compile-folder plugin: PyTensor in each worker
     process uses DIR/.compiledir/WORKER; a process that has imported PyTensor keeps its own."""
     import types
@@ -143,8 +150,10 @@ def test_each_worker_of_the_local_cluster_compiles_in_a_folder_of_its_own(tmp_pa
     finally:
         client.close()
         cluster.close()
-    want = {a: os.path.realpath(base / "".join(c if c.isalnum() else "_" for c in str(n)))
-            for a, n in names.items()}
+    want = {
+        a: os.path.realpath(base / "".join(c if c.isalnum() else "_" for c in str(n)))
+        for a, n in names.items()
+    }
     assert len(got) == 2 and got == want and all(Path(f).is_dir() for f in got.values())
     import pytensor  # noqa: F401  (imported here: the plugin leaves this process's folder be)
 
@@ -154,11 +163,12 @@ def test_each_worker_of_the_local_cluster_compiles_in_a_folder_of_its_own(tmp_pa
 
 
 def _start(args, log):
-    return subprocess.Popen([str(BIN / "dask"), *args], stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [str(BIN / "dask"), *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
-@pytest.mark.slow   # a Dask kill test: a worker killed mid-sweep, the sweep rerun
+@pytest.mark.slow  # a Dask kill test: a worker killed mid-sweep, the sweep rerun
 def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_csv):
     """A real scheduler and two worker processes on 127.0.0.1; one worker is killed (SIGKILL)
     once the first fit has finished; every fit still finishes exactly once, with the numbers of
@@ -170,46 +180,79 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, tiny_c
         pytest.skip("dask's command line is not installed")
     sched_file = tmp_path / "scheduler.json"
     log = open(tmp_path / "cluster.log", "w")
-    procs = [_start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                     "--scheduler-file", str(sched_file)], log)]
+    procs = [
+        _start(
+            [
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(sched_file),
+            ],
+            log,
+        )
+    ]
     try:
         for _ in range(200):
             if sched_file.exists() and sched_file.stat().st_size:
                 break
             time.sleep(0.1)
         import json
+
         address = json.loads(sched_file.read_text())["address"]
         for i in range(2):
-            procs.append(_start(["worker", address, "--nthreads", "1", "--nworkers", "1",
-                                 "--name", f"w{i}", "--no-dashboard", "--no-nanny",
-                                 "--preload", "pytensor"], log))
+            procs.append(
+                _start(
+                    [
+                        "worker",
+                        address,
+                        "--nthreads",
+                        "1",
+                        "--nworkers",
+                        "1",
+                        "--name",
+                        f"w{i}",
+                        "--no-dashboard",
+                        "--no-nanny",
+                        "--preload",
+                        "pytensor",
+                    ],
+                    log,
+                )
+            )
         path = sweep_file(tmp_path, tiny_csv, [0, 1, 2, 3])
         out = tmp_path / "out"
-        sweep = subprocess.Popen([str(BIN / "bayescpt"), "sweep", str(path), "--out", str(out),
-                                  "--scheduler", address], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+        sweep = subprocess.Popen(
+            [str(BIN / "bayescpt"), "sweep", str(path), "--out", str(out), "--scheduler", address],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         journal = out / "journal.csv"
         t0 = time.time()
         while not (journal.exists() and journal.read_text().strip()) and time.time() - t0 < 300:
             time.sleep(0.2)
         assert journal.exists(), "no fit finished"
         assert len(journal.read_text().splitlines()) < 4, "the sweep ended before the kill"
-        os.killpg(procs[1].pid, signal.SIGKILL)     # worker w0, while fits are still running
-        procs[1].wait(timeout=30)   # reaped, as its parent would: its temporaries are then stale
+        os.killpg(procs[1].pid, signal.SIGKILL)  # worker w0, while fits are still running
+        procs[1].wait(timeout=30)  # reaped, as its parent would: its temporaries are then stale
         stdout, stderr = sweep.communicate(timeout=600)
-        assert sweep.returncode == 0, stderr     # (no --strict: too few draws for the bars)
+        assert sweep.returncode == 0, stderr  # (no --strict: too few draws for the bars)
         rows = journal.read_text().splitlines()
         keys = [r.split(",")[1] for r in rows]
-        assert len(keys) == 4 and len(set(keys)) == 4, rows     # each fit finished once
+        assert len(keys) == 4 and len(set(keys)) == 4, rows  # each fit finished once
         summary = pd.read_csv(out / "summary.csv")
         assert set(summary["status"]) <= {"ok", "diagnostics"} and len(summary) == 4
         # a result lost with the killed worker is fetched again: the rerun task finds the saved
         # output and does not fit (noted), so nothing was fitted twice
-        for seed in (1, 3):     # (seed 1's serial fit is the LocalCluster test's)
+        for seed in (1, 3):  # (seed 1's serial fit is the LocalCluster test's)
             assert same_draws(out / f"tiny__seed{seed}.nc", serial(tiny_csv, seed)) == 0.0
-        assert not list(out.glob(".*.tmp"))      # no partial output left behind
+        assert not list(out.glob(".*.tmp"))  # no partial output left behind
         rc = main(["sweep", str(path), "--out", str(out), "--scheduler", address, "--quiet"])
-        assert rc == 0 and len(journal.read_text().splitlines()) == 4   # a rerun does nothing
+        assert rc == 0 and len(journal.read_text().splitlines()) == 4  # a rerun does nothing
     finally:
         for p in procs:
             try:
@@ -239,8 +282,10 @@ def test_hparams_and_mixture_entries_are_read_and_keyed_by_their_own_tables(tmp_
     root = Path(__file__).resolve().parents[2] / "data"
     grid, mix = root / "steplaw_grid.csv", root / "mixture_ct70m.csv"
     path = tmp_path / "sweep.toml"
-    path.write_text(f'[[fit]]\nfamily = "hparams"\ndata = "{grid}"\nseeds = [0, 1]\n\n'
-                    f'[[fit]]\nfamily = "mixture"\ndata = "{mix}"\n')
+    path.write_text(
+        f'[[fit]]\nfamily = "hparams"\ndata = "{grid}"\nseeds = [0, 1]\n\n'
+        f'[[fit]]\nfamily = "mixture"\ndata = "{mix}"\n'
+    )
     specs = read_sweep(path)
     assert [s.family for s in specs] == ["hparams", "hparams", "mixture"]
     assert specs[0].data_hash == specs[1].data_hash == grid_hash(read_any_grid(grid))

@@ -30,18 +30,28 @@ from tests.report.conftest import make_plan_table
 
 MAX_BYTES = 5_000_000
 #: the probe added to a copy of the page: after load, the numbers Chromium saw, as attributes
-PROBE = ("<script>window.addEventListener('load', function () {"
-         "var im = Array.from(document.images);"
-         "document.body.dataset.images = im.length;"
-         "document.body.dataset.decoded = im.filter(function (i) {"
-         " return i.complete && i.naturalWidth > 0; }).length;"
-         "document.body.dataset.fetched = performance.getEntriesByType('resource')"
-         ".filter(function (e) { return !e.name.startsWith('data:'); }).length;"
-         "});</script>")
-CHROMIUM = ["--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9",
-            "--proxy-bypass-list=<-loopback>", "--no-first-run", "--disable-extensions",
-            "--disable-background-networking", "--disable-component-update",
-            "--virtual-time-budget=5000"]
+PROBE = (
+    "<script>window.addEventListener('load', function () {"
+    "var im = Array.from(document.images);"
+    "document.body.dataset.images = im.length;"
+    "document.body.dataset.decoded = im.filter(function (i) {"
+    " return i.complete && i.naturalWidth > 0; }).length;"
+    "document.body.dataset.fetched = performance.getEntriesByType('resource')"
+    ".filter(function (e) { return !e.name.startsWith('data:'); }).length;"
+    "});</script>"
+)
+CHROMIUM = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--proxy-server=127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--no-first-run",
+    "--disable-extensions",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--virtual-time-budget=5000",
+]
 
 
 class Page(HTMLParser):
@@ -49,7 +59,13 @@ class Page(HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.tags, self.sections, self.style, self._in_style, self._section = [], {}, "", False, None
+        self.tags, self.sections, self.style, self._in_style, self._section = (
+            [],
+            {},
+            "",
+            False,
+            None,
+        )
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -70,8 +86,7 @@ class Page(HTMLParser):
 
 
 def _run_chromium(exe, args, timeout=120):
-    run = subprocess.run([exe, *CHROMIUM, *args], capture_output=True, text=True,
-                         timeout=timeout)
+    run = subprocess.run([exe, *CHROMIUM, *args], capture_output=True, text=True, timeout=timeout)
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout
 
@@ -114,7 +129,7 @@ def test_report_opens_whole_in_chromium_without_network(case, plans, chromium, t
     # every section is there, with something in it
     assert list(page.sections) == [sid for sid, _ in SECTIONS]
     assert all(n > 0 for n in page.sections.values()), page.sections
-    expected = 2 if case == "annealing_olmo_c4" else 3    # sampler, forest, predictions/plan
+    expected = 2 if case == "annealing_olmo_c4" else 3  # sampler, forest, predictions/plan
     assert len(srcs) == expected
     if case == "plan":
         assert "Chosen" in html and "P(feasible" in html
@@ -132,7 +147,7 @@ def test_report_opens_whole_in_chromium_without_network(case, plans, chromium, t
     _run_chromium(chromium, ["--window-size=1280,3600", f"--screenshot={shot}", out.as_uri()])
     with Image.open(shot) as im:
         pixels = np.asarray(im.convert("L"), dtype=float)
-    assert pixels.shape == (3600, 1280) and pixels.std() > 10    # drawn, not a blank page
+    assert pixels.shape == (3600, 1280) and pixels.std() > 10  # drawn, not a blank page
     if os.environ.get("BAYESCPT_SCREENSHOTS"):
         keep = Path(os.environ["BAYESCPT_SCREENSHOTS"])
         keep.mkdir(parents=True, exist_ok=True)

@@ -35,10 +35,25 @@ def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("mlflow")
     port = _free_port()
     exe = Path(sys.executable).parent / "mlflow"
-    proc = subprocess.Popen([str(exe), "server", "--host", "127.0.0.1", "--port", str(port),
-                             "--backend-store-uri", f"sqlite:///{d / 'mlflow.db'}",
-                             "--artifacts-destination", str(d / "artifacts"), "--workers", "1"],
-                            cwd=d, stdout=open(d / "server.log", "w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            f"sqlite:///{d / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(d / "artifacts"),
+            "--workers",
+            "1",
+        ],
+        cwd=d,
+        stdout=open(d / "server.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
     uri = f"http://127.0.0.1:{port}"
     try:
         for _ in range(240):
@@ -58,9 +73,29 @@ def server(tmp_path_factory):
 
 def test_fit_logs_params_metrics_and_the_fit_to_a_server(server, tiny_csv, tmp_path):
     fit_path, report = tmp_path / "fit.nc", tmp_path / "fit.html"
-    rc = main(["fit", str(tiny_csv), "--law", "annealing", "--out", str(fit_path), "--chains",
-               "2", "--draws", "60", "--tune", "60", "--seed", "1", "--quiet",
-               "--mlflow", server, "--report", str(report)])
+    rc = main(
+        [
+            "fit",
+            str(tiny_csv),
+            "--law",
+            "annealing",
+            "--out",
+            str(fit_path),
+            "--chains",
+            "2",
+            "--draws",
+            "60",
+            "--tune",
+            "60",
+            "--seed",
+            "1",
+            "--quiet",
+            "--mlflow",
+            server,
+            "--report",
+            str(report),
+        ]
+    )
     assert rc == 0 and report.is_file()
     client = mlflow.tracking.MlflowClient(tracking_uri=server)
     exp = client.get_experiment_by_name("bayescpt")
@@ -73,15 +108,15 @@ def test_fit_logs_params_metrics_and_the_fit_to_a_server(server, tiny_csv, tmp_p
     assert m["draws"] == 60 and m["chains"] == 2
     files = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert files == {"fit", "report", "plots"}
-    assert {a.path for a in client.list_artifacts(run.info.run_id, "report")} == {
-        "report/fit.html"}
+    assert {a.path for a in client.list_artifacts(run.info.run_id, "report")} == {"report/fit.html"}
     assert len(client.list_artifacts(run.info.run_id, "plots")) == 3
     got = Path(client.download_artifacts(run.info.run_id, "fit/fit.nc", str(tmp_path / "dl")))
     mine, theirs = load_fit(fit_path), load_fit(got)
     assert mine.meta["data_hash"] == theirs.meta["data_hash"]
     for name in mine.idata.posterior.data_vars:
-        np.testing.assert_array_equal(mine.idata.posterior[name].values,
-                                      theirs.idata.posterior[name].values)
+        np.testing.assert_array_equal(
+            mine.idata.posterior[name].values, theirs.idata.posterior[name].values
+        )
 
 
 def test_the_default_store_is_mlflow_db_in_the_working_folder(tmp_path, monkeypatch):
@@ -106,7 +141,13 @@ def test_nothing_is_logged_or_written_unless_asked(tmp_path, monkeypatch):
 
 
 def test_a_failed_command_writes_no_report(tmp_path):
-    args = Namespace(command="fit", report=tmp_path / "r.html", mlflow="", force=False,
-                     out=tmp_path / "fit.nc", data=None)
+    args = Namespace(
+        command="fit",
+        report=tmp_path / "r.html",
+        mlflow="",
+        force=False,
+        out=tmp_path / "fit.nc",
+        data=None,
+    )
     assert with_outputs(lambda a: 2, args) == 2
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "mlflow.db").exists()

@@ -34,16 +34,24 @@ class HparamsCheck:
     cpt_tokens: float | None = None
 
     def __post_init__(self):
-        missing = [o for o, v in (("--n-params", self.n_params), ("--init-loss", self.init_loss),
-                                  ("--cpt-tokens", self.cpt_tokens)) if v is None]
+        missing = [
+            o
+            for o, v in (
+                ("--n-params", self.n_params),
+                ("--init-loss", self.init_loss),
+                ("--cpt-tokens", self.cpt_tokens),
+            )
+            if v is None
+        ]
         if missing:
             raise ValueError(f"--hparams needs {', '.join(missing)}")
 
     def optimum(self, prob: float = 0.9) -> dict:
         """The fit's prediction of the checkpoint's optimal LR (``predict_optimum``; its
         ``lr_opt`` has ``median, lower, upper`` of the ``prob`` interval, None bounds open)."""
-        return predict_optimum(self.fit, self.n_params, init_loss=self.init_loss,
-                               cpt_tokens=self.cpt_tokens, prob=prob)
+        return predict_optimum(
+            self.fit, self.n_params, init_loss=self.init_loss, cpt_tokens=self.cpt_tokens, prob=prob
+        )
 
 
 @dataclass(frozen=True)
@@ -58,8 +66,9 @@ class MixtureCheck:
 
     def __post_init__(self):
         if self.tokens is None:
-            raise ValueError("--mixture needs the CPT budget in the mixture fit's unit "
-                             "(--mixture-tokens)")
+            raise ValueError(
+                "--mixture needs the CPT budget in the mixture fit's unit (--mixture-tokens)"
+            )
 
 
 def optimum_peak_lrs(optimum: dict) -> list[float]:
@@ -69,8 +78,9 @@ def optimum_peak_lrs(optimum: dict) -> list[float]:
     return sorted({v for v in (lr["lower"], lr["median"], lr["upper"]) if v is not None})
 
 
-def hparams_check(plans: pd.DataFrame, check: HparamsCheck, prob: float = 0.9,
-                  optimum: dict | None = None) -> tuple[pd.DataFrame, dict]:
+def hparams_check(
+    plans: pd.DataFrame, check: HparamsCheck, prob: float = 0.9, optimum: dict | None = None
+) -> tuple[pd.DataFrame, dict]:
     """Place each plan's peak LR against the optimal LR of ``check``'s hparams fit for this
     checkpoint: ``lr_over_opt`` = peak LR / posterior-median LR_opt, and
     ``lr_in_opt_interval`` (inside its ``prob`` interval). Returns (plans + columns, the
@@ -87,8 +97,9 @@ def hparams_check(plans: pd.DataFrame, check: HparamsCheck, prob: float = 0.9,
     return out, res
 
 
-def mixture_check(plans: pd.DataFrame, check: MixtureCheck, tolerance: float,
-                  risk: float = 0.1) -> pd.DataFrame:
+def mixture_check(
+    plans: pd.DataFrame, check: MixtureCheck, tolerance: float, risk: float = 0.1
+) -> pd.DataFrame:
     """P(the CPT mixture is feasible) per plan from ``check``'s mixture fit: the plan's domain
     share is 1 - ``replay_ratio``; ``p_mixture_feasible`` is the mixture law's P(general loss
     within ``tolerance`` of its baseline and domain loss below its own) at ``check.tokens``, and
@@ -98,8 +109,9 @@ def mixture_check(plans: pd.DataFrame, check: MixtureCheck, tolerance: float,
     if model_size is None:
         sizes = mix_fit.groups["model_size"].unique()
         if len(sizes) != 1:
-            raise DataError(f"the mixture fit has model sizes {sorted(sizes)}; name one "
-                            "(--mixture-model-size)")
+            raise DataError(
+                f"the mixture fit has model sizes {sorted(sizes)}; name one (--mixture-model-size)"
+            )
         model_size = float(sizes[0])
     shares = np.unique(1.0 - plans["replay_ratio"].to_numpy(float))
     f = feasibility(mix_fit, model_size, check.tokens, tolerance, ratios=shares)

@@ -36,8 +36,9 @@ class Criterion:
 
     def __post_init__(self):
         if not self.tolerance > 0:
-            raise ValueError(f"tolerance {self.tolerance!r}; expected a positive loss difference "
-                             "(nats)")
+            raise ValueError(
+                f"tolerance {self.tolerance!r}; expected a positive loss difference (nats)"
+            )
         if not 0 < self.risk < 1:
             raise ValueError(f"risk {self.risk!r}; expected a probability in (0, 1)")
         if self.objective not in OBJECTIVES:
@@ -73,9 +74,11 @@ def decide(pd_: PlanDraws, criterion: Criterion, also_feasible=None) -> pd.DataF
     t["feasible"] = t["p_within_tolerance"] >= 1 - c.risk
     if also_feasible is not None:
         t["feasible"] &= np.asarray(also_feasible, bool)
-    score = {"chance": t["domain_mean"], "quantile": t["domain_q"],
-             "weighted": c.w_general * t["general_rise_mean"] + c.w_domain * t["domain_mean"]
-             }[c.objective]
+    score = {
+        "chance": t["domain_mean"],
+        "quantile": t["domain_q"],
+        "weighted": c.w_general * t["general_rise_mean"] + c.w_domain * t["domain_mean"],
+    }[c.objective]
     t["score"] = score
     pool = t if c.objective == "weighted" else t[t["feasible"]]
     t["chosen"] = False
@@ -88,7 +91,7 @@ def decide(pd_: PlanDraws, criterion: Criterion, also_feasible=None) -> pd.DataF
 def pareto_mask(domain_mean: np.ndarray, p_ok: np.ndarray) -> np.ndarray:
     """Plans not dominated (lower-or-equal expected domain loss and higher-or-equal P(within
     tolerance), one strictly) by another plan."""
-    order = np.lexsort((-p_ok, domain_mean))       # by domain loss, then by P(ok) descending
+    order = np.lexsort((-p_ok, domain_mean))  # by domain loss, then by P(ok) descending
     keep = np.zeros(domain_mean.size, bool)
     best = -np.inf
     for i in order:
@@ -98,8 +101,9 @@ def pareto_mask(domain_mean: np.ndarray, p_ok: np.ndarray) -> np.ndarray:
     return keep
 
 
-def infeasibility(table: pd.DataFrame, tolerance: float, risk: float,
-                  mixture_label: str = "the mixture fit") -> str | None:
+def infeasibility(
+    table: pd.DataFrame, tolerance: float, risk: float, mixture_label: str = "the mixture fit"
+) -> str | None:
     """Why no plan of ``table`` (:func:`decide`'s) was chosen, and what to relax (worded for the
     command line's options); None when one was. Either the mixture check fails every plan, or
     the best plan's P(general rise <= tolerance) (among those passing the mixture check) is below
@@ -107,11 +111,15 @@ def infeasibility(table: pd.DataFrame, tolerance: float, risk: float,
     if table["chosen"].any():
         return None
     if "mixture_ok" in table.columns and not table["mixture_ok"].any():
-        return (f"no plan is feasible: by {mixture_label} no planned mixture keeps the general "
-                f"loss within {tolerance:g} with probability >= {1 - risk:.3f}; add plans with "
-                "more replay (--replay-ratios) or allow a larger --tolerance or --risk")
+        return (
+            f"no plan is feasible: by {mixture_label} no planned mixture keeps the general "
+            f"loss within {tolerance:g} with probability >= {1 - risk:.3f}; add plans with "
+            "more replay (--replay-ratios) or allow a larger --tolerance or --risk"
+        )
     pool = table[table["mixture_ok"]] if "mixture_ok" in table.columns else table
     best = pool["p_within_tolerance"].max()
-    return (f"no plan is feasible: the best keeps the general rise within {tolerance:g} with "
-            f"probability {best:.3f} < {1 - risk:.3f}; allow a larger --tolerance or --risk, "
-            "or add plans with lower peak LRs, fewer steps or more replay")
+    return (
+        f"no plan is feasible: the best keeps the general rise within {tolerance:g} with "
+        f"probability {best:.3f} < {1 - risk:.3f}; allow a larger --tolerance or --risk, "
+        "or add plans with lower peak LRs, fewer steps or more replay"
+    )

@@ -80,8 +80,10 @@ def _groups(fit, general, domain):
     for role, name in (("general", general), ("domain", domain)):
         names = sorted(roles.index[roles == role]) if name is None else [name]
         if len(names) != 1 or names[0] not in roles.index:
-            raise DataError(f"the fit has {role} validation sets {sorted(roles.index[roles == role])}"
-                            f"; name one (--{role} NAME)")
+            raise DataError(
+                f"the fit has {role} validation sets {sorted(roles.index[roles == role])}"
+                f"; name one (--{role} NAME)"
+            )
         out[role] = names[0]
     return out
 
@@ -99,11 +101,17 @@ def designs(fit, pt: S.Schedule, plans: pd.DataFrame, points: int = 48) -> dict:
         k = np.pad(k, (0, points - k.size), mode="edge")
         cpt_steps.append(k)
         for role in rows:
-            info = {"val_role": role, "val_set": role, "pt_end": t,
-                    "replay_ratio": p["replay_ratio"], "model_size": p.get("model_size")}
+            info = {
+                "val_role": role,
+                "val_set": role,
+                "pt_end": t,
+                "replay_ratio": p["replay_ratio"],
+                "model_size": p.get("model_size"),
+            }
             rows[role].append(law.design(full, t + k, settings, info))
-    out = {role: {key: np.stack([d[key] for d in ds]) for key in ds[0]}
-           for role, ds in rows.items()}
+    out = {
+        role: {key: np.stack([d[key] for d in ds]) for key in ds[0]} for role, ds in rows.items()
+    }
     out["cpt_steps"] = np.stack(cpt_steps)
     return out
 
@@ -128,7 +136,7 @@ def _check_backend(backend: str) -> None:
 def resolve_backend(backend: str = "auto") -> str:
     """The backend ``auto`` stands for here (numpy or jax); others as given."""
     _check_backend(backend)
-    if backend == "auto":   # JAX on an accelerator; on CPU numpy is faster (benchmarks/plan_speed)
+    if backend == "auto":  # JAX on an accelerator; on CPU numpy is faster (benchmarks/plan_speed)
         try:
             import jax
         except ImportError:
@@ -143,8 +151,10 @@ def _check_fit(fit, plans: pd.DataFrame) -> None:
     if fit.law.name != "cpt":
         raise DataError(f"planning needs a cpt fit; this one is a {fit.law.name} fit")
     if not getattr(fit.law, "replay", False) and (plans["replay_ratio"] > 0).any():
-        raise DataError("the plans vary the replay ratio, but the fit has no replay extension "
-                        "(refit with --replay on runs with several replay ratios)")
+        raise DataError(
+            "the plans vary the replay ratio, but the fit has no replay extension "
+            "(refit with --replay on runs with several replay ratios)"
+        )
 
 
 def _draws_by_role(fit, names: dict, model_size, seed: int) -> dict:
@@ -157,8 +167,9 @@ def _draws_by_role(fit, names: dict, model_size, seed: int) -> dict:
         sizes = fit.groups["size"].dropna().unique()
         size = float(sizes[0]) if sizes.size == 1 else None
     for role, name in names.items():
-        th = parameter_draws(fit, name, size, np.random.default_rng(rng.integers(2**32)),
-                             antithetic=False)
+        th = parameter_draws(
+            fit, name, size, np.random.default_rng(rng.integers(2**32)), antithetic=False
+        )
         theta[role] = {k: v for k, v in th.items() if not k.startswith("_")}
     return theta
 
@@ -185,20 +196,28 @@ def _outcomes(law, theta: dict, X: dict, backend: str, settings: Evaluation) -> 
     mean, xp, precision = _mean_fn(law, backend, dtype)
     n_draws = next(iter(theta["general"].values())).shape[0]
     n_plans, n_pts = X["cpt_steps"].shape
-    out = {k: np.empty((n_draws, n_plans))
-           for k in ("domain", "general", "rise", "peak_rise", "turning")}
+    out = {
+        k: np.empty((n_draws, n_plans))
+        for k in ("domain", "general", "rise", "peak_rise", "turning")
+    }
     # Chunks of plans small enough for the temporaries to stay in cache: the law is a chain of
     # element-wise powers, memory-bound on big arrays. Only the general curve is needed at every
     # point (its peak); the domain loss only at the end. The last chunk is padded to the chunk
     # size so that JAX compiles one shape.
     step = max(1, min(n_plans, settings.chunk_elements // (n_draws * n_pts)))
     with precision:
-        th = {role: {k: xp.asarray(np.asarray(v, dtype)[:, None, None])
-                     for k, v in theta[role].items()} for role in theta}
+        th = {
+            role: {
+                k: xp.asarray(np.asarray(v, dtype)[:, None, None]) for k, v in theta[role].items()
+            }
+            for role in theta
+        }
     # Features constant along a plan's points (the frozen PT areas, the role's sign, the replay
     # ratio) enter as one column: broadcasting then skips their share of the work.
-    X = {role: {k: (v[:, :1] if np.all(v == v[:, :1]) else v) for k, v in X[role].items()}
-         for role in ("general", "domain")} | {"cpt_steps": X["cpt_steps"]}
+    X = {
+        role: {k: (v[:, :1] if np.all(v == v[:, :1]) else v) for k, v in X[role].items()}
+        for role in ("general", "domain")
+    } | {"cpt_steps": X["cpt_steps"]}
     for a in range(0, n_plans, step):
         sl = slice(a, a + step)
         with precision:
@@ -209,13 +228,15 @@ def _outcomes(law, theta: dict, X: dict, backend: str, settings: Evaluation) -> 
         out["rise"][:, sl] = gen[..., -1] - gen[..., 0]
         peak = gen.argmax(axis=-1)
         out["peak_rise"][:, sl] = np.take_along_axis(gen, peak[..., None], -1)[..., 0] - gen[..., 0]
-        out["turning"][:, sl] = np.take_along_axis(np.broadcast_to(X["cpt_steps"][sl], gen.shape),
-                                                   peak[..., None], -1)[..., 0]
+        out["turning"][:, sl] = np.take_along_axis(
+            np.broadcast_to(X["cpt_steps"][sl], gen.shape), peak[..., None], -1
+        )[..., 0]
     return out
 
 
-def evaluate(fit, pt: S.Schedule, plans: pd.DataFrame, settings: Evaluation | None = None,
-             X=None) -> PlanDraws:
+def evaluate(
+    fit, pt: S.Schedule, plans: pd.DataFrame, settings: Evaluation | None = None, X=None
+) -> PlanDraws:
     """Per-draw outcomes of every plan (see the module docstring), evaluated as ``settings``
     says (default :class:`Evaluation`'s). Refuses (DataError) a grid whose evaluation would not
     fit in memory before any plan's schedule is built; ``X``: the plans' :func:`designs`, when
@@ -237,7 +258,16 @@ def evaluate(fit, pt: S.Schedule, plans: pd.DataFrame, settings: Evaluation | No
     out = _outcomes(fit.law, theta, X, backend, settings)
     turning = out.pop("turning")
     if not all(np.isfinite(v).all() for v in out.values()):
-        raise DataError("the law gives non-finite losses for some plans (a learning rate of 0 "
-                        "over the whole CPT?); check the decision grid")
-    return PlanDraws(plans, out["domain"], out["general"], out["rise"], out["peak_rise"], turning,
-                     time.perf_counter() - t0)
+        raise DataError(
+            "the law gives non-finite losses for some plans (a learning rate of 0 "
+            "over the whole CPT?); check the decision grid"
+        )
+    return PlanDraws(
+        plans,
+        out["domain"],
+        out["general"],
+        out["rise"],
+        out["peak_rise"],
+        turning,
+        time.perf_counter() - t0,
+    )

@@ -10,13 +10,37 @@ from bayescpt.core import schedules as S
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data.table import schedules_of
 
-DECISIONS = ["transfer", "loss_potential", "shape", "peak_lr", "warmup", "decay_frac", "steps",
-             "final_frac", "replay_ratio"]
+DECISIONS = [
+    "transfer",
+    "loss_potential",
+    "shape",
+    "peak_lr",
+    "warmup",
+    "decay_frac",
+    "steps",
+    "final_frac",
+    "replay_ratio",
+]
 #: what a plans CSV holds after the decision columns (the optional ones where present)
-OUTCOMES = ["domain_mean", "domain_lower", "domain_upper", "general_rise_mean",
-            "general_rise_upper", "peak_rise_mean", "p_turn", "turning_median",
-            "p_within_tolerance", "p_mixture_feasible", "mixture_ok", "lr_over_opt",
-            "lr_in_opt_interval", "extrapolation", "feasible", "pareto", "chosen"]
+OUTCOMES = [
+    "domain_mean",
+    "domain_lower",
+    "domain_upper",
+    "general_rise_mean",
+    "general_rise_upper",
+    "peak_rise_mean",
+    "p_turn",
+    "turning_median",
+    "p_within_tolerance",
+    "p_mixture_feasible",
+    "mixture_ok",
+    "lr_over_opt",
+    "lr_in_opt_interval",
+    "extrapolation",
+    "feasible",
+    "pareto",
+    "chosen",
+]
 
 
 def write_plans(table: pd.DataFrame, path) -> None:
@@ -34,8 +58,10 @@ def pt_schedule_from_table(df: pd.DataFrame, run: str | None = None) -> S.Schedu
     runs = sorted(df["run"].unique())
     if run is None:
         if len(runs) != 1:
-            raise DataError(f"the PT table has runs {runs[:5]}{'...' if len(runs) > 5 else ''}; "
-                            "name the one to plan from (--pt-run)")
+            raise DataError(
+                f"the PT table has runs {runs[:5]}{'...' if len(runs) > 5 else ''}; "
+                "name the one to plan from (--pt-run)"
+            )
         run = runs[0]
     if run not in runs:
         raise DataError(f"run {run!r} has no PT rows in the table (runs with PT rows: {runs[:5]})")

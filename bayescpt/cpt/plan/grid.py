@@ -28,11 +28,14 @@ def _check_plan(shape, peak, n, frac, r, warmup) -> None:
     if shape not in SHAPES:
         raise ValueError(f"CPT schedule shape {shape!r}; expected one of {list(SHAPES)}")
     if peak is not None and not peak > 0:
-        raise ValueError(f"peak learning rate {peak!r}; expected a positive number (raw LR, "
-                         "e.g. 2e-4)")
+        raise ValueError(
+            f"peak learning rate {peak!r}; expected a positive number (raw LR, e.g. 2e-4)"
+        )
     if peak is not None and peak > 1:
-        raise ValueError(f"peak learning rate {peak!r} is above 1: give the raw learning rate "
-                         "(e.g. 2e-4), not a percentage or a multiple")
+        raise ValueError(
+            f"peak learning rate {peak!r} is above 1: give the raw learning rate "
+            "(e.g. 2e-4), not a percentage or a multiple"
+        )
     if int(n) <= warmup:
         raise ValueError(f"{n} CPT steps do not cover the {warmup}-step re-warmup")
     if not 0 <= r <= 1:
@@ -41,20 +44,37 @@ def _check_plan(shape, peak, n, frac, r, warmup) -> None:
         raise ValueError(f"decay fraction {frac!r}; expected a share of the CPT steps in (0, 1]")
 
 
-def plan_grid(transfers, shapes=("cosine",), peak_lrs=(2e-4,), steps=(4000,),
-              decay_fracs=(0.2,), replay_ratios=(0.0,), warmup: int = 100,
-              final_frac: float = 0.0) -> pd.DataFrame:
+def plan_grid(
+    transfers,
+    shapes=("cosine",),
+    peak_lrs=(2e-4,),
+    steps=(4000,),
+    decay_fracs=(0.2,),
+    replay_ratios=(0.0,),
+    warmup: int = 100,
+    final_frac: float = 0.0,
+) -> pd.DataFrame:
     """Every combination of the decisions, one row per plan (``decay_frac`` only matters for WSD
     shapes; ``cosine`` and ``constant`` plans are not repeated over it)."""
     rows = []
-    for t, shape, peak, n, frac, r in itertools.product(transfers, shapes, peak_lrs, steps,
-                                                        decay_fracs, replay_ratios):
+    for t, shape, peak, n, frac, r in itertools.product(
+        transfers, shapes, peak_lrs, steps, decay_fracs, replay_ratios
+    ):
         _check_plan(shape, peak, n, frac, r, warmup)
         if shape in ("cosine", "constant"):
             frac = np.nan
-        rows.append({"transfer": int(t), "shape": shape, "peak_lr": float(peak),
-                     "warmup": int(warmup), "decay_frac": frac, "steps": int(n),
-                     "final_frac": float(final_frac), "replay_ratio": float(r)})
+        rows.append(
+            {
+                "transfer": int(t),
+                "shape": shape,
+                "peak_lr": float(peak),
+                "warmup": int(warmup),
+                "decay_frac": frac,
+                "steps": int(n),
+                "final_frac": float(final_frac),
+                "replay_ratio": float(r),
+            }
+        )
     return pd.DataFrame(rows).drop_duplicates(ignore_index=True)
 
 
@@ -79,23 +99,40 @@ class PlanGrid:
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         for shape, peak, n, frac, r in itertools.product(
-                self.shapes, self.peak_lrs or (None,), self.steps, self.decay_fracs,
-                self.replay_ratios):
+            self.shapes, self.peak_lrs or (None,), self.steps, self.decay_fracs, self.replay_ratios
+        ):
             _check_plan(shape, peak, n, frac, r, self.warmup)
 
     def table(self, pt_end: int) -> pd.DataFrame:
         """The plans, one row each; ``pt_end`` the transfer step when none are given."""
-        return plan_grid(self.transfers or [pt_end], self.shapes, self.peak_lrs, self.steps,
-                         self.decay_fracs, self.replay_ratios, self.warmup, self.final_frac)
+        return plan_grid(
+            self.transfers or [pt_end],
+            self.shapes,
+            self.peak_lrs,
+            self.steps,
+            self.decay_fracs,
+            self.replay_ratios,
+            self.warmup,
+            self.final_frac,
+        )
 
 
 def cpt_segment(plan, start_lr: float) -> S.Schedule:
     """The CPT schedule of one plan row, re-warming from ``start_lr``."""
-    decay = None if plan["shape"] in ("cosine", "constant") else \
-        max(1, int(round(plan["decay_frac"] * plan["steps"])))
-    return S.rewarmup(int(plan["steps"]), plan["peak_lr"], int(plan["warmup"]),
-                      final=plan["final_frac"] * plan["peak_lr"], shape=plan["shape"],
-                      decay_steps=decay, start_lr=start_lr)
+    decay = (
+        None
+        if plan["shape"] in ("cosine", "constant")
+        else max(1, int(round(plan["decay_frac"] * plan["steps"])))
+    )
+    return S.rewarmup(
+        int(plan["steps"]),
+        plan["peak_lr"],
+        int(plan["warmup"]),
+        final=plan["final_frac"] * plan["peak_lr"],
+        shape=plan["shape"],
+        decay_steps=decay,
+        start_lr=start_lr,
+    )
 
 
 def plan_schedule(pt: S.Schedule, plan) -> S.Schedule:
@@ -103,5 +140,5 @@ def plan_schedule(pt: S.Schedule, plan) -> S.Schedule:
     t = int(plan["transfer"])
     if not 0 < t <= pt.total_steps:
         raise DataError(f"transfer step {t} is outside the PT schedule (1..{pt.total_steps})")
-    head = S.Schedule(pt.lr[:t + 1], min(pt.warmup_steps, t), f"pt@{t}")
+    head = S.Schedule(pt.lr[: t + 1], min(pt.warmup_steps, t), f"pt@{t}")
     return head.then(cpt_segment(plan, float(head.lr[-1])))

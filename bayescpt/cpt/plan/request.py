@@ -18,8 +18,10 @@ from bayescpt.cpt.plan.grid import PlanGrid
 
 def _need_peak_lrs(peak_lrs, hparams) -> None:
     if peak_lrs is None and hparams is None:
-        raise ValueError("give the peak learning rates (--peak-lrs), or an hparams fit "
-                         "(--hparams) to take them from")
+        raise ValueError(
+            "give the peak learning rates (--peak-lrs), or an hparams fit "
+            "(--hparams) to take them from"
+        )
 
 
 @dataclass(frozen=True)
@@ -44,9 +46,13 @@ def _names(cls, prefix: str = "") -> dict:
 
 
 #: the options :func:`plan_request` takes by the part of the request they fill
-OPTIONS = {"grid": _names(PlanGrid), "criterion": _names(Criterion),
-           "evaluation": _names(Evaluation), "hparams": _names(HparamsCheck),
-           "mixture": _names(MixtureCheck, "mixture_")}
+OPTIONS = {
+    "grid": _names(PlanGrid),
+    "criterion": _names(Criterion),
+    "evaluation": _names(Evaluation),
+    "hparams": _names(HparamsCheck),
+    "mixture": _names(MixtureCheck, "mixture_"),
+}
 #: all of them
 OPTION_NAMES = frozenset(name for names in OPTIONS.values() for name in names)
 
@@ -61,10 +67,17 @@ def plan_request(*, hparams_fit=None, mixture_fit=None, **options) -> PlanReques
     unknown = sorted(set(options) - OPTION_NAMES)
     if unknown:
         raise TypeError(f"plan_request() got unexpected options {unknown}")
-    part = {key: {f: options[o] for o, f in names.items() if o in options}
-            for key, names in OPTIONS.items()}
+    part = {
+        key: {f: options[o] for o, f in names.items() if o in options}
+        for key, names in OPTIONS.items()
+    }
     hparams = None if hparams_fit is None else HparamsCheck(hparams_fit, **part["hparams"])
     _need_peak_lrs(options.get("peak_lrs"), hparams)
     mixture = None if mixture_fit is None else MixtureCheck(mixture_fit, **part["mixture"])
-    return PlanRequest(PlanGrid(**part["grid"]), Criterion(**part["criterion"]),
-                       Evaluation(**part["evaluation"]), hparams, mixture)
+    return PlanRequest(
+        PlanGrid(**part["grid"]),
+        Criterion(**part["criterion"]),
+        Evaluation(**part["evaluation"]),
+        hparams,
+        mixture,
+    )

@@ -14,9 +14,17 @@ import pandas as pd
 from bayescpt.core.schedules import Schedule
 
 
-def cpt_rows(run: str, pt: Schedule | None, cpt: Schedule, val_roles: dict,
-             loss_steps=None, losses: dict | None = None, model_size: float | None = None,
-             replay_ratio: float | None = None, lr_every: int = 25) -> pd.DataFrame:
+def cpt_rows(
+    run: str,
+    pt: Schedule | None,
+    cpt: Schedule,
+    val_roles: dict,
+    loss_steps=None,
+    losses: dict | None = None,
+    model_size: float | None = None,
+    replay_ratio: float | None = None,
+    lr_every: int = 25,
+) -> pd.DataFrame:
     """One run of PT ``pt`` (None: unknown PT history) then the CPT segment ``cpt``, as rows.
 
     ``cpt.lr[0]`` is replaced by the last PT learning rate (``pt.then``). ``val_roles`` maps each
@@ -32,16 +40,29 @@ def cpt_rows(run: str, pt: Schedule | None, cpt: Schedule, val_roles: dict,
     steps = np.arange(lr.size)
     bend = np.zeros(lr.size, bool)
     bend[1:-1] = np.abs(lr[:-2] - 2 * lr[1:-1] + lr[2:]) > 1e-6 * max(lr.max(), 1e-30)
-    keep = (steps % lr_every == 0) | bend | (steps <= full.warmup_steps + 1) | \
-        (np.abs(steps - t_pt) <= 1) | (steps == steps[-1])
+    keep = (
+        (steps % lr_every == 0)
+        | bend
+        | (steps <= full.warmup_steps + 1)
+        | (np.abs(steps - t_pt) <= 1)
+        | (steps == steps[-1])
+    )
     loss_steps = np.asarray([] if loss_steps is None else loss_steps, dtype=int)
     vsets = list(val_roles)
     frames = []
     for j, vs in enumerate(vsets):
         # without loss steps (a plan to predict) every set gets the schedule's rows
         at = np.union1d(steps[keep], loss_steps) if j == 0 or not loss_steps.size else loss_steps
-        f = pd.DataFrame({"run": run, "step": at, "lr": lr[at], "loss": np.nan, "val_set": vs,
-                          "val_role": val_roles[vs]})
+        f = pd.DataFrame(
+            {
+                "run": run,
+                "step": at,
+                "lr": lr[at],
+                "loss": np.nan,
+                "val_set": vs,
+                "val_role": val_roles[vs],
+            }
+        )
         if losses is not None and vs in losses:
             f.loc[np.isin(at, loss_steps), "loss"] = np.asarray(losses[vs], dtype=float)
         frames.append(f)

@@ -24,20 +24,24 @@ def read_observed(path) -> pd.DataFrame:
     lines = df.attrs.get("lines") or list(range(2, len(df) + 2))
     missing = [c for c in ("run", "step", "loss") if c not in df.columns]
     if missing:
-        raise DataError(f"{path}: no column(s) {', '.join(missing)}; expected run, step, loss "
-                        f"[, val_set] (it has {', '.join(map(str, df.columns))})")
+        raise DataError(
+            f"{path}: no column(s) {', '.join(missing)}; expected run, step, loss "
+            f"[, val_set] (it has {', '.join(map(str, df.columns))})"
+        )
     df["run"] = df["run"].str.strip()
-    for col, ok, what in (("step", lambda v: v.notna() & (v >= 0) & (v % 1 == 0),
-                           "a non-negative integer step"),
-                          ("loss", lambda v: v.isna() | ((v > 0) & np.isfinite(v)),
-                           "a positive loss (nats)")):
+    for col, ok, what in (
+        ("step", lambda v: v.notna() & (v >= 0) & (v % 1 == 0), "a non-negative integer step"),
+        ("loss", lambda v: v.isna() | ((v > 0) & np.isfinite(v)), "a positive loss (nats)"),
+    ):
         text = df[col].str.strip()
         v = pd.to_numeric(text.where(text != ""), errors="coerce")
         bad = ~ok(v) | (v.isna() & (text != ""))
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DataError(f"{where(path, df['run'].iloc[i], col, line=lines[i])}: value "
-                            f"{shown(df[col].iloc[i])}; expected {what}")
+            raise DataError(
+                f"{where(path, df['run'].iloc[i], col, line=lines[i])}: value "
+                f"{shown(df[col].iloc[i])}; expected {what}"
+            )
         df[col] = v
     if "val_set" in df.columns:
         vs = df["val_set"].str.strip()
@@ -49,9 +53,11 @@ def read_observed(path) -> pd.DataFrame:
     if twice.any():
         i, j = np.flatnonzero(twice.to_numpy())[:2]
         r, st = out["run"].iloc[i], int(out["step"].iloc[i])
-        raise DataError(f"{where(path, r, 'step', st, line=lines[out.index[j]])}: a loss is "
-                        f"given twice for this step (lines {lines[out.index[i]]} and "
-                        f"{lines[out.index[j]]}); give each step of a run once")
+        raise DataError(
+            f"{where(path, r, 'step', st, line=lines[out.index[j]])}: a loss is "
+            f"given twice for this step (lines {lines[out.index[i]]} and "
+            f"{lines[out.index[j]]}); give each step of a run once"
+        )
     return out
 
 
@@ -71,20 +77,24 @@ def merge_observed(schedule: pd.DataFrame, observed: pd.DataFrame) -> pd.DataFra
     for (run, vs), g in obs.groupby(["run", "val_set"], sort=False):
         proto = sched[(sched["run"] == run) & (sched["val_set"] == vs)].iloc[:1]
         if proto.empty:
-            raise DataError(f"observed losses of run {run!r}, validation set {vs!r}: the "
-                            f"schedule does not plan it (it plans {sorted(set(sched['run']))})")
+            raise DataError(
+                f"observed losses of run {run!r}, validation set {vs!r}: the "
+                f"schedule does not plan it (it plans {sorted(set(sched['run']))})"
+            )
         steps = g["step"].to_numpy(dtype=np.int64)
         if steps.max() > runs[run].total_steps:
-            raise DataError(f"run {run!r}: an observed loss at step {int(steps.max())}, past the "
-                            f"planned schedule's last step {runs[run].total_steps}")
+            raise DataError(
+                f"run {run!r}: an observed loss at step {int(steps.max())}, past the "
+                f"planned schedule's last step {runs[run].total_steps}"
+            )
         add = pd.DataFrame({c: proto[c].iloc[0] for c in proto.columns}, index=g.index)
         add["step"], add["lr"] = steps, runs[run].lr[steps]
-        if "phase" in sched.columns:           # a CPT run: pt up to its transfer, cpt after
+        if "phase" in sched.columns:  # a CPT run: pt up to its transfer, cpt after
             pt = sched.loc[(sched["run"] == run) & (sched["phase"] == "pt"), "step"]
             add["phase"] = np.where(steps <= (pt.max() if len(pt) else -1), "pt", "cpt")
         add["loss"] = g["loss"].to_numpy(dtype=float)
         rows.append(add)
     table = pd.concat([sched] + rows, ignore_index=True)
-    table = table.drop_duplicates(["run", "val_set", "step"], keep="last")   # a loss replaces
+    table = table.drop_duplicates(["run", "val_set", "step"], keep="last")  # a loss replaces
     table = table.sort_values(["run", "val_set", "step"], kind="stable", ignore_index=True)
     return validate_curves(table, need_loss=False)

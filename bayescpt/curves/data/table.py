@@ -75,9 +75,15 @@ def curve_info(df: pd.DataFrame, run: str, val_set: str) -> dict:
     replay = None
     if "replay_ratio" in rows.columns and rows["replay_ratio"].notna().any():
         replay = float(rows["replay_ratio"].dropna().iloc[0])
-    return {"model_size": None if size is None or pd.isna(size) else float(size),
-            "run": run, "val_set": val_set, "val_role": role, "pt_end": pt_end, "replay_ratio": replay,
-            "n_rows": int(len(vs_rows))}
+    return {
+        "model_size": None if size is None or pd.isna(size) else float(size),
+        "run": run,
+        "val_set": val_set,
+        "val_role": role,
+        "pt_end": pt_end,
+        "replay_ratio": replay,
+        "n_rows": int(len(vs_rows)),
+    }
 
 
 def schedules_of(df: pd.DataFrame) -> dict[str, Schedule]:
@@ -88,13 +94,16 @@ def schedules_of(df: pd.DataFrame) -> dict[str, Schedule]:
         try:
             out[r] = from_points(pts.index.to_numpy(), pts.to_numpy(), name=r)
         except ValueError as err:
-            raise DataError(f"run {r!r}: {err} (a table to predict must list the run's whole "
-                            "schedule, not only the rows to score)") from None
+            raise DataError(
+                f"run {r!r}: {err} (a table to predict must list the run's whole "
+                "schedule, not only the rows to score)"
+            ) from None
     return out
 
 
-def schedule_ids(df: pd.DataFrame, rtol: float = 0.05,
-                 schedules: dict[str, Schedule] | None = None) -> dict[str, str]:
+def schedule_ids(
+    df: pd.DataFrame, rtol: float = 0.05, schedules: dict[str, Schedule] | None = None
+) -> dict[str, str]:
     """Which runs share a learning-rate schedule: run -> schedule id.
 
     Uses the ``schedule`` column when the table has one; otherwise runs whose per-step learning
@@ -127,8 +136,11 @@ def schedule_ids(df: pd.DataFrame, rtol: float = 0.05,
 
 def describe(df: pd.DataFrame) -> str:
     """A short human summary: runs, validation sets, sizes, loss rows."""
-    info = {"runs": df["run"].nunique(), "val_sets": sorted(df["val_set"].unique()),
-            "loss_rows": int(df["loss"].notna().sum())}
+    info = {
+        "runs": df["run"].nunique(),
+        "val_sets": sorted(df["val_set"].unique()),
+        "loss_rows": int(df["loss"].notna().sum()),
+    }
     if "model_size" in df.columns:
         info["model_sizes"] = sorted(float(x) for x in df["model_size"].unique())
     return json.dumps(info)
@@ -136,7 +148,7 @@ def describe(df: pd.DataFrame) -> str:
 
 def s1_end(schedule: Schedule, step: int) -> float:
     """S1 at ``step``: the sum of the learning rates of steps 1..step (raw units x steps)."""
-    return float(schedule.lr[1:int(step) + 1].sum())
+    return float(schedule.lr[1 : int(step) + 1].sum())
 
 
 def training_range(df: pd.DataFrame, schedules: dict[str, Schedule]) -> dict:
@@ -145,9 +157,15 @@ def training_range(df: pd.DataFrame, schedules: dict[str, Schedule]) -> dict:
     runs = list(dict.fromkeys(fitted["run"]))
     peaks = [schedules[r].peak for r in runs]
     last = fitted.groupby("run")["step"].max()
-    sizes = (sorted(float(s) for s in fitted["model_size"].dropna().unique())
-             if "model_size" in fitted.columns else [])
-    return {"lr_min": float(min(peaks)), "lr_max": float(max(peaks)),
-            "max_steps": int(last.max()),
-            "max_s1": max(s1_end(schedules[r], last[r]) for r in runs),
-            "sizes": sizes}
+    sizes = (
+        sorted(float(s) for s in fitted["model_size"].dropna().unique())
+        if "model_size" in fitted.columns
+        else []
+    )
+    return {
+        "lr_min": float(min(peaks)),
+        "lr_max": float(max(peaks)),
+        "max_steps": int(last.max()),
+        "max_s1": max(s1_end(schedules[r], last[r]) for r in runs),
+        "sizes": sizes,
+    }

@@ -41,8 +41,15 @@ import pandas as pd
 
 from bayescpt.curves.data.table import NOISE_SCALE, schedules_of
 
-__all__ = ["AUTO_THIN_ABOVE", "AUTO_MAX_POINTS", "thin_for_fit", "thin_long_curves",
-           "average_windows", "decimate", "thin_cpt"]
+__all__ = [
+    "AUTO_THIN_ABOVE",
+    "AUTO_MAX_POINTS",
+    "thin_for_fit",
+    "thin_long_curves",
+    "average_windows",
+    "decimate",
+    "thin_cpt",
+]
 
 #: curves with more loss points than this are thinned by default
 AUTO_THIN_ABOVE = 2000
@@ -59,8 +66,9 @@ _CHUNK = 40
 _MAX_BIAS = 0.2
 
 
-def thin_for_fit(df: pd.DataFrame, max_points: int | None = None,
-                 all_points: bool = False) -> tuple[pd.DataFrame, str | None]:
+def thin_for_fit(
+    df: pd.DataFrame, max_points: int | None = None, all_points: bool = False
+) -> tuple[pd.DataFrame, str | None]:
     """The table a fit samples, thinned by the one default policy (``bayescpt fit`` and a
     sweep's fits): every curve with more than ``max_points`` loss points thinned to about that
     many, or, without ``max_points``, those with more than :data:`AUTO_THIN_ABOVE` to about
@@ -68,13 +76,17 @@ def thin_for_fit(df: pd.DataFrame, max_points: int | None = None,
     keeps every point. Returns (table, the line saying what was thinned or None)."""
     if all_points and not max_points:
         return df, None
-    return thin_long_curves(df, above=max_points or AUTO_THIN_ABOVE,
-                            points=max_points or AUTO_MAX_POINTS)
+    return thin_long_curves(
+        df, above=max_points or AUTO_THIN_ABOVE, points=max_points or AUTO_MAX_POINTS
+    )
 
 
-def thin_long_curves(df: pd.DataFrame, above: int = AUTO_THIN_ABOVE,
-                     points: int = AUTO_MAX_POINTS,
-                     average: bool = True) -> tuple[pd.DataFrame, str | None]:
+def thin_long_curves(
+    df: pd.DataFrame,
+    above: int = AUTO_THIN_ABOVE,
+    points: int = AUTO_MAX_POINTS,
+    average: bool = True,
+) -> tuple[pd.DataFrame, str | None]:
     """Thin every (run, val_set) curve of the validated table ``df`` that has more than
     ``above`` loss points to about ``points`` of them; with ``average`` (default) each kept
     point carries the estimate from its window of logged losses and its noise scale in the
@@ -96,10 +108,13 @@ def thin_long_curves(df: pd.DataFrame, above: int = AUTO_THIN_ABOVE,
     before, after = int(df["loss"].notna().sum()), int(out["loss"].notna().sum())
     how = "decay phases kept dense"
     if average:
-        scale = (df[NOISE_SCALE].to_numpy(dtype=float).copy() if NOISE_SCALE in df.columns
-                 else np.ones(len(df)))
+        scale = (
+            df[NOISE_SCALE].to_numpy(dtype=float).copy()
+            if NOISE_SCALE in df.columns
+            else np.ones(len(df))
+        )
         rhos, used = [], 0
-        for (r, vs) in long.index:
+        for r, vs in long.index:
             rows = df.index[(df["run"] == r) & (df["val_set"] == vs) & df["loss"].notna()]
             kept = out.loc[rows, "loss"].notna().to_numpy()
             st = df.loc[rows, "step"].to_numpy(dtype=float)
@@ -111,11 +126,15 @@ def thin_long_curves(df: pd.DataFrame, above: int = AUTO_THIN_ABOVE,
             rhos.append(rho)
             used += int(n.sum())
         out[NOISE_SCALE] = scale
-        how = (f"each kept loss the average of its window of logged losses ({used} of "
-               f"{int(long.sum())} used; noise lag-1 correlation "
-               f"{min(rhos):.2f}-{max(rhos):.2f}, weighed in the fit)")
-    note = (f"thinned {len(long)} curve(s) with more than {above} loss points (up to "
-            f"{int(long.max())}) to about {points} each, {how}: {before} -> {after} loss points")
+        how = (
+            f"each kept loss the average of its window of logged losses ({used} of "
+            f"{int(long.sum())} used; noise lag-1 correlation "
+            f"{min(rhos):.2f}-{max(rhos):.2f}, weighed in the fit)"
+        )
+    note = (
+        f"thinned {len(long)} curve(s) with more than {above} loss points (up to "
+        f"{int(long.max())}) to about {points} each, {how}: {before} -> {after} loss points"
+    )
     return out, note
 
 
@@ -161,7 +180,7 @@ def _noise_of_residuals(st: np.ndarray, y: np.ndarray, gap: float):
         return 0.0, 0.0
     idx = np.arange(n_chunks * _CHUNK).reshape(n_chunks, _CHUNK)
     ratios, squares = [], []
-    for i in range(n_chunks):      # chunks at their own steps (irregular logs); cheap
+    for i in range(n_chunks):  # chunks at their own steps (irregular logs); cheap
         r, q = _chunk_stats(st[idx[i]], y[idx[i]][None, :])
         ratios += r.tolist()
         squares += q.tolist()
@@ -216,12 +235,19 @@ def average_windows(st: np.ndarray, y: np.ndarray, keep: np.ndarray):
     def means(lo, hi):
         m = np.array([y[a:b].mean() for a, b in zip(lo, hi)])
         m2 = np.array([np.mean((st[a:b] - t) ** 2) for a, b, t in zip(lo, hi, tk)])
-        scale = np.array([np.sqrt(_ar1_var(np.full(b - a, 1.0 / (b - a)),
-                                           rho ** (np.r_[0.0, np.diff(st[a:b])] / gap)))
-                          for a, b in zip(lo, hi)])
+        scale = np.array(
+            [
+                np.sqrt(
+                    _ar1_var(
+                        np.full(b - a, 1.0 / (b - a)), rho ** (np.r_[0.0, np.diff(st[a:b])] / gap)
+                    )
+                )
+                for a, b in zip(lo, hi)
+            ]
+        )
         return m, m2, scale
 
-    if sigma <= 0:                    # too short to see the noise: no averaging
+    if sigma <= 0:  # too short to see the noise: no averaging
         return y[keep], np.ones(len(keep)), np.ones(len(keep), dtype=int), rho
 
     m, m2, scale = means(lo, hi)
@@ -232,7 +258,7 @@ def average_windows(st: np.ndarray, y: np.ndarray, keep: np.ndarray):
         if j.size >= 4:
             u = tk[j] - tk[k]
             bend[k] = np.polyfit(u, m[j], 2)[0]
-    for _ in range(3):                # narrow where the bend biases the mean; sd grows as h falls
+    for _ in range(3):  # narrow where the bend biases the mean; sd grows as h falls
         bias, sd = np.abs(bend) * m2, sigma * scale
         over = (bias > _MAX_BIAS * sd) & (h > 0)
         if not over.any():
@@ -289,7 +315,10 @@ def thin_cpt(df: pd.DataFrame, every: int = 50, early=(1, 2, 4, 8, 12, 18)) -> p
     st = df["step"].to_numpy()
     rel = st - df["run"].map(ends).fillna(0).to_numpy()
     last = df.groupby("run")["step"].transform("max").to_numpy()
-    keep = np.where(phase.to_numpy() == "pt", st % every == 0,
-                    np.isin(rel, list(early)) | (rel % every == 0) | (st == last))
+    keep = np.where(
+        phase.to_numpy() == "pt",
+        st % every == 0,
+        np.isin(rel, list(early)) | (rel % every == 0) | (st == last),
+    )
     out.loc[~keep, "loss"] = np.nan
     return out

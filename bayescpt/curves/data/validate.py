@@ -36,7 +36,7 @@ REQUIRED = ("run", "step", "lr", "loss")
 
 
 #: steps at or above this are refused: a float holds every whole number only up to 2**53
-MAX_STEP = 2 ** 53
+MAX_STEP = 2**53
 
 #: a loss above this many nats is impossible for a language model (ln of a 10^8-token
 #: vocabulary is 18.4): a unit mistake (x100, perplexity) or a corrupt value
@@ -60,10 +60,10 @@ def running_median(y: np.ndarray, half: int) -> np.ndarray:
     shrinks symmetrically (so the first and last values are their own median)."""
     n, med = len(y), np.array(y, dtype=float)
     if n > 2 * half:
-        med[half:n - half] = np.median(sliding_window_view(y, 2 * half + 1), axis=1)
+        med[half : n - half] = np.median(sliding_window_view(y, 2 * half + 1), axis=1)
     for j in [*range(min(half, n)), *range(max(n - half, half), n)]:
         h = min(j, n - 1 - j, half)
-        med[j] = np.median(y[j - h:j + h + 1])
+        med[j] = np.median(y[j - h : j + h + 1])
     return med
 
 
@@ -82,9 +82,11 @@ def check_losses(df: pd.DataFrame, source, lines: pd.Series) -> None:
     high = loss > MAX_LOSS
     if high.any():
         i = int(high.idxmax())
-        raise DataError(f"{where(source, df['run'][i], 'loss', int(df['step'][i]), lines[i])}: "
-                        f"value {loss[i]:g} nats is not a language-model loss (at most "
-                        f"{MAX_LOSS:g}); expected the loss in nats, not x100 or a perplexity")
+        raise DataError(
+            f"{where(source, df['run'][i], 'loss', int(df['step'][i]), lines[i])}: "
+            f"value {loss[i]:g} nats is not a language-model loss (at most "
+            f"{MAX_LOSS:g}); expected the loss in nats, not x100 or a perplexity"
+        )
     found = []
     for (r, vs), g in df[loss.notna()].groupby(["run", "val_set"], sort=False):
         if len(g) < 5:
@@ -99,13 +101,16 @@ def check_losses(df: pd.DataFrame, source, lines: pd.Series) -> None:
     if found:
         i, m = found[0]
         more = f" ({len(found) - 1} more such loss(es) in the table)" if len(found) > 1 else ""
-        warnings.warn(f"{where(source, df['run'][i], 'loss', int(df['step'][i]), lines[i])}: "
-                      f"value {loss[i]:g} is far from its neighbours (running median {m:.4g}); "
-                      f"check the log{more}", DataWarning, stacklevel=3)
+        warnings.warn(
+            f"{where(source, df['run'][i], 'loss', int(df['step'][i]), lines[i])}: "
+            f"value {loss[i]:g} is far from its neighbours (running median {m:.4g}); "
+            f"check the log{more}",
+            DataWarning,
+            stacklevel=3,
+        )
 
 
-def check_runs(df: pd.DataFrame, source, lines: pd.Series, max_lr: float,
-               need_loss: bool) -> None:
+def check_runs(df: pd.DataFrame, source, lines: pd.Series, max_lr: float, need_loss: bool) -> None:
     """Run-level checks of a parsed table (``df`` indexed 0..n-1 like ``lines``).
 
     * one ``model_size`` per run;
@@ -116,6 +121,7 @@ def check_runs(df: pd.DataFrame, source, lines: pd.Series, max_lr: float,
     * the learning rate is given from step 0 or 1, and beyond step 0;
     * steps strictly increase within each (run, val_set), in file order.
     """
+
     def line_of(rows) -> int | None:
         return lines[rows[0]] if len(rows) else None
 
@@ -123,54 +129,71 @@ def check_runs(df: pd.DataFrame, source, lines: pd.Series, max_lr: float,
         for r, g in df.groupby("run", sort=False):
             if g["model_size"].nunique() > 1:
                 other = g.index[g["model_size"] != g["model_size"].iloc[0]]
-                raise DataError(f"{where(source, r, 'model_size', line=line_of(other))}: several "
-                                f"values {plain(sorted(g['model_size'].unique()))}; a run has one "
-                                "model size")
+                raise DataError(
+                    f"{where(source, r, 'model_size', line=line_of(other))}: several "
+                    f"values {plain(sorted(g['model_size'].unique()))}; a run has one "
+                    "model size"
+                )
     for r, g in df.groupby("run", sort=False):
         peak = g["lr"].max()
         if peak > max_lr:
             at = g.index[g["lr"] > max_lr]
-            raise DataError(f"{where(source, r, 'lr', line=line_of(at))}: peak learning rate "
-                            f"{peak:g} looks like the wrong unit; expected raw learning rates "
-                            f"(e.g. 3e-4, at most {max_lr:g}), not percent or normalised to the "
-                            "peak")
+            raise DataError(
+                f"{where(source, r, 'lr', line=line_of(at))}: peak learning rate "
+                f"{peak:g} looks like the wrong unit; expected raw learning rates "
+                f"(e.g. 3e-4, at most {max_lr:g}), not percent or normalised to the "
+                "peak"
+            )
         if peak <= 0:
-            raise DataError(f"{where(source, r, 'lr', line=line_of(g.index))}: the learning rate "
-                            "is 0 on every row of the run; a training run needs a schedule with a "
-                            "positive learning rate")
+            raise DataError(
+                f"{where(source, r, 'lr', line=line_of(g.index))}: the learning rate "
+                "is 0 on every row of the run; a training run needs a schedule with a "
+                "positive learning rate"
+            )
         if need_loss and g["loss"].notna().sum() == 0:
-            raise DataError(f"{where(source, r, 'loss', line=line_of(g.index))}: the run has no "
-                            "loss values")
+            raise DataError(
+                f"{where(source, r, 'loss', line=line_of(g.index))}: the run has no loss values"
+            )
         lr_per_step = g.groupby("step")["lr"].agg(["min", "max"])
         clash = lr_per_step["max"] - lr_per_step["min"] > 1e-12 * lr_per_step["max"].clip(1e-30)
         if clash.any():
             s = int(lr_per_step.index[clash][0])
             at = g.index[g["step"] == s]
             other = at[g.loc[at, "lr"] != g.loc[at[0], "lr"]]
-            raise DataError(f"{where(source, r, 'lr', s, line_of(other))}: different learning "
-                            f"rates {plain(sorted(g.loc[at, 'lr'].unique()))} for the same step")
+            raise DataError(
+                f"{where(source, r, 'lr', s, line_of(other))}: different learning "
+                f"rates {plain(sorted(g.loc[at, 'lr'].unique()))} for the same step"
+            )
         first, last = int(g["step"].min()), int(g["step"].max())
         if first > 1:
-            raise DataError(f"{where(source, r, 'lr', first, line_of(g.index))}: the learning "
-                            f"rate is given from step {first} on; add rows from step 0 or 1 (e.g. "
-                            "step=0, lr=0 with an empty loss for a linear warmup from zero)")
+            raise DataError(
+                f"{where(source, r, 'lr', first, line_of(g.index))}: the learning "
+                f"rate is given from step {first} on; add rows from step 0 or 1 (e.g. "
+                "step=0, lr=0 with an empty loss for a linear warmup from zero)"
+            )
         if last == 0:
-            raise DataError(f"{where(source, r, 'step', 0, line_of(g.index))}: the run has rows "
-                            "at step 0 only; a loss curve needs its steps after 0 (the rows "
-                            "of every optimizer step logged, with their learning rate)")
+            raise DataError(
+                f"{where(source, r, 'step', 0, line_of(g.index))}: the run has rows "
+                "at step 0 only; a loss curve needs its steps after 0 (the rows "
+                "of every optimizer step logged, with their learning rate)"
+            )
         for vs, h in g.groupby("val_set", sort=False):
             steps = h["step"].to_numpy()
             d = np.diff(steps)
             if np.any(d == 0):
                 j = int(np.flatnonzero(d == 0)[0])
                 at = where(source, r, "step", int(steps[j + 1]), lines[h.index[j + 1]])
-                raise DataError(f"{at}: duplicated step (val_set {vs!r}); each step appears once per "
-                                "run and val_set")
+                raise DataError(
+                    f"{at}: duplicated step (val_set {vs!r}); each step appears once per "
+                    "run and val_set"
+                )
             if np.any(d < 0):
                 j = int(np.flatnonzero(d < 0)[0])
                 at = where(source, r, "step", int(steps[j + 1]), lines[h.index[j + 1]])
-                raise DataError(f"{at}: comes after step {int(steps[j])} (val_set {vs!r}); steps must "
-                                "increase within a run - sort the rows by run and step")
+                raise DataError(
+                    f"{at}: comes after step {int(steps[j])} (val_set {vs!r}); steps must "
+                    "increase within a run - sort the rows by run and step"
+                )
 
 
 def read_curves(path, max_lr: float = MAX_RAW_LR, need_loss: bool = True) -> pd.DataFrame:
@@ -184,8 +207,13 @@ def read_curves(path, max_lr: float = MAX_RAW_LR, need_loss: bool = True) -> pd.
     return validate_curves(raw, source=path, max_lr=max_lr, need_loss=need_loss, _from_text=True)
 
 
-def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_RAW_LR,
-                    need_loss: bool = True, _from_text: bool = False) -> pd.DataFrame:
+def validate_curves(
+    df: pd.DataFrame,
+    source="<DataFrame>",
+    max_lr: float = MAX_RAW_LR,
+    need_loss: bool = True,
+    _from_text: bool = False,
+) -> pd.DataFrame:
     """Check a loss-curve table and return a clean copy with proper dtypes, sorted by
     (run, val_set, step). The input is not modified.
 
@@ -205,8 +233,9 @@ def validate_curves(df: pd.DataFrame, source="<DataFrame>", max_lr: float = MAX_
 
     if "val_set" in df.columns:
         vs = df["val_set"].astype(str).str.strip()
-        df["val_set"] = vs.where((vs != "") & (vs.str.lower() != "nan") & df["val_set"].notna(),
-                                 DEFAULT_VAL_SET)
+        df["val_set"] = vs.where(
+            (vs != "") & (vs.str.lower() != "nan") & df["val_set"].notna(), DEFAULT_VAL_SET
+        )
     else:
         df["val_set"] = DEFAULT_VAL_SET
 
@@ -228,17 +257,21 @@ def _parse_step_lr(df: pd.DataFrame, source, runs, lines) -> None:
     bad = ~np.isfinite(step) | (step < 0) | (step != np.round(step)) | (step >= MAX_STEP)
     if bad.any():
         i = int(bad.idxmax())
-        raise DataError(f"{where(source, runs[i], 'step', line=lines[i])}: value "
-                        f"{shown(df['step'][i])}"
-                        "; expected a non-negative whole number of optimizer steps (below 2**53)")
+        raise DataError(
+            f"{where(source, runs[i], 'step', line=lines[i])}: value "
+            f"{shown(df['step'][i])}"
+            "; expected a non-negative whole number of optimizer steps (below 2**53)"
+        )
     df["step"] = step.astype(np.int64)
 
     lr = parse_numeric(df["lr"], "lr", source, runs, lines, allow_empty=False)
     bad = ~np.isfinite(lr) | (lr < 0)
     if bad.any():
         i = int(bad.idxmax())
-        raise DataError(f"{where(source, runs[i], 'lr', df['step'][i], lines[i])}: value "
-                        f"{shown(df['lr'][i])}; expected a finite, non-negative raw learning rate")
+        raise DataError(
+            f"{where(source, runs[i], 'lr', df['step'][i], lines[i])}: value "
+            f"{shown(df['lr'][i])}; expected a finite, non-negative raw learning rate"
+        )
     df["lr"] = lr
 
 
@@ -253,15 +286,19 @@ def _parse_loss(df: pd.DataFrame, source, runs, lines, from_text: bool) -> None:
         notnum = loss.isna() & df["loss"].notna()
         if notnum.any():
             i = int(notnum.idxmax())
-            raise DataError(f"{where(source, runs[i], 'loss', df['step'][i])}: value "
-                            f"{shown(df['loss'][i])} is not a number")
+            raise DataError(
+                f"{where(source, runs[i], 'loss', df['step'][i])}: value "
+                f"{shown(df['loss'][i])} is not a number"
+            )
         given = loss.notna()
     bad = given & (~np.isfinite(loss) | (loss <= 0))
     if bad.any():
         i = int(bad.idxmax())
-        raise DataError(f"{where(source, runs[i], 'loss', df['step'][i], lines[i])}: value "
-                        f"{shown(df['loss'][i])}; expected a positive, finite loss in nats "
-                        "(leave the cell empty on rows that only give the learning rate)")
+        raise DataError(
+            f"{where(source, runs[i], 'loss', df['step'][i], lines[i])}: value "
+            f"{shown(df['loss'][i])}; expected a positive, finite loss in nats "
+            "(leave the cell empty on rows that only give the learning rate)"
+        )
     df["loss"] = loss.where(given)
 
 
@@ -272,14 +309,18 @@ def _parse_model_size(df: pd.DataFrame, source, runs, lines) -> None:
         bad = ~np.isfinite(ms) | (ms <= 0)
         if bad.any():
             i = int(bad.idxmax())
-            raise DataError(f"{where(source, runs[i], 'model_size', line=lines[i])}: value "
-                            f"{shown(df['model_size'][i])}; expected a positive parameter count")
+            raise DataError(
+                f"{where(source, runs[i], 'model_size', line=lines[i])}: value "
+                f"{shown(df['model_size'][i])}; expected a positive parameter count"
+            )
         small = ms < MIN_MODEL_SIZE
         if small.any():
             i = int(small.idxmax())
-            raise DataError(f"{where(source, runs[i], 'model_size', line=lines[i])}: value "
-                            f"{shown(df['model_size'][i])} looks like millions or billions; "
-                            "expected the number of non-embedding parameters (e.g. 25e6)")
+            raise DataError(
+                f"{where(source, runs[i], 'model_size', line=lines[i])}: value "
+                f"{shown(df['model_size'][i])} looks like millions or billions; "
+                "expected the number of non-embedding parameters (e.g. 25e6)"
+            )
         df["model_size"] = ms
 
 
@@ -287,21 +328,32 @@ def _parse_noise_scale(df: pd.DataFrame, source, runs, lines, from_text: bool) -
     """Parse :data:`NOISE_SCALE` where present (in place): positive where a loss is given, empty
     means 1."""
     if NOISE_SCALE in df.columns:
-        ns = parse_numeric(df[NOISE_SCALE], NOISE_SCALE, source, runs, lines, allow_empty=True) \
-            if from_text else pd.to_numeric(df[NOISE_SCALE], errors="coerce").astype(float)
-        bad = df["loss"].notna() & ((ns.notna() & (~np.isfinite(ns) | (ns <= 0)))
-                                    | (ns.isna() & df[NOISE_SCALE].notna()
-                                       & (df[NOISE_SCALE].astype(str).str.strip() != "")))
+        ns = (
+            parse_numeric(df[NOISE_SCALE], NOISE_SCALE, source, runs, lines, allow_empty=True)
+            if from_text
+            else pd.to_numeric(df[NOISE_SCALE], errors="coerce").astype(float)
+        )
+        bad = df["loss"].notna() & (
+            (ns.notna() & (~np.isfinite(ns) | (ns <= 0)))
+            | (
+                ns.isna()
+                & df[NOISE_SCALE].notna()
+                & (df[NOISE_SCALE].astype(str).str.strip() != "")
+            )
+        )
         if bad.any():
             i = int(bad.idxmax())
-            raise DataError(f"{where(source, runs[i], NOISE_SCALE, df['step'][i], lines[i])}: "
-                            f"value {shown(df[NOISE_SCALE][i])}; expected a positive noise scale "
-                            "(a loss's noise sd relative to one logged loss; empty means 1)")
+            raise DataError(
+                f"{where(source, runs[i], NOISE_SCALE, df['step'][i], lines[i])}: "
+                f"value {shown(df[NOISE_SCALE][i])}; expected a positive noise scale "
+                "(a loss's noise sd relative to one logged loss; empty means 1)"
+            )
         df[NOISE_SCALE] = ns.fillna(1.0)
 
 
 def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
     """Normalise and check ``phase``, ``val_role`` and ``replay_ratio`` where present (in place)."""
+
     def text(col):
         t = df[col].astype(str).str.strip().str.lower()
         return t.where(df[col].notna() & ~t.isin(["", "nan", "none"]), "")
@@ -311,50 +363,69 @@ def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
         bad = ~ph.isin(PHASES)
         if bad.any():
             i = int(bad.idxmax())
-            raise DataError(f"{where(source, runs[i], 'phase', df['step'][i], lines[i])}: value "
-                            f"{shown(df['phase'][i])}; expected 'pt' or 'cpt' on every row")
+            raise DataError(
+                f"{where(source, runs[i], 'phase', df['step'][i], lines[i])}: value "
+                f"{shown(df['phase'][i])}; expected 'pt' or 'cpt' on every row"
+            )
         df["phase"] = ph
         for r, g in df.groupby("run", sort=False):
-            pt_steps, cpt_steps = g.loc[ph[g.index] == "pt", "step"], g.loc[ph[g.index] == "cpt",
-                                                                             "step"]
+            pt_steps, cpt_steps = (
+                g.loc[ph[g.index] == "pt", "step"],
+                g.loc[ph[g.index] == "cpt", "step"],
+            )
             if len(pt_steps) and len(cpt_steps) and cpt_steps.min() <= pt_steps.max():
-                raise DataError(f"{where(source, r, 'phase', int(cpt_steps.min()))}: a CPT row "
-                                f"at or before the end of the run's PT (step {int(pt_steps.max())}); "
-                                "steps count from the start of PT and the CPT segment follows it")
+                raise DataError(
+                    f"{where(source, r, 'phase', int(cpt_steps.min()))}: a CPT row "
+                    f"at or before the end of the run's PT (step {int(pt_steps.max())}); "
+                    "steps count from the start of PT and the CPT segment follows it"
+                )
     if "val_role" in df.columns:
         role = text("val_role")
         bad = ~role.isin(VAL_ROLES + ("",))
         if bad.any():
             i = int(bad.idxmax())
-            raise DataError(f"{where(source, runs[i], 'val_role', line=lines[i])}: value "
-                            f"{shown(df['val_role'][i])}; expected one of {list(VAL_ROLES)}")
+            raise DataError(
+                f"{where(source, runs[i], 'val_role', line=lines[i])}: value "
+                f"{shown(df['val_role'][i])}; expected one of {list(VAL_ROLES)}"
+            )
         df["val_role"] = role
         for vs, g in df[role != ""].groupby("val_set"):
             if g["val_role"].nunique() > 1:
-                raise DataError(f"{where(source, column='val_role')}: validation set {vs!r} has "
-                                f"several roles {sorted(g['val_role'].unique())}; give it one")
+                raise DataError(
+                    f"{where(source, column='val_role')}: validation set {vs!r} has "
+                    f"several roles {sorted(g['val_role'].unique())}; give it one"
+                )
         known = set(df.loc[role != "", "val_set"])
         lost = df["loss"].notna() & (role == "") & ~df["val_set"].isin(known)
         if lost.any():
             i = int(lost.idxmax())
-            raise DataError(f"{where(source, runs[i], 'val_role', df['step'][i], lines[i])}: "
-                            f"a loss for validation set {df['val_set'][i]!r}, which has no role; "
-                            f"expected one of {list(VAL_ROLES)}")
-        role = role.mask(role == "", df["val_set"].map(
-            df[role != ""].groupby("val_set")["val_role"].first()).fillna(""))
+            raise DataError(
+                f"{where(source, runs[i], 'val_role', df['step'][i], lines[i])}: "
+                f"a loss for validation set {df['val_set'][i]!r}, which has no role; "
+                f"expected one of {list(VAL_ROLES)}"
+            )
+        role = role.mask(
+            role == "",
+            df["val_set"].map(df[role != ""].groupby("val_set")["val_role"].first()).fillna(""),
+        )
         df["val_role"] = role
     if "replay_ratio" in df.columns:
-        rr = parse_numeric(df["replay_ratio"], "replay_ratio", source, runs, lines,
-                            allow_empty=True)
+        rr = parse_numeric(
+            df["replay_ratio"], "replay_ratio", source, runs, lines, allow_empty=True
+        )
         bad = rr.notna() & ((rr < 0) | (rr > 1))
         if bad.any():
             i = int(bad.idxmax())
-            raise DataError(f"{where(source, runs[i], 'replay_ratio', line=lines[i])}: value "
-                            f"{shown(df['replay_ratio'][i])}; expected the share of PT data in "
-                            "the CPT mixture, between 0 and 1 (not percent)")
+            raise DataError(
+                f"{where(source, runs[i], 'replay_ratio', line=lines[i])}: value "
+                f"{shown(df['replay_ratio'][i])}; expected the share of PT data in "
+                "the CPT mixture, between 0 and 1 (not percent)"
+            )
         per_run = rr.groupby(runs).nunique()
         if (per_run > 1).any():
             r = per_run.index[per_run > 1][0]
-            raise DataError(f"{where(source, r, 'replay_ratio')}: several values "
-                            f"{sorted(rr[runs == r].dropna().unique())}; a run has one replay ratio")
+            raise DataError(
+                f"{where(source, r, 'replay_ratio')}: several values "
+                f"{sorted(rr[runs == r].dropna().unique())}; a run has one replay ratio"
+            )
         df["replay_ratio"] = rr.groupby(runs).transform("first")

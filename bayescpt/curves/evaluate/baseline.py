@@ -28,11 +28,20 @@ def huber_objective(law: Law, X: dict, y: np.ndarray, delta: float = 1e-3, weigh
         if not np.all(np.isfinite(pred)) or np.any(pred <= 0):
             return 1e10
         return float(np.sum(w * huber(delta, np.log(pred) - y)))
+
     return f
 
 
-def point_fit(law: Law, X: dict, y: np.ndarray, n_starts: int = 16, seed: int = 0,
-              delta: float = 1e-3, weights=None, starts=None):
+def point_fit(
+    law: Law,
+    X: dict,
+    y: np.ndarray,
+    n_starts: int = 16,
+    seed: int = 0,
+    delta: float = 1e-3,
+    weights=None,
+    starts=None,
+):
     """Multi-start L-BFGS-B. ``y`` is log loss. Returns (theta dict, unconstrained vector)."""
     rng = np.random.default_rng(seed)
     loc = np.array([p.loc for p in law.params])
@@ -49,8 +58,15 @@ def point_fit(law: Law, X: dict, y: np.ndarray, n_starts: int = 16, seed: int = 
     return _unpack(law, best.x), best.x
 
 
-def bootstrap(law: Law, X: dict, y: np.ndarray, n_boot: int = 100, n_starts: int = 4,
-              seed: int = 0, z_hat=None):
+def bootstrap(
+    law: Law,
+    X: dict,
+    y: np.ndarray,
+    n_boot: int = 100,
+    n_starts: int = 4,
+    seed: int = 0,
+    z_hat=None,
+):
     """Point fits on ``n_boot`` resamples of the points (with replacement).
 
     Each resample starts from the full-data optimum ``z_hat`` plus ``n_starts - 1`` jittered starts.

@@ -55,15 +55,32 @@ def parameter_table(fits, names=None, prob: float = 0.9) -> pd.DataFrame:
         for p in _law_params(f):
             for g in post[p]["group"].values:
                 x = post[p].sel(group=g).values
-                rows.append({"fit": label, "param": p, "group": str(g), "mean": float(x.mean()),
-                             "lower": float(np.quantile(x, lo_q)),
-                             "upper": float(np.quantile(x, hi_q)),
-                             "r_hat": float(az.rhat(post[p].sel(group=g))[p])})
+                rows.append(
+                    {
+                        "fit": label,
+                        "param": p,
+                        "group": str(g),
+                        "mean": float(x.mean()),
+                        "lower": float(np.quantile(x, lo_q)),
+                        "upper": float(np.quantile(x, hi_q)),
+                        "r_hat": float(az.rhat(post[p].sel(group=g))[p]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-DIFF_COLUMNS = ["param", "group", "reference", "fit", "reference_mean", "fit_mean", "diff_mean",
-                "diff_lower", "diff_upper", "p_greater"]
+DIFF_COLUMNS = [
+    "param",
+    "group",
+    "reference",
+    "fit",
+    "reference_mean",
+    "fit_mean",
+    "diff_mean",
+    "diff_lower",
+    "diff_upper",
+    "p_greater",
+]
 
 
 def differences(fits, names=None, params=None, prob: float = 0.9, seed: int = 0) -> pd.DataFrame:
@@ -88,12 +105,20 @@ def differences(fits, names=None, params=None, prob: float = 0.9, seed: int = 0)
                 b = post[p].sel(group=g).values.ravel()
                 n = min(a.size, b.size)
                 d = rng.permutation(b)[:n] - rng.permutation(a)[:n]
-                rows.append({"param": p, "group": str(g), "reference": labels[0],
-                             "fit": label, "reference_mean": float(a.mean()),
-                             "fit_mean": float(b.mean()), "diff_mean": float(d.mean()),
-                             "diff_lower": float(np.quantile(d, lo_q)),
-                             "diff_upper": float(np.quantile(d, hi_q)),
-                             "p_greater": float((d > 0).mean())})
+                rows.append(
+                    {
+                        "param": p,
+                        "group": str(g),
+                        "reference": labels[0],
+                        "fit": label,
+                        "reference_mean": float(a.mean()),
+                        "fit_mean": float(b.mean()),
+                        "diff_mean": float(d.mean()),
+                        "diff_lower": float(np.quantile(d, lo_q)),
+                        "diff_upper": float(np.quantile(d, hi_q)),
+                        "p_greater": float((d > 0).mean()),
+                    }
+                )
     return pd.DataFrame(rows, columns=DIFF_COLUMNS)
 
 
@@ -103,8 +128,11 @@ def loo_unavailable(fits, names=None) -> str | None:
         return "the fits are of different data"
     for label, f in zip(labels_for(fits, names), fits):
         if "log_likelihood" not in f.idata:
-            why = f.idata.sample_stats.attrs.get("log_likelihood") if "sample_stats" in f.idata \
+            why = (
+                f.idata.sample_stats.attrs.get("log_likelihood")
+                if "sample_stats" in f.idata
                 else None
+            )
             return f"{label} has no pointwise log likelihood" + (f" ({why})" if why else "")
     return None
 

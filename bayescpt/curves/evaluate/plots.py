@@ -1,5 +1,4 @@
-"""Pictures of predictions (matplotlib). The core library never imports this module.
-"""
+"""Pictures of predictions (matplotlib). The core library never imports this module."""
 
 from __future__ import annotations
 
@@ -13,8 +12,9 @@ def _curve_key(frame: pd.DataFrame) -> tuple[bool, pd.Series]:
     """(several validation sets?, each row's panel label: run, or "run | val_set" when there
     are several)."""
     several = "val_set" in frame.columns and frame["val_set"].nunique() > 1
-    return several, (frame["run"] + " | " + frame["val_set"].astype(str)) if several \
-        else frame["run"]
+    return several, (frame["run"] + " | " + frame["val_set"].astype(str)) if several else frame[
+        "run"
+    ]
 
 
 def _panel_grid(plt, n: int, ncols: int, fig=None):
@@ -30,8 +30,11 @@ def _curve_panels(plt, frame: pd.DataFrame, key: pd.Series, runs: list, ncols: i
     """A panel per curve label of ``runs`` (each row's label: ``key``): (fig, axes, a list of
     (panel, label, the curve's rows of ``frame`` in step order))."""
     fig, axes = _panel_grid(plt, len(runs), ncols, fig)
-    return fig, axes, [(ax, run, frame[key == run].sort_values("step"))
-                       for ax, run in zip(axes.flat, runs)]
+    return (
+        fig,
+        axes,
+        [(ax, run, frame[key == run].sort_values("step")) for ax, run in zip(axes.flat, runs)],
+    )
 
 
 def _bands(ax, g: pd.DataFrame, color: str, bands: list, centre: tuple) -> np.ndarray:
@@ -46,8 +49,15 @@ def _bands(ax, g: pd.DataFrame, color: str, bands: list, centre: tuple) -> np.nd
     return x
 
 
-def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
-                     observed: pd.DataFrame | None = None, ncols: int = 3, fig=None):
+def plot_predictions(
+    pred: pd.DataFrame,
+    *,
+    title: str = "",
+    prob: float = 0.9,
+    observed: pd.DataFrame | None = None,
+    ncols: int = 3,
+    fig=None,
+):
     """One panel per run (per run and validation set when there are several): observed loss,
     posterior-mean curve, curve band and predictive band.
 
@@ -63,18 +73,33 @@ def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
     runs = list(dict.fromkeys(key))
     fig, axes, panels = _curve_panels(plt, pred, key, runs, ncols, fig)
     for ax, run, g in panels:
-        _bands(ax, g, "C0", [("lower", "upper", 0.18, f"{prob:.0%} predictive interval"),
-                             ("curve_lower", "curve_upper", 0.35,
-                              f"{prob:.0%} credible band (curve)")],
-               ("mean", 1.2, "posterior mean"))
+        _bands(
+            ax,
+            g,
+            "C0",
+            [
+                ("lower", "upper", 0.18, f"{prob:.0%} predictive interval"),
+                ("curve_lower", "curve_upper", 0.35, f"{prob:.0%} credible band (curve)"),
+            ],
+            ("mean", 1.2, "posterior mean"),
+        )
         if "loss" in g and g["loss"].notna().any():
             h = g[g["loss"].notna()]
             inside = (h["loss"] >= h["lower"]) & (h["loss"] <= h["upper"])
-            ax.plot(h["step"], h["loss"], ".", ms=2.5, color="k",
-                    label=f"held-out loss ({inside.mean():.0%} inside)")
+            ax.plot(
+                h["step"],
+                h["loss"],
+                ".",
+                ms=2.5,
+                color="k",
+                label=f"held-out loss ({inside.mean():.0%} inside)",
+            )
         if observed is not None:
-            okey = (observed["run"] + " | " + observed["val_set"].astype(str)) if several \
+            okey = (
+                (observed["run"] + " | " + observed["val_set"].astype(str))
+                if several
                 else observed["run"]
+            )
             o = observed[(okey == run) & observed["loss"].notna()]
             if len(o):
                 ax.plot(o["step"], o["loss"], ".", ms=2.5, color="C3", label="training loss")
@@ -87,7 +112,7 @@ def plot_predictions(pred: pd.DataFrame, *, title: str = "", prob: float = 0.9,
         ax.set_ylabel("validation loss")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5, loc="upper right")
-    for ax in list(axes.flat)[len(runs):]:
+    for ax in list(axes.flat)[len(runs) :]:
         ax.axis("off")
     if title:
         fig.suptitle(title, fontsize=11)
@@ -121,16 +146,15 @@ def plot_forest(table: pd.DataFrame, *, prob: float = 0.9, fig=None):
                 r = r.iloc[0]
                 y = i + (j - (len(fits) - 1) / 2) * 0.8 / max(len(fits), 1)
                 ax.plot([r["lower"], r["upper"]], [y, y], color=f"C{j}", lw=2)
-                ax.plot(r["mean"], y, "o", color=f"C{j}", ms=4,
-                        label=None if labelled else f)
+                ax.plot(r["mean"], y, "o", color=f"C{j}", ms=4, label=None if labelled else f)
                 labelled = True
         ax.set_yticks(range(len(groups)), groups, fontsize=8)
         ax.invert_yaxis()
         if (t["lower"] > 0).all() and t["upper"].max() / t["lower"].min() > 20:
-            ax.set_xscale("log")   # only for ranges over decades: short log axes label badly
+            ax.set_xscale("log")  # only for ranges over decades: short log axes label badly
         ax.set_title(p, fontsize=10)
         ax.grid(alpha=0.3, axis="x")
-    for ax in list(axes.flat)[len(params):]:
+    for ax in list(axes.flat)[len(params) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7, loc="best")
     fig.suptitle(f"posterior means and central {prob:.0%} intervals per fit", fontsize=10)
@@ -177,8 +201,15 @@ def plot_cv(table: pd.DataFrame, *, prob: float = 0.9, fig=None):
     return fig
 
 
-def plot_prior_check(band: pd.DataFrame, *, prob: float = 0.9, title: str = "", ncols: int = 3,
-                     max_panels: int = 24, fig=None):
+def plot_prior_check(
+    band: pd.DataFrame,
+    *,
+    prob: float = 0.9,
+    title: str = "",
+    ncols: int = 3,
+    max_panels: int = 24,
+    fig=None,
+):
     """The data's curves over their prior predictive bands, one panel per run (per run and
     validation set when there are several), log loss axis: the ``prob`` and 50 % bands and the
     median of the prior predictive loss, the observed losses as dots. ``band`` is
@@ -192,11 +223,19 @@ def plot_prior_check(band: pd.DataFrame, *, prob: float = 0.9, title: str = "", 
     shown = runs[:max_panels]
     fig, axes, panels = _curve_panels(plt, band, key, shown, max(1, min(ncols, len(shown))), fig)
     for ax, run, g in panels:
-        x = _bands(ax, g, "C2", [("lower", "upper", 0.2, f"{prob:.0%} prior predictive"),
-                                 ("lower50", "upper50", 0.4, "50% prior predictive")],
-                   ("median", 1.0, "prior predictive median"))
-        ax.plot(x, g["loss"], ".", ms=2.5, color="k",
-                label=f"data ({g['inside'].mean():.0%} inside)")
+        x = _bands(
+            ax,
+            g,
+            "C2",
+            [
+                ("lower", "upper", 0.2, f"{prob:.0%} prior predictive"),
+                ("lower50", "upper50", 0.4, "50% prior predictive"),
+            ],
+            ("median", 1.0, "prior predictive median"),
+        )
+        ax.plot(
+            x, g["loss"], ".", ms=2.5, color="k", label=f"data ({g['inside'].mean():.0%} inside)"
+        )
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -207,7 +246,7 @@ def plot_prior_check(band: pd.DataFrame, *, prob: float = 0.9, title: str = "", 
         ax.set_ylabel("validation loss (log axis)")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=6.5, loc="upper right")
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.axis("off")
     if len(runs) > len(shown):
         title = f"{title} (first {len(shown)} of {len(runs)} curves)".strip()

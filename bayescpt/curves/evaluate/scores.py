@@ -25,7 +25,7 @@ def score(pred: pd.DataFrame, prob: float = 0.9, by: str | list = "model_size") 
     mean, R^2, coverage of the ``prob`` interval, its relative width and interval score (see the
     module doc)."""
     rows = []
-    h = pred[pred["loss"].notna() & pred["mean"].notna()]   # no prediction inside the warmup
+    h = pred[pred["loss"].notna() & pred["mean"].notna()]  # no prediction inside the warmup
     keys = [by] if isinstance(by, str) else list(by)
     for key, g in h.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -46,10 +46,15 @@ def _scores(g: pd.DataFrame, prob: float) -> dict:
     ss_tot = np.sum((y - y.mean()) ** 2)
     a = 1.0 - prob
     interval = (hi - lo) + (2 / a) * np.maximum(lo - y, 0) + (2 / a) * np.maximum(y - hi, 0)
-    return {"points": len(g), "mean_rel_err": rel.mean(), "worst_rel_err": rel.max(),
-            "r2": 1 - ss_res / ss_tot if ss_tot > 0 else np.nan,
-            "coverage": ((y >= lo) & (y <= hi)).mean(),
-            "rel_width": ((hi - lo) / y).mean(), "interval_score": (interval / y).mean()}
+    return {
+        "points": len(g),
+        "mean_rel_err": rel.mean(),
+        "worst_rel_err": rel.max(),
+        "r2": 1 - ss_res / ss_tot if ss_tot > 0 else np.nan,
+        "coverage": ((y >= lo) & (y <= hi)).mean(),
+        "rel_width": ((hi - lo) / y).mean(),
+        "interval_score": (interval / y).mean(),
+    }
 
 
 def percent_text(table: pd.DataFrame, digits: int = 3) -> str:
@@ -59,11 +64,19 @@ def percent_text(table: pd.DataFrame, digits: int = 3) -> str:
     the Bayesian ones, ``mre_mcse``); ``digits`` decimals for the errors, 1 for coverage.
     """
     shown = table.copy()
-    pct = [c for c in shown.columns if "rel_err" in c or "mcse" in c or c.startswith(
-        ("coverage", "rel_width", "interval_score"))]
+    pct = [
+        c
+        for c in shown.columns
+        if "rel_err" in c
+        or "mcse" in c
+        or c.startswith(("coverage", "rel_width", "interval_score"))
+    ]
     shown[pct] = shown[pct] * 100
-    fmt = {c: (lambda v: f"{v:.1f}") if c.startswith("coverage") else (lambda v: f"{v:.{digits}f}")
-           for c in pct}
+    fmt = {
+        c: (lambda v: f"{v:.1f}") if c.startswith("coverage") else (lambda v: f"{v:.{digits}f}")
+        for c in pct
+    }
     fmt.update({c: (lambda v: f"{v:.4f}") for c in shown.columns if c.startswith("r2")})
     return shown.rename(columns={c: c + "_%" for c in pct}).to_string(
-        index=False, formatters={c + "_%" if c in pct else c: f for c, f in fmt.items()})
+        index=False, formatters={c + "_%" if c in pct else c: f for c, f in fmt.items()}
+    )

@@ -30,9 +30,17 @@ class Layout:
     settings: dict | None = None
 
 
-def simulate_hierarchy(law: Law, population: dict, group_sd: dict, sizes, schedules: list,
-                       points: int = 40, sigma: float = 0.003, seed: int = 0,
-                       layout: Layout | None = None):
+def simulate_hierarchy(
+    law: Law,
+    population: dict,
+    group_sd: dict,
+    sizes,
+    schedules: list,
+    points: int = 40,
+    sigma: float = 0.003,
+    seed: int = 0,
+    layout: Layout | None = None,
+):
     """Simulate one data set.
 
     population: parameter -> population value (natural scale); group_sd: parameter -> sd of the
@@ -57,21 +65,30 @@ def simulate_hierarchy(law: Law, population: dict, group_sd: dict, sizes, schedu
         theta = {}
         for p in law.params:
             base = np.log(population[p.name]) if p.positive else population[p.name]
-            u = base + slope.get(p.name, 0.0) * x[gi] + group_sd.get(p.name, 0.0) * rng.standard_normal()
+            u = (
+                base
+                + slope.get(p.name, 0.0) * x[gi]
+                + group_sd.get(p.name, 0.0) * rng.standard_normal()
+            )
             theta[p.name] = float(np.exp(u) if p.positive else u)
         truth.append({"group": group_label(val_set, size), "model_size": size, **theta})
         for sch in schedules:
-            steps = np.unique(np.linspace(sch.warmup_steps + 1, sch.total_steps, points).round()
-                              .astype(int))
+            steps = np.unique(
+                np.linspace(sch.warmup_steps + 1, sch.total_steps, points).round().astype(int)
+            )
             X = law.design(sch, steps, settings)
             mean = law.mean(np, {k: np.asarray(v) for k, v in theta.items()}, X)
             loss = mean * np.exp(sigma * rng.standard_normal(mean.shape))
             run = f"{size / 1e6:g}M/{sch.name}"
-            lr_rows = pd.DataFrame({"run": run, "step": np.arange(sch.total_steps + 1),
-                                    "lr": sch.lr, "loss": np.nan})
+            lr_rows = pd.DataFrame(
+                {"run": run, "step": np.arange(sch.total_steps + 1), "lr": sch.lr, "loss": np.nan}
+            )
             lr_rows.loc[steps, "loss"] = loss
-            lr_rows = lr_rows[(lr_rows["step"] % 25 == 0) | lr_rows["loss"].notna()
-                              | (lr_rows["step"] <= sch.warmup_steps + 1)]
+            lr_rows = lr_rows[
+                (lr_rows["step"] % 25 == 0)
+                | lr_rows["loss"].notna()
+                | (lr_rows["step"] <= sch.warmup_steps + 1)
+            ]
             lr_rows["model_size"] = size
             lr_rows["val_set"] = val_set
             rows.append(lr_rows)
@@ -82,7 +99,8 @@ def simulate_hierarchy(law: Law, population: dict, group_sd: dict, sizes, schedu
 def default_schedules(total: int = 4000, peak: float = 3e-4, warmup: int = 200) -> list[Schedule]:
     """A constant and a cosine schedule: enough to identify the LR-annealing law."""
 
-    return [S.constant(total, peak, warmup_steps=warmup, name="constant"),
-            S.cosine(total, peak, 0.1 * peak, warmup_steps=warmup, name="cosine"),
-            S.wsd(total, peak, decay_steps=total // 5, final=0.0, warmup_steps=warmup,
-                  name="wsd")]
+    return [
+        S.constant(total, peak, warmup_steps=warmup, name="constant"),
+        S.cosine(total, peak, 0.1 * peak, warmup_steps=warmup, name="cosine"),
+        S.wsd(total, peak, decay_steps=total // 5, final=0.0, warmup_steps=warmup, name="wsd"),
+    ]

@@ -82,7 +82,7 @@ class Discrepancy:
     lr_window: float = 0.1
     size_scales: tuple = ()
 
-    def for_size(self, size) -> "Discrepancy":
+    def for_size(self, size) -> Discrepancy:
         """The model of a run of ``size`` parameters: ``scale`` replaced by that size's (ln scale
         linear in ln size between the learned sizes, the end ones' outside; as is without
         ``size_scales`` or a size)."""
@@ -90,8 +90,15 @@ class Discrepancy:
             return self
         n, sc = np.log(np.array(sorted(self.size_scales), dtype=float)).T
         scale = float(np.exp(np.interp(np.log(float(size)), n, sc)))
-        return Discrepancy(scale, self.length, self.noise, self.early, self.early_length,
-                           self.lr_scale, self.lr_window)
+        return Discrepancy(
+            scale,
+            self.length,
+            self.noise,
+            self.early,
+            self.early_length,
+            self.lr_scale,
+            self.lr_window,
+        )
 
     def noise_levels(self) -> np.ndarray:
         """The white-noise sds a new run's own evaluations may have (ln loss, ascending): the
@@ -102,17 +109,24 @@ class Discrepancy:
         return np.unique(np.append(RUN_NOISE_LEVELS, self.noise))
 
     def sd(self, x: np.ndarray, x0: float, c: np.ndarray | None = None) -> np.ndarray:
-        v = self.scale ** 2 + self.early ** 2 * np.exp(-np.maximum(x - x0, 0.0) / self.early_length)
+        v = self.scale**2 + self.early**2 * np.exp(-np.maximum(x - x0, 0.0) / self.early_length)
         if c is not None and self.lr_scale:
             v = v + (self.lr_scale * c) ** 2
         return np.sqrt(v)
 
-    def kernel(self, xa: np.ndarray, xb: np.ndarray, x0: float = 0.0,
-               ca: np.ndarray | None = None, cb: np.ndarray | None = None) -> np.ndarray:
+    def kernel(
+        self,
+        xa: np.ndarray,
+        xb: np.ndarray,
+        x0: float = 0.0,
+        ca: np.ndarray | None = None,
+        cb: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Covariance of d between ln steps ``xa`` (m,) and ``xb`` (n,) (LR drops ``ca``,
         ``cb`` there): shape (m, n)."""
-        return np.outer(self.sd(xa, x0, ca), self.sd(xb, x0, cb)) \
-            * np.exp(-np.abs(xa[:, None] - xb[None, :]) / self.length)
+        return np.outer(self.sd(xa, x0, ca), self.sd(xb, x0, cb)) * np.exp(
+            -np.abs(xa[:, None] - xb[None, :]) / self.length
+        )
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -120,7 +134,7 @@ class Discrepancy:
         return json.dumps(d)
 
     @classmethod
-    def from_json(cls, text) -> "Discrepancy":
+    def from_json(cls, text) -> Discrepancy:
         d = json.loads(text) if isinstance(text, str) else dict(text)
         sizes = tuple((float(n), float(v)) for n, v in d.pop("size_scales", None) or ())
         return cls(**{k: float(v) for k, v in d.items()}, size_scales=sizes)
@@ -138,8 +152,7 @@ def lr_drop(schedule, steps: np.ndarray, window: float) -> np.ndarray:
     # max of lr[lo:s + 1] per step: reduceat over the pairs (lo, s + 1), every other result
     # (a sentinel makes s + 1 a valid index at the schedule's last step)
     bounds = np.column_stack([lo, steps + 1]).ravel()
-    out = np.maximum.reduceat(np.append(lr, -np.inf), bounds)[::2] if len(steps) else \
-        np.zeros(0)
+    out = np.maximum.reduceat(np.append(lr, -np.inf), bounds)[::2] if len(steps) else np.zeros(0)
     return np.clip((out - lr[steps]) / peak, 0.0, 1.0)
 
 
@@ -150,26 +163,32 @@ class Conditioner:
     ``scales`` (n,) multiply each point's noise variance (1: all alike); :meth:`student_t`
     sets them for heavy-tailed white noise."""
 
-    def __init__(self, disc: Discrepancy, x: np.ndarray, x0: float, c: np.ndarray | None = None,
-                 noise: float | None = None, scales: np.ndarray | None = None):
+    def __init__(
+        self,
+        disc: Discrepancy,
+        x: np.ndarray,
+        x0: float,
+        c: np.ndarray | None = None,
+        noise: float | None = None,
+        scales: np.ndarray | None = None,
+    ):
         self.disc, self.x, self.x0, self.c = disc, x, x0, c
         self.noise = disc.noise if noise is None else float(noise)
         self.scales = np.ones(len(x)) if scales is None else np.asarray(scales, dtype=float)
-        self.nu = None          # white noise Normal; Student-t with nu degrees (student_t)
-        self.offset = 0.0       # added to every log likelihood (student_t)
+        self.nu = None  # white noise Normal; Student-t with nu degrees (student_t)
+        self.offset = 0.0  # added to every log likelihood (student_t)
         K = disc.kernel(x, x, x0, c, c)
-        K[np.diag_indices_from(K)] += self.noise ** 2 * self.scales \
-            + 1e-10 * disc.sd(x, x0, c) ** 2
+        K[np.diag_indices_from(K)] += self.noise**2 * self.scales + 1e-10 * disc.sd(x, x0, c) ** 2
         self.L = linalg.cholesky(K, lower=True)
         self.logdet = 2.0 * np.log(np.diag(self.L)).sum()
 
     def _noise_part(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The white noise's conditional mean and variance at each prefix point given the
         residual ``r`` (n,)."""
-        D = self.noise ** 2 * self.scales + 1e-300
+        D = self.noise**2 * self.scales + 1e-300
         e = D * linalg.cho_solve((self.L, True), r, check_finite=False)
         Linv = linalg.solve_triangular(self.L, np.eye(len(r)), lower=True, check_finite=False)
-        return e, np.maximum(D - D ** 2 * np.einsum("ij,ij->j", Linv, Linv), 0.0)
+        return e, np.maximum(D - D**2 * np.einsum("ij,ij->j", Linv, Linv), 0.0)
 
     def student_t(self, r: np.ndarray, nu: float, iters: int = 20) -> Conditioner:
         """This process with Student-t white noise (``nu`` degrees of freedom, scale ``noise``)
@@ -187,10 +206,10 @@ class Conditioner:
         tempered in the prefix forecast), not noise. One factor still serves every particle: ``r`` is a representative residual (the
         weighted mean of the particles'), the particles differ from it smoothly."""
         cd, r = self, np.asarray(r, dtype=float)
-        s2 = max(self.noise ** 2, 1e-300)
+        s2 = max(self.noise**2, 1e-300)
         for _ in range(iters):
             e, v = cd._noise_part(r)
-            scales = np.minimum((nu + (e ** 2 + v) / s2) / (nu + 1.0), MAX_NOISE_SCALE)
+            scales = np.minimum((nu + (e**2 + v) / s2) / (nu + 1.0), MAX_NOISE_SCALE)
             if np.allclose(scales, cd.scales, rtol=1e-3):
                 break
             try:
@@ -198,10 +217,16 @@ class Conditioner:
             except linalg.LinAlgError:
                 break
         e, _ = cd._noise_part(r)
-        sd = np.sqrt(self.noise ** 2 * cd.scales + 1e-300)
+        sd = np.sqrt(self.noise**2 * cd.scales + 1e-300)
         cd.nu = float(nu)
-        cd.offset = float(np.sum(stats.t.logpdf(e / np.sqrt(s2), nu) - 0.5 * np.log(s2)
-                                 - stats.norm.logpdf(e / sd) + np.log(sd)))
+        cd.offset = float(
+            np.sum(
+                stats.t.logpdf(e / np.sqrt(s2), nu)
+                - 0.5 * np.log(s2)
+                - stats.norm.logpdf(e / sd)
+                + np.log(sd)
+            )
+        )
         return cd
 
     def loglik(self, R: np.ndarray) -> np.ndarray:
@@ -209,15 +234,20 @@ class Conditioner:
         shape (P,)."""
         Z = linalg.solve_triangular(self.L, R.T, lower=True, check_finite=False)
         n = len(self.x)
-        return (-0.5 * np.einsum("ij,ij->j", Z, Z) - 0.5 * self.logdet
-                - 0.5 * n * np.log(2 * np.pi) + self.offset)
+        return (
+            -0.5 * np.einsum("ij,ij->j", Z, Z)
+            - 0.5 * self.logdet
+            - 0.5 * n * np.log(2 * np.pi)
+            + self.offset
+        )
 
-    def predict(self, xt: np.ndarray, R: np.ndarray,
-                ct: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def predict(
+        self, xt: np.ndarray, R: np.ndarray, ct: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Conditional mean (P, m) and variance (m,) of d at ln steps ``xt`` (LR drops ``ct``)
         given residuals ``R`` (P, n)."""
         k = self.disc.kernel(xt, self.x, self.x0, ct, self.c)
-        A = linalg.cho_solve((self.L, True), k.T, check_finite=False)    # (n, m)
+        A = linalg.cho_solve((self.L, True), k.T, check_finite=False)  # (n, m)
         var = self.disc.sd(xt, self.x0, ct) ** 2 - np.einsum("mn,nm->m", k, A)
         return R @ A, np.maximum(var, 0.0)
 
@@ -232,8 +262,10 @@ def training_residuals(fit: Fit, table: pd.DataFrame, lr_window: float = 0.1) ->
     prep = prepare(df, fit.law, dict(fit.config["settings"]), size_ref=fit.size_ref)
     y = fit.idata.observed_data["y"].values
     if len(y) != len(prep.y) or not np.allclose(y, prep.y):
-        raise DataError("the table is not the fit's training table (its losses differ from the "
-                        "fit's observed points)")
+        raise DataError(
+            "the table is not the fit's training table (its losses differ from the "
+            "fit's observed points)"
+        )
     pri, cen = fit.config["priors"], fit.config.get("centered", {})
     post = fit.idata.posterior
     gidx, sidx = prep.curves["group"].to_numpy(), prep.curves["sched_idx"].to_numpy()
@@ -257,10 +289,15 @@ def training_residuals(fit: Fit, table: pd.DataFrame, lr_window: float = 0.1) ->
         run = prep.curves["run"].iloc[c]
         steps = g["step"].to_numpy(dtype=np.int64)
         size = sizes[prep.curves["group"].iloc[c]]
-        out.append((np.log(steps.astype(float)), g["r"].to_numpy(),
-                    float(np.log(max(sched[run].warmup_steps, 1))),
-                    lr_drop(sched[run], steps, lr_window),
-                    None if size is None or pd.isna(size) else float(size)))
+        out.append(
+            (
+                np.log(steps.astype(float)),
+                g["r"].to_numpy(),
+                float(np.log(max(sched[run].warmup_steps, 1))),
+                lr_drop(sched[run], steps, lr_window),
+                None if size is None or pd.isna(size) else float(size),
+            )
+        )
     return out
 
 
@@ -274,9 +311,14 @@ def _neg_loglik(disc: Discrepancy, curves) -> float:
     return total
 
 
-def learn_discrepancy(fit: Fit, table: pd.DataFrame, early_length: float = 0.1,
-                      lr_window: float = 0.1, per_size: bool = True,
-                      lr_term: bool = True) -> Discrepancy:
+def learn_discrepancy(
+    fit: Fit,
+    table: pd.DataFrame,
+    early_length: float = 0.1,
+    lr_window: float = 0.1,
+    per_size: bool = True,
+    lr_term: bool = True,
+) -> Discrepancy:
     """The discrepancy model of ``fit``, learned by maximum likelihood from its training
     residuals (:func:`training_residuals` of its training ``table``; module doc): first the
     stationary process (``scale``, ``length``, ``noise``; with ``lr_term`` and training
@@ -284,12 +326,18 @@ def learn_discrepancy(fit: Fit, table: pd.DataFrame, early_length: float = 0.1,
     ``lr_scale``) on every residual, then the ``early`` extra sd just after the warmup (decaying
     over ``early_length`` in ln step) with those fixed, then with ``per_size`` and several sizes
     each size's ``scale`` on its own curves, the rest fixed (``size_scales``)."""
-    return learn_from_residuals(training_residuals(fit, table, lr_window), early_length,
-                                lr_window, per_size, lr_term)
+    return learn_from_residuals(
+        training_residuals(fit, table, lr_window), early_length, lr_window, per_size, lr_term
+    )
 
 
-def learn_from_residuals(curves, early_length: float = 0.1, lr_window: float = 0.1,
-                         per_size: bool = True, lr_term: bool = True) -> Discrepancy:
+def learn_from_residuals(
+    curves,
+    early_length: float = 0.1,
+    lr_window: float = 0.1,
+    per_size: bool = True,
+    lr_term: bool = True,
+) -> Discrepancy:
     """:func:`learn_discrepancy` on residual curves ``(x, r, x0, c, size)`` (the tuples of
     :func:`training_residuals`; ``c`` the LR drops over ``lr_window``)."""
     sd = float(np.std(np.concatenate([cv[1] for cv in curves])))
@@ -307,18 +355,24 @@ def learn_from_residuals(curves, early_length: float = 0.1, lr_window: float = 0
         return _neg_loglik(Discrepancy(s, ell, e, lr_scale=lr, lr_window=lr_window), curves)
 
     start = [sd, 0.3, sd / 3] + ([sd] if with_lr else [])
-    res = optimize.minimize(stationary, np.log(start), method="Nelder-Mead",
-                            options={"xatol": 1e-3, "fatol": 1e-2,
-                                     "maxfev": 4000 if with_lr else 3000})
+    res = optimize.minimize(
+        stationary,
+        np.log(start),
+        method="Nelder-Mead",
+        options={"xatol": 1e-3, "fatol": 1e-2, "maxfev": 4000 if with_lr else 3000},
+    )
     s, ell, e = (float(v) for v in np.exp(np.r_[max(res.x[0], floor), res.x[1:3]]))
     lr = float(np.exp(res.x[3])) if with_lr else 0.0
 
     def model(scale=s, early=0.0):
         return Discrepancy(scale, ell, e, early, early_length, lr, lr_window)
 
-    res = optimize.minimize_scalar(lambda p: _neg_loglik(model(early=float(np.exp(p))), curves),
-                                   bounds=(np.log(sd) - 7, np.log(sd) + 3),
-                                   method="bounded", options={"xatol": 1e-2})
+    res = optimize.minimize_scalar(
+        lambda p: _neg_loglik(model(early=float(np.exp(p))), curves),
+        bounds=(np.log(sd) - 7, np.log(sd) + 3),
+        method="bounded",
+        options={"xatol": 1e-2},
+    )
     early = float(np.exp(res.x))
     sizes = sorted({cv[4] for cv in curves if cv[4] is not None})
     by_size = []
@@ -327,13 +381,15 @@ def learn_from_residuals(curves, early_length: float = 0.1, lr_window: float = 0
             mine = [cv for cv in curves if cv[4] == n]
             r = optimize.minimize_scalar(
                 lambda p: _neg_loglik(model(float(np.exp(p)), early), mine),
-                bounds=(np.log(s) - 3, np.log(s) + 3), method="bounded",
-                options={"xatol": 1e-2})
+                bounds=(np.log(s) - 3, np.log(s) + 3),
+                method="bounded",
+                options={"xatol": 1e-2},
+            )
             by_size.append((float(n), float(np.exp(r.x))))
     return Discrepancy(s, ell, e, early, early_length, lr, lr_window, tuple(by_size))
 
 
-def resolve_discrepancy(fit: Fit, discrepancy) -> "Discrepancy | None":
+def resolve_discrepancy(fit: Fit, discrepancy) -> Discrepancy | None:
     """The discrepancy model a prefix forecast uses: ``"auto"`` the fit's own (learned from its
     training residuals, stored with it), else none (iid); ``"iid"`` or None: none; a
     :class:`Discrepancy` (or its JSON) as given."""

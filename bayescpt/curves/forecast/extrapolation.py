@@ -30,14 +30,25 @@ from bayescpt.core.schedules import Schedule
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data.table import s1_end
 
-__all__ = ["ExtrapolationWarning", "RangeUnknownWarning", "ImpossiblePrediction", "unknown_note",
-           "range_of_fit", "check_extrapolation", "range_warnings",
-           "check_possible"]
+__all__ = [
+    "ExtrapolationWarning",
+    "RangeUnknownWarning",
+    "ImpossiblePrediction",
+    "unknown_note",
+    "range_of_fit",
+    "check_extrapolation",
+    "range_warnings",
+    "check_possible",
+]
 
 #: relative slack before a value counts as outside the range (float noise in areas and LRs)
 RTOL = 1e-6
-QUANTITIES = {"lr": "peak LR", "steps": "length", "s1": "forward area S1",
-              "model_size": "model size"}
+QUANTITIES = {
+    "lr": "peak LR",
+    "steps": "length",
+    "s1": "forward area S1",
+    "model_size": "model size",
+}
 
 
 class ExtrapolationWarning(UserWarning):
@@ -52,53 +63,86 @@ class ExtrapolationWarning(UserWarning):
     def __init__(self, run, quantity, value, low, high, factor, size_ranges=None, label=None):
         self.run, self.quantity, self.value = run, quantity, value
         self.low, self.high, self.factor, self.size_ranges = low, high, factor, size_ranges
-        self.label = label      # what the line names instead of "run RUN" (e.g. a set of plans)
+        self.label = label  # what the line names instead of "run RUN" (e.g. a set of plans)
         super().__init__(self.describe())
 
-    def __reduce__(self):   # copies (pandas attrs, pickling) rebuild it from its fields
-        return (type(self), (self.run, self.quantity, self.value, self.low, self.high,
-                             self.factor, self.size_ranges, self.label))
+    def __reduce__(self):  # copies (pandas attrs, pickling) rebuild it from its fields
+        return (
+            type(self),
+            (
+                self.run,
+                self.quantity,
+                self.value,
+                self.low,
+                self.high,
+                self.factor,
+                self.size_ranges,
+                self.label,
+            ),
+        )
 
-    def relabelled(self, label: str) -> "ExtrapolationWarning":
+    def relabelled(self, label: str) -> ExtrapolationWarning:
         """The same finding, its line naming ``label`` instead of the run."""
-        return type(self)(self.run, self.quantity, self.value, self.low, self.high, self.factor,
-                          self.size_ranges, label)
+        return type(self)(
+            self.run,
+            self.quantity,
+            self.value,
+            self.low,
+            self.high,
+            self.factor,
+            self.size_ranges,
+            label,
+        )
 
     def short(self) -> str:
         """A few words for a table cell: quantity, value, the bound crossed and the factor."""
         above = self.value > self.high
         times = "inf" if not np.isfinite(self.factor) else f"{self.factor:.3g}"
-        return (f"{QUANTITIES[self.quantity]} {self.value:.3g} {'>' if above else '<'} "
-                f"{self.high if above else self.low:.3g} ({times}x)")
+        return (
+            f"{QUANTITIES[self.quantity]} {self.value:.3g} {'>' if above else '<'} "
+            f"{self.high if above else self.low:.3g} ({times}x)"
+        )
 
     def describe(self) -> str:
         what = QUANTITIES[self.quantity]
         unit = " steps" if self.quantity == "steps" else ""
         above = self.value > self.high
         bound = self.high if above else self.low
-        word = ("largest" if above else "smallest") + (" fitted" if self.quantity == "model_size"
-                                                       else " training")
+        word = ("largest" if above else "smallest") + (
+            " fitted" if self.quantity == "model_size" else " training"
+        )
         noun = {"lr": "peak LR", "steps": "run", "s1": "S1", "model_size": "size"}[self.quantity]
         times = "inf" if not np.isfinite(self.factor) else f"{self.factor:.3g}"
         rel = f"{times}x the" if above else f"1/{times} of the"
         head = f"run {self.run}" if self.label is None else self.label
-        line = (f"{head}: {what} {self.value:.3g}{unit} is {rel} {word} {noun} "
-                f"{bound:.3g}{unit}")
+        line = f"{head}: {what} {self.value:.3g}{unit} is {rel} {word} {noun} {bound:.3g}{unit}"
         if self.size_ranges is not None:
-            line += (" (the fit saw one size)" if not np.isfinite(self.size_ranges) else
-                     f" ({self.size_ranges:.2g} fitted log-size ranges beyond)")
+            line += (
+                " (the fit saw one size)"
+                if not np.isfinite(self.size_ranges)
+                else f" ({self.size_ranges:.2g} fitted log-size ranges beyond)"
+            )
         line += ": extrapolation"
         if self.quantity == "steps" and above:
             # issue 16 (benchmarks/RESULTS.md, "Calibration on independent sets"): the laws'
             # misses on public ladders are biases on runs longer than every fitted one, which no
             # calibration learned from the training runs saw
-            line += ("; the band assumes the law holds past the longest training run, which "
-                     "these runs do not test")
+            line += (
+                "; the band assumes the law holds past the longest training run, which "
+                "these runs do not test"
+            )
         return line
 
     def as_dict(self) -> dict:
-        return {"run": self.run, "quantity": self.quantity, "value": self.value, "low": self.low,
-                "high": self.high, "factor": self.factor, "size_ranges": self.size_ranges}
+        return {
+            "run": self.run,
+            "quantity": self.quantity,
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "factor": self.factor,
+            "size_ranges": self.size_ranges,
+        }
 
 
 class RangeUnknownWarning(UserWarning):
@@ -117,8 +161,13 @@ def range_of_fit(fit) -> dict:
     if raw is not None:
         return json.loads(raw) if isinstance(raw, str) else dict(raw)
     sizes = fit.groups["size"].dropna() if "size" in fit.groups.columns else pd.Series([])
-    return {"lr_min": None, "lr_max": None, "max_steps": None, "max_s1": None,
-            "sizes": sorted(float(s) for s in sizes.unique())}
+    return {
+        "lr_min": None,
+        "lr_max": None,
+        "max_steps": None,
+        "max_s1": None,
+        "sizes": sorted(float(s) for s in sizes.unique()),
+    }
 
 
 def unknown_note(rng: dict) -> str | None:
@@ -127,8 +176,10 @@ def unknown_note(rng: dict) -> str | None:
     missing = [text for key, text in names.items() if rng.get(key) is None]
     if not missing:
         return None
-    return (f"the fit file does not record the {', '.join(missing)} it was trained on (written "
-            "before the training range was stored): unknown, so not checked for extrapolation")
+    return (
+        f"the fit file does not record the {', '.join(missing)} it was trained on (written "
+        "before the training range was stored): unknown, so not checked for extrapolation"
+    )
 
 
 def _beyond(run, quantity, value, low, high, **extra):
@@ -142,8 +193,9 @@ def _beyond(run, quantity, value, low, high, **extra):
     return None
 
 
-def check_extrapolation(rng: dict, df: pd.DataFrame,
-                        schedules: dict[str, Schedule]) -> list[ExtrapolationWarning]:
+def check_extrapolation(
+    rng: dict, df: pd.DataFrame, schedules: dict[str, Schedule]
+) -> list[ExtrapolationWarning]:
     """One warning per (predicted run, quantity) outside the training range ``rng``.
 
     ``df`` is the validated table to predict; each run is judged on its rows with step >= 1
@@ -154,9 +206,11 @@ def check_extrapolation(rng: dict, df: pd.DataFrame,
     rows = df[df["step"] >= 1]
     for run, g in rows.groupby("run", sort=False):
         sched, last = schedules[run], int(g["step"].max())
-        found = [_beyond(run, "lr", sched.peak, rng.get("lr_min"), rng.get("lr_max")),
-                 _beyond(run, "steps", last, 0, rng.get("max_steps")),
-                 _beyond(run, "s1", s1_end(sched, last), 0, rng.get("max_s1"))]
+        found = [
+            _beyond(run, "lr", sched.peak, rng.get("lr_min"), rng.get("lr_max")),
+            _beyond(run, "steps", last, 0, rng.get("max_steps")),
+            _beyond(run, "s1", s1_end(sched, last), 0, rng.get("max_s1")),
+        ]
         if sizes and "model_size" in g.columns and g["model_size"].notna().any():
             size = float(g["model_size"].dropna().iloc[0])
             lo, hi = sizes[0], sizes[-1]
@@ -189,4 +243,5 @@ def check_possible(res: pd.DataFrame, columns) -> None:
         raise ImpossiblePrediction(
             f"run {row['run']!r}, {where}step {int(row['step'])}: predicted {columns[j]} loss "
             f"{vals[i, j]:.4g} is not a finite positive number of nats; the schedule is outside "
-            "what the law can describe (see the extrapolation warnings)")
+            "what the law can describe (see the extrapolation warnings)"
+        )

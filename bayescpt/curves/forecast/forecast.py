@@ -39,9 +39,15 @@ class Forecast:
     warnings: list = field(default_factory=list)
 
 
-def forecast(fit, schedule: pd.DataFrame, prob: float = 0.9, seed: int = 0,
-             observed: pd.DataFrame | None = None, draws: bool = False,
-             tell=None) -> Forecast:
+def forecast(
+    fit,
+    schedule: pd.DataFrame,
+    prob: float = 0.9,
+    seed: int = 0,
+    observed: pd.DataFrame | None = None,
+    draws: bool = False,
+    tell=None,
+) -> Forecast:
     """Predict the validated ``schedule`` table with ``fit`` (credible level ``prob``, ``seed``).
 
     ``observed`` (a run's observed prefix, :func:`~bayescpt.curves.data.observed.read_observed`):
@@ -51,8 +57,10 @@ def forecast(fit, schedule: pd.DataFrame, prob: float = 0.9, seed: int = 0,
     (ImpossiblePrediction) before the refusal propagates."""
     if observed is not None:
         if draws:
-            raise ValueError("draws with an observed prefix: a forecast from a run's prefix "
-                             "weights its draws (importance sampling), not written yet")
+            raise ValueError(
+                "draws with an observed prefix: a forecast from a run's prefix "
+                "weights its draws (importance sampling), not written yet"
+            )
         schedule = merge_observed(schedule, observed)
     caught: list = []
     try:

@@ -30,8 +30,11 @@ class PrefixWarning(UserWarning):
 def _iid_loglik(fit: Fit, R: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     z = R / sigma[:, None]
     noise = fit.config["noise"]
-    logp = (stats.t.logpdf(z, noise.get("nu", 5.0)) if noise["family"] == "studentt"
-            else stats.norm.logpdf(z)) - np.log(sigma)[:, None]
+    logp = (
+        stats.t.logpdf(z, noise.get("nu", 5.0))
+        if noise["family"] == "studentt"
+        else stats.norm.logpdf(z)
+    ) - np.log(sigma)[:, None]
     return logp.sum(axis=1)
 
 
@@ -51,10 +54,12 @@ def _normalise(ll: np.ndarray) -> np.ndarray:
 def _temper_for(ll: np.ndarray, target: float) -> float:
     """The largest exponent t in (0, 1] of the log likelihoods ``ll`` whose weights keep an
     effective sample size of at least ``target`` (bisection in log t; ESS falls as t grows)."""
+
     def ess(t):
         w = _normalise(t * ll)
-        return 1.0 / np.sum(w ** 2)
-    lo, hi = -30.0, 0.0                 # log t
+        return 1.0 / np.sum(w**2)
+
+    lo, hi = -30.0, 0.0  # log t
     if ess(np.exp(lo)) < target:
         return float(np.exp(lo))
     for _ in range(40):
@@ -63,8 +68,9 @@ def _temper_for(ll: np.ndarray, target: float) -> float:
     return float(np.exp(lo))
 
 
-def _conflict(log_mu: np.ndarray, loss: np.ndarray, run: str, vs: str,
-              prob: float = 0.99) -> str | None:
+def _conflict(
+    log_mu: np.ndarray, loss: np.ndarray, run: str, vs: str, prob: float = 0.99
+) -> str | None:
     """A message when the observed prefix ``loss`` lies outside what the fit predicts for the
     run before seeing it: the prefix's mean log loss outside the central ``prob`` range of the
     prior particles' (``log_mu``, (P, n): their curves at the prefix's steps, equal weights);
@@ -77,10 +83,12 @@ def _conflict(log_mu: np.ndarray, loss: np.ndarray, run: str, vs: str,
     nats = float(np.mean(loss) - np.mean(np.exp(log_mu)))
     pct = 100 * (np.exp(obs - np.median(prior)) - 1)
     side = "above" if nats > 0 else "below"
-    return (f"run {run!r}, {vs!r}: the run disagrees with the fit: its {len(loss)} observed "
-            f"losses lie {abs(nats):.3g} nats ({abs(pct):.3g} %) {side} the fit's forecast for "
-            f"it, far outside its {prob:.0%} range; the forecast from this prefix is not one the "
-            "fit vouches for (another setup, data or law than the fit's)")
+    return (
+        f"run {run!r}, {vs!r}: the run disagrees with the fit: its {len(loss)} observed "
+        f"losses lie {abs(nats):.3g} nats ({abs(pct):.3g} %) {side} the fit's forecast for "
+        f"it, far outside its {prob:.0%} range; the forecast from this prefix is not one the "
+        "fit vouches for (another setup, data or law than the fit's)"
+    )
 
 
 def systematic_resample(w: np.ndarray, m: int, rng) -> np.ndarray:
@@ -96,13 +104,17 @@ def weighted_quantiles(values: np.ndarray, w: np.ndarray, q) -> np.ndarray:
     (particles of weight 0 take no part)."""
     pos = w > 0
     values, w = values[pos], w[pos] / w[pos].sum()
-    if np.ptp(w) <= 1e-12 * w[0]:              # equal weights: the same midpoint rule, faster
+    if np.ptp(w) <= 1e-12 * w[0]:  # equal weights: the same midpoint rule, faster
         return np.quantile(values, np.atleast_1d(q), axis=0, method="hazen")
     order = np.argsort(values, axis=0)
     v = np.take_along_axis(values, order, axis=0)
     cw = np.cumsum(w[order], axis=0) - 0.5 * w[order]
-    return np.stack([np.array([np.interp(qq, cw[:, j], v[:, j]) for j in range(v.shape[1])])
-                     for qq in np.atleast_1d(q)])
+    return np.stack(
+        [
+            np.array([np.interp(qq, cw[:, j], v[:, j]) for j in range(v.shape[1])])
+            for qq in np.atleast_1d(q)
+        ]
+    )
 
 
 @dataclass
@@ -121,7 +133,7 @@ class Particles:
     n: int
     obs: pd.DataFrame
     info: dict
-    conds: "list[Conditioner] | None" = None
+    conds: list[Conditioner] | None = None
     level: np.ndarray | None = None
     resid: np.ndarray | None = None
     tempered: float = 1.0
@@ -153,8 +165,17 @@ class _Prefix:
     conds: list | None = None
 
 
-def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFrame, schedule,
-                    rng, n_dev: int = 8, weighing: Weighing | None = None) -> Particles:
+def curve_particles(
+    fit: Fit,
+    df: pd.DataFrame,
+    run: str,
+    vs: str,
+    g: pd.DataFrame,
+    schedule,
+    rng,
+    n_dev: int = 8,
+    weighing: Weighing | None = None,
+) -> Particles:
     """The particles of the curve (``run``, ``vs``) of ``df`` (its rows ``g``, on ``schedule``)
     weighted by its logged losses past the warmup (:mod:`bayescpt.curves.forecast.prefix`), with
     ``n_dev`` fresh deviations per posterior draw at a time, as ``weighing`` says
@@ -165,10 +186,10 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
     info, size = _curve_info(fit, df, run, vs, g)
     warm = schedule.warmup_steps if fit.config["settings"].get("skip_warmup", True) else 0
     pre = _Prefix(g[g["loss"].notna() & (g["step"] >= warm)])
-    if disc is not None:                # the size's own scale, where the model has one per size
+    if disc is not None:  # the size's own scale, where the model has one per size
         disc = disc.for_size(info["model_size"])
     max_dev = wg.max_dev
-    if max_dev is None:                 # more deviations only where the weights are honest
+    if max_dev is None:  # more deviations only where the weights are honest
         max_dev = 4 * n_dev if disc is not None else n_dev
     max_dev = max(int(max_dev), n_dev)
     if len(pre.obs):
@@ -185,13 +206,23 @@ def curve_particles(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFra
         conflict = _conflict(np.concatenate(lls_resid), pre.loss, run, vs) if lls_resid else None
         if conflict is not None:
             warnings.warn(conflict, PrefixWarning, stacklevel=3)
-    keep = np.flatnonzero(w > 1e-12 * w.max())      # particles that carry any weight
+    keep = np.flatnonzero(w > 1e-12 * w.max())  # particles that carry any weight
     draw, level = np.divmod(keep, lls[0].shape[1])
     theta = {k: v[draw] for k, v in theta.items()}
     conds = pre.conds
     resid = None if conds is None else _residuals(fit, theta, pre.X, pre.loss)
-    return Particles(theta, w[keep] / w[keep].sum(), ess, w.size, pre.obs, info, conds,
-                     None if conds is None else level, resid, tempered)
+    return Particles(
+        theta,
+        w[keep] / w[keep].sum(),
+        ess,
+        w.size,
+        pre.obs,
+        info,
+        conds,
+        None if conds is None else level,
+        resid,
+        tempered,
+    )
 
 
 def _curve_info(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFrame):
@@ -206,8 +237,7 @@ def _curve_info(fit: Fit, df: pd.DataFrame, run: str, vs: str, g: pd.DataFrame):
     return info, size
 
 
-def _weigh(fit: Fit, vs: str, size, rng, pre: _Prefix, n_dev: int, max_dev: int,
-           wg: Weighing):
+def _weigh(fit: Fit, vs: str, size, rng, pre: _Prefix, n_dev: int, max_dev: int, wg: Weighing):
     """Draw ``n_dev`` deviations per posterior draw at a time and weigh them by the prefix
     until the effective sample size reaches ``wg.min_ess`` or ``max_dev`` deviations are drawn
     (``pre.conds`` take the fit's Student-t noise scales on the first batch). Returns (all the
@@ -224,9 +254,9 @@ def _weigh(fit: Fit, vs: str, size, rng, pre: _Prefix, n_dev: int, max_dev: int,
         done += n_dev
         if pre.X is None:
             lls.append(np.zeros((theta["_sigma"].shape[0], 1)))
-        else:                           # (P, levels): each particle at each run noise level
+        else:  # (P, levels): each particle at each run noise level
             R = _residuals(fit, theta, pre.X, pre.loss)
-            if not lls_resid:           # the prior's particles (equal weights): their curves
+            if not lls_resid:  # the prior's particles (equal weights): their curves
                 lls_resid.append(np.log(np.maximum(curve_draws(fit, theta, pre.X), 1e-6)))
             if pre.conds is not None and nu is not None and not lls:
                 # the fit's Student-t noise: each level's EM noise scales, from the residual of
@@ -234,11 +264,16 @@ def _weigh(fit: Fit, vs: str, size, rng, pre: _Prefix, n_dev: int, max_dev: int,
                 w0 = _normalise(np.column_stack([cd.loglik(R) for cd in pre.conds]).ravel())
                 rbar = w0.reshape(R.shape[0], -1).sum(axis=1) @ R
                 pre.conds = [cd.student_t(rbar, nu) for cd in pre.conds]
-            lls.append(wg.temper * (_iid_loglik(fit, R, theta["_sigma"])[:, None]
-                                    if pre.conds is None
-                                    else np.column_stack([cd.loglik(R) for cd in pre.conds])))
+            lls.append(
+                wg.temper
+                * (
+                    _iid_loglik(fit, R, theta["_sigma"])[:, None]
+                    if pre.conds is None
+                    else np.column_stack([cd.loglik(R) for cd in pre.conds])
+                )
+            )
         w = _normalise(np.concatenate(lls).ravel())
-        ess = 1.0 / np.sum(w ** 2)
+        ess = 1.0 / np.sum(w**2)
         if ess >= wg.min_ess or done + n_dev > max_dev or pre.X is None:
             break
     theta = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -250,21 +285,27 @@ def _settle(ll: np.ndarray, pre: _Prefix, min_ess: float, run: str, vs: str):
     where the update is degenerate (ess below ``min_ess`` / 4), with a :class:`PrefixWarning`
     there or where ess stays below ``min_ess``."""
     w = _normalise(ll)
-    ess = 1.0 / np.sum(w ** 2)
+    ess = 1.0 / np.sum(w**2)
     n_part = w.size
     tempered = 1.0
     if ess < min_ess / 4 and pre.X is not None:  # degenerate: tempered until it is not
         tempered = _temper_for(ll, min(min_ess / 4, n_part / 4))
         w = _normalise(tempered * ll)
-        full, ess = ess, 1.0 / np.sum(w ** 2)
-        warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(pre.obs)} losses left an effective "
-                      f"sample size of {full:.0f} of {n_part} particles; the update is tempered "
-                      f"(its likelihood raised to the power {tempered:.2g}, effective sample size "
-                      f"{ess:.0f}), so the forecast is wider than a full update would be",
-                      PrefixWarning, stacklevel=4)
+        full, ess = ess, 1.0 / np.sum(w**2)
+        warnings.warn(
+            f"run {run!r}, {vs!r}: the prefix of {len(pre.obs)} losses left an effective "
+            f"sample size of {full:.0f} of {n_part} particles; the update is tempered "
+            f"(its likelihood raised to the power {tempered:.2g}, effective sample size "
+            f"{ess:.0f}), so the forecast is wider than a full update would be",
+            PrefixWarning,
+            stacklevel=4,
+        )
     elif ess < min_ess:
-        warnings.warn(f"run {run!r}, {vs!r}: the prefix of {len(pre.obs)} losses leaves an "
-                      f"effective sample size of {ess:.0f} of {n_part} particles; the "
-                      "forecast rests on few draws (thin the prefix or raise n_dev)",
-                      PrefixWarning, stacklevel=4)
+        warnings.warn(
+            f"run {run!r}, {vs!r}: the prefix of {len(pre.obs)} losses leaves an "
+            f"effective sample size of {ess:.0f} of {n_part} particles; the "
+            "forecast rests on few draws (thin the prefix or raise n_dev)",
+            PrefixWarning,
+            stacklevel=4,
+        )
     return w, ess, tempered

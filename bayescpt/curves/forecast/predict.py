@@ -35,8 +35,14 @@ from bayescpt.curves.model.hierarchy import parameter_draws
 CHUNK_ELEMENTS = 4_000_000
 OUTPUT_COLUMNS = ["mean", "median", "lower", "upper", "curve_lower", "curve_upper"]
 
-__all__ = ["check_sizes", "curve_draws", "other_draws", "predict_draws",
-           "predict_frame", "predictive_idata"]
+__all__ = [
+    "check_sizes",
+    "curve_draws",
+    "other_draws",
+    "predict_draws",
+    "predict_frame",
+    "predictive_idata",
+]
 
 
 def curve_draws(fit: Fit, theta: dict, X: dict) -> np.ndarray:
@@ -47,9 +53,9 @@ def curve_draws(fit: Fit, theta: dict, X: dict) -> np.ndarray:
     step = max(1, CHUNK_ELEMENTS // max(n * k, 1))
     out = np.empty((S, n))
     for a in range(0, S, step):
-        th = {name: v[a:a + step, None] for name, v in theta.items() if not name.startswith("_")}
+        th = {name: v[a : a + step, None] for name, v in theta.items() if not name.startswith("_")}
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            out[a:a + step] = fit.law.mean(np, th, X)
+            out[a : a + step] = fit.law.mean(np, th, X)
     return out
 
 
@@ -79,9 +85,11 @@ def check_sizes(fit: Fit, df: pd.DataFrame, source: str = "the schedule") -> Non
     given = df[df["model_size"].notna()]
     if len(given):
         row = given.iloc[0]
-        raise DataError(f"{source}: column model_size, value {float(row['model_size']):g} (run "
-                        f"{row['run']!r}): the fit was made without model sizes, so it cannot "
-                        "predict for one; drop the column (or refit on runs with model sizes)")
+        raise DataError(
+            f"{source}: column model_size, value {float(row['model_size']):g} (run "
+            f"{row['run']!r}): the fit was made without model sizes, so it cannot "
+            "predict for one; drop the column (or refit on runs with model sizes)"
+        )
 
 
 def _predict(fit, df, prob, seed, kept) -> pd.DataFrame:
@@ -93,13 +101,15 @@ def _predict(fit, df, prob, seed, kept) -> pd.DataFrame:
     sched = schedules_of(df)
     has_size = "model_size" in df.columns
     if not has_size and fit.groups["size"].nunique() > 1:
-        raise DataError("the schedule has no model_size column; the fit has several model sizes "
-                        f"({sorted(fit.groups['size'].unique())})")
+        raise DataError(
+            "the schedule has no model_size column; the fit has several model sizes "
+            f"({sorted(fit.groups['size'].unique())})"
+        )
     others = fit.law.side_sets(fit.meta)
     trained = range_of_fit(fit)
     found = check_extrapolation(trained, df, sched)
 
-    def tell():   # after the input passed its checks: with the result, or with the refusal
+    def tell():  # after the input passed its checks: with the result, or with the refusal
         for w in range_warnings(unknown_note(trained), found):
             warnings.warn(w, stacklevel=4)
 
@@ -124,24 +134,31 @@ def _predict_runs(fit, df, sched, has_size, others, prob, rng, kept=None) -> lis
     student = fit.config["noise"]["family"] == "studentt"
     pieces = []
     for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
-        size = g["model_size"].iloc[0] if has_size else (
-            fit.groups["size"].iloc[0] if fit.groups["size"].nunique() == 1 else None)
+        size = (
+            g["model_size"].iloc[0]
+            if has_size
+            else (fit.groups["size"].iloc[0] if fit.groups["size"].nunique() == 1 else None)
+        )
         info = curve_info(df, run, vs)
         info["model_size"] = None if size is None else float(size)
         if vs in others:
-            curves, y_rep = other_draws(fit, vs, others[vs], sched[run], g["step"].to_numpy(),
-                                         info, rng)
+            curves, y_rep = other_draws(
+                fit, vs, others[vs], sched[run], g["step"].to_numpy(), info, rng
+            )
         else:
             theta = parameter_draws(fit, vs, size, rng)
             if info["val_role"] is None and "val_role" in fit.groups.columns:
                 info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]
             X = fit.law.design(sched[run], g["step"].to_numpy(), fit.config["settings"], info)
             curves = curve_draws(fit, theta, X)
-            noise = rng.standard_t(nu, size=curves.shape) if student else \
-                rng.standard_normal(curves.shape)
+            noise = (
+                rng.standard_t(nu, size=curves.shape)
+                if student
+                else rng.standard_normal(curves.shape)
+            )
             y_rep = curves * np.exp(theta["_sigma"][:, None] * noise)
         res = g.copy()
-        with np.errstate(invalid="ignore"):   # inf curves: refused just below
+        with np.errstate(invalid="ignore"):  # inf curves: refused just below
             res["mean"] = curves.mean(axis=0)
             res["median"] = np.median(curves, axis=0)
             res["lower"], res["upper"] = np.quantile(y_rep, q, axis=0)
@@ -159,28 +176,31 @@ def _predict_runs(fit, df, sched, has_size, others, prob, rng, kept=None) -> lis
     return pieces
 
 
-def other_draws(fit: Fit, vs: str, spec: dict, schedule, steps, info: dict,
-                 rng: np.random.Generator):
+def other_draws(
+    fit: Fit, vs: str, spec: dict, schedule, steps, info: dict, rng: np.random.Generator
+):
     """Curve and observation draws of an ``other`` set: a * general + b * domain + c (+ noise)."""
     parts = {}
     for role in ("general", "domain"):
         name = spec[f"{role}_set"]
         theta = parameter_draws(fit, name, info["model_size"], rng)
-        X = fit.law.design(schedule, steps, fit.config["settings"],
-                           dict(info, val_set=name, val_role=role))
+        X = fit.law.design(
+            schedule, steps, fit.config["settings"], dict(info, val_set=name, val_role=role)
+        )
         parts[role] = curve_draws(fit, theta, X)
     post = fit.idata.posterior
     coef = post["other_coef"].sel(other_set=vs).stack(sample=("chain", "draw"))
     coef = coef.transpose("sample", "coef").values
     sigma = post["other_sigma"].sel(other_set=vs).stack(sample=("chain", "draw")).values
-    reps = parts["general"].shape[0] // coef.shape[0]   # antithetic draws use each twice
+    reps = parts["general"].shape[0] // coef.shape[0]  # antithetic draws use each twice
     coef, sigma = np.tile(coef, (reps, 1)), np.tile(sigma, reps)
     curves = coef[:, :1] * parts["general"] + coef[:, 1:2] * parts["domain"] + coef[:, 2:3]
     return curves, curves + sigma[:, None] * rng.standard_normal(curves.shape)
 
 
-def predict_draws(fit: Fit, df: pd.DataFrame, prob: float = 0.9,
-                  seed: int = 0) -> tuple[xr.Dataset, pd.DataFrame]:
+def predict_draws(
+    fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0
+) -> tuple[xr.Dataset, pd.DataFrame]:
     """The draws behind :func:`predict_frame`, as xarray, with its table: ``(draws, table)``.
 
     ``table`` is exactly ``predict_frame(fit, df, prob, seed)`` (same warnings and refusals).
@@ -210,14 +230,20 @@ def predict_draws(fit: Fit, df: pd.DataFrame, prob: float = 0.9,
     index = pd.MultiIndex.from_frame(rows[levels].reset_index(drop=True))
     dims = ("chain", "draw", "point")
     curve, loss = shaped(1), shaped(2)
-    ds = xr.Dataset({"loss": (dims, loss), "curve": (dims, curve)},
-                    coords={"chain": post["chain"].values, "draw": np.arange(curve.shape[1])})
+    ds = xr.Dataset(
+        {"loss": (dims, loss), "curve": (dims, curve)},
+        coords={"chain": post["chain"].values, "draw": np.arange(curve.shape[1])},
+    )
     ds = ds.assign_coords(xr.Coordinates.from_pandas_multiindex(index, "point"))
     ds["loss"].attrs["description"] = "predictive draws of an observed loss (curve x noise)"
     ds["curve"].attrs["description"] = "the law's mean loss (the curve) per draw"
-    ds.attrs.update(law=fit.law.name, data_hash=str(fit.meta.get("data_hash")), seed=int(seed),
-                    antithetic="draw d < D: posterior draw d with the new run's deviation z; "
-                               "draw D + d: the same with -z")
+    ds.attrs.update(
+        law=fit.law.name,
+        data_hash=str(fit.meta.get("data_hash")),
+        seed=int(seed),
+        antithetic="draw d < D: posterior draw d with the new run's deviation z; "
+        "draw D + d: the same with -z",
+    )
     return ds, table
 
 
@@ -235,12 +261,16 @@ def predictive_idata(draws: xr.Dataset, table: pd.DataFrame):
     rows = table[table["mean"].notna()]
     for c in levels:
         if not np.array_equal(rows[c].to_numpy(), flat[c].values):
-            raise ValueError(f"the table's {c} column does not match the draws' points: pass "
-                             "the table predict_draws returned with them")
+            raise ValueError(
+                f"the table's {c} column does not match the draws' points: pass "
+                "the table predict_draws returned with them"
+            )
     groups = {"posterior_predictive": flat[["loss"]], "predictions": flat[["curve"]]}
     if "loss" in rows.columns and rows["loss"].notna().any():
-        obs = xr.Dataset({"loss": ("point", rows["loss"].to_numpy(dtype=float))},
-                         coords={c: ("point", flat[c].values) for c in levels})
+        obs = xr.Dataset(
+            {"loss": ("point", rows["loss"].to_numpy(dtype=float))},
+            coords={c: ("point", flat[c].values) for c in levels},
+        )
         groups["observed_data"] = obs
     idata = az.InferenceData(**groups)
     for g in groups:

@@ -101,10 +101,18 @@ from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.other_sets import other_sets
 
 
-def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: int = 0,
-                         n_dev: int = 8, min_ess: float = 200.0,
-                         temper: float = 1.0, discrepancy="auto",
-                         max_dev: int | None = None, n_forecast: int = 4000) -> pd.DataFrame:
+def forecast_with_prefix(
+    fit: Fit,
+    df: pd.DataFrame,
+    prob: float = 0.9,
+    seed: int = 0,
+    n_dev: int = 8,
+    min_ess: float = 200.0,
+    temper: float = 1.0,
+    discrepancy="auto",
+    max_dev: int | None = None,
+    n_forecast: int = 4000,
+) -> pd.DataFrame:
     """Predictions for every row (step >= 1) of ``df``, each curve conditioned on its own
     logged losses (the rows of ``df`` with a loss: the prefix of a run in progress).
 
@@ -127,19 +135,28 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
     if not has_size and fit.groups["size"].nunique() > 1:
         raise DataError("the table has no model_size column; the fit has several model sizes")
     others = other_sets(fit.meta)
-    if (isinstance(discrepancy, str) and discrepancy == "auto" and df["loss"].notna().any()
-            and resolve_discrepancy(fit, "auto") is None):
-        warnings.warn("the fit carries no discrepancy model, so the prefix is weighted as iid "
-                      "noise, which over-counts a dense log of a real run (bands too narrow: "
-                      "benchmarks/RESULTS.md, 'Runs in progress'); fit with 'bayescpt fit "
-                      "--discrepancy' or store learn_discrepancy(fit, table) in it",
-                      PrefixWarning, stacklevel=2)
+    if (
+        isinstance(discrepancy, str)
+        and discrepancy == "auto"
+        and df["loss"].notna().any()
+        and resolve_discrepancy(fit, "auto") is None
+    ):
+        warnings.warn(
+            "the fit carries no discrepancy model, so the prefix is weighted as iid "
+            "noise, which over-counts a dense log of a real run (bands too narrow: "
+            "benchmarks/RESULTS.md, 'Runs in progress'); fit with 'bayescpt fit "
+            "--discrepancy' or store learn_discrepancy(fit, table) in it",
+            PrefixWarning,
+            stacklevel=2,
+        )
     weighing = Weighing(temper, min_ess, discrepancy, max_dev)
     pieces = []
     for (run, vs), g in df[df["step"] >= 1].groupby(["run", "val_set"], sort=False):
         if vs in others:
-            raise DataError(f"run {run!r}: validation set {vs!r} is an 'other' set; prefix "
-                            "forecasts cover the law's own validation sets")
+            raise DataError(
+                f"run {run!r}: validation set {vs!r} is an 'other' set; prefix "
+                "forecasts cover the law's own validation sets"
+            )
         part = curve_particles(fit, df, run, vs, g, sched[run], rng, n_dev, weighing)
         res = _curve_forecast(fit, g, sched[run], part, rng, n_forecast, q)
         if skip:
@@ -153,14 +170,15 @@ def forecast_with_prefix(fit: Fit, df: pd.DataFrame, prob: float = 0.9, seed: in
     return pd.concat(pieces).sort_index()
 
 
-def _curve_forecast(fit: Fit, g: pd.DataFrame, schedule, part, rng, n_forecast: int,
-                    q: list) -> pd.DataFrame:
+def _curve_forecast(
+    fit: Fit, g: pd.DataFrame, schedule, part, rng, n_forecast: int, q: list
+) -> pd.DataFrame:
     """The rows ``g`` of one curve (on ``schedule``) with the forecast of its weighted particles
     ``part``: mean, median, the predictive band lower/upper at quantiles ``q`` and the curve's
     band curve_lower/curve_upper (nats); resampled to ``n_forecast`` equal-weight particles
     where it has more and a prefix."""
     th, wk, resid, level = part.theta, part.w, part.resid, part.level
-    if len(part.obs) and len(wk) > n_forecast:       # equal-weight particles for the bands
+    if len(part.obs) and len(wk) > n_forecast:  # equal-weight particles for the bands
         idx = systematic_resample(wk, n_forecast, rng)
         th = {k: v[idx] for k, v in th.items()}
         resid = None if resid is None else resid[idx]
@@ -172,24 +190,33 @@ def _curve_forecast(fit: Fit, g: pd.DataFrame, schedule, part, rng, n_forecast: 
     sigma = th["_sigma"][:, None]
     if part.conds is None:
         noise = fit.config["noise"]
-        eps = rng.standard_t(noise.get("nu", 5.0), size=curves.shape) \
-            if noise["family"] == "studentt" else rng.standard_normal(curves.shape)
+        eps = (
+            rng.standard_t(noise.get("nu", 5.0), size=curves.shape)
+            if noise["family"] == "studentt"
+            else rng.standard_normal(curves.shape)
+        )
         y_rep = curves * np.exp(sigma * eps)
         mean_curve = curves
     else:
         xt = np.log(steps.astype(float))
         ct = lr_drop(schedule, steps, part.conds[0].disc.lr_window)
         m, sd = np.empty_like(curves), np.empty_like(curves)
-        for j in np.unique(level):                  # each run noise level's conditional
+        for j in np.unique(level):  # each run noise level's conditional
             at = level == j
             m[at], v = part.conds[j].predict(xt, resid[at], ct)
             sd[at] = np.sqrt(v)
         mean_curve = curves * np.exp(m)
         curves = mean_curve * np.exp(sd * rng.standard_normal(curves.shape))
         noise_k = np.array([cd.noise for cd in part.conds])[level][:, None]
-        nu = part.conds[0].nu           # the white noise's law: the fit's Student-t or Normal
-        y_rep = curves * np.exp(noise_k * (rng.standard_normal(curves.shape) if nu is None
-                                           else rng.standard_t(nu, curves.shape)))
+        nu = part.conds[0].nu  # the white noise's law: the fit's Student-t or Normal
+        y_rep = curves * np.exp(
+            noise_k
+            * (
+                rng.standard_normal(curves.shape)
+                if nu is None
+                else rng.standard_t(nu, curves.shape)
+            )
+        )
     res = g.copy()
     res["mean"] = wk @ mean_curve
     res["median"] = weighted_quantiles(curves, wk, [0.5])[0]

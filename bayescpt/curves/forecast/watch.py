@@ -60,19 +60,31 @@ class WatchUpdate:
 class Watch:
     """Follow the runs of ``schedule`` (a validated table, losses ignored) against ``fit``."""
 
-    def __init__(self, fit: Fit, schedule: pd.DataFrame, prob: float = 0.9,
-                 band_prob: float = 0.99, seed: int = 0, confirm: int = 2,
-                 discrepancy="auto"):
+    def __init__(
+        self,
+        fit: Fit,
+        schedule: pd.DataFrame,
+        prob: float = 0.9,
+        band_prob: float = 0.99,
+        seed: int = 0,
+        confirm: int = 2,
+        discrepancy="auto",
+    ):
         if not 0 < prob < 1 or not 0 < band_prob < 1:
             raise ValueError("prob and band_prob must be probabilities strictly between 0 and 1")
         if int(confirm) < 1:
             raise ValueError(f"confirm={confirm}; expected at least 1 evaluation")
         self.confirm = int(confirm)
-        self.streak: dict = {}          # (run, val_set) -> (side, evaluations in a row outside)
+        self.streak: dict = {}  # (run, val_set) -> (side, evaluations in a row outside)
         sched = validate_curves(schedule, need_loss=False).copy()
         sched["loss"] = np.nan
-        self.fit, self.schedule, self.prob, self.band_prob, self.seed = \
-            fit, sched, prob, band_prob, seed
+        self.fit, self.schedule, self.prob, self.band_prob, self.seed = (
+            fit,
+            sched,
+            prob,
+            band_prob,
+            seed,
+        )
         self.discrepancy = discrepancy
         self.runs = schedules_of(sched)
         skip = fit.config["settings"].get("skip_warmup", True)
@@ -88,19 +100,28 @@ class Watch:
         None when there are none."""
         obs = observed[observed["loss"].notna()][KEY + ["loss"]].copy()
         key = pd.MultiIndex.from_frame(obs[KEY])
-        old = pd.MultiIndex.from_frame(self.seen[KEY].astype({"step": "int64"})) \
-            if len(self.seen) else pd.MultiIndex.from_tuples([], names=KEY)
+        old = (
+            pd.MultiIndex.from_frame(self.seen[KEY].astype({"step": "int64"}))
+            if len(self.seen)
+            else pd.MultiIndex.from_tuples([], names=KEY)
+        )
         new = obs[~key.isin(old)]
         if new.empty:
             return None
         ahead = pd.concat([self.seen, new.assign(loss=np.nan)], ignore_index=True)
-        before = forecast_with_prefix(self.fit, self.table(ahead), prob=self.band_prob,
-                                      seed=self.seed, discrepancy=self.discrepancy)
+        before = forecast_with_prefix(
+            self.fit,
+            self.table(ahead),
+            prob=self.band_prob,
+            seed=self.seed,
+            discrepancy=self.discrepancy,
+        )
         checks = new.merge(before[KEY + ["mean", "lower", "upper"]], on=KEY, how="left")
         warm = checks["run"].map(self.warmup)
         checks = checks[checks["step"] >= warm].reset_index(drop=True)
-        checks["side"] = np.where(checks["loss"] > checks["upper"], 1,
-                                  np.where(checks["loss"] < checks["lower"], -1, 0))
+        checks["side"] = np.where(
+            checks["loss"] > checks["upper"], 1, np.where(checks["loss"] < checks["lower"], -1, 0)
+        )
         checks["outside"] = checks["side"] != 0
         checks = checks.sort_values(["run", "val_set", "step"], ignore_index=True)
         alert = []
@@ -111,11 +132,17 @@ class Watch:
             alert.append(n >= self.confirm)
         checks["alert"] = alert
         self.seen = pd.concat([self.seen, new], ignore_index=True)
-        after = forecast_with_prefix(self.fit, self.table(self.seen), prob=self.prob,
-                                     seed=self.seed, discrepancy=self.discrepancy)
+        after = forecast_with_prefix(
+            self.fit,
+            self.table(self.seen),
+            prob=self.prob,
+            seed=self.seed,
+            discrepancy=self.discrepancy,
+        )
         last = after.groupby(["run", "val_set"])["step"].transform("max")
-        final = after[after["step"] == last][["run", "val_set", "step", "mean", "lower",
-                                              "upper", "ess"]].reset_index(drop=True)
+        final = after[after["step"] == last][
+            ["run", "val_set", "step", "mean", "lower", "upper", "ess"]
+        ].reset_index(drop=True)
         return WatchUpdate(checks, final, len(self.seen))
 
     def finished(self) -> bool:

@@ -18,19 +18,31 @@ from bayescpt.core.priorspec import check_prior
 from bayescpt.core.tables import shown
 from bayescpt.curves.model.laws.base import Law
 
-DEFAULT_NOISE = {"family": "studentt", "nu": 3.0, "sigma_loc": float(np.log(0.003)),
-                 "sigma_scale": 1.0, "sigma_group_sd": 0.5,
-                 "sigma_mu_prior": None, "sigma_sd_prior": None}
+DEFAULT_NOISE = {
+    "family": "studentt",
+    "nu": 3.0,
+    "sigma_loc": float(np.log(0.003)),
+    "sigma_scale": 1.0,
+    "sigma_group_sd": 0.5,
+    "sigma_mu_prior": None,
+    "sigma_sd_prior": None,
+}
 
 #: the config keys of a parameter's prior objects (variables p_mu, p_slope, p_sd, p_tau) ->
 #: whether the prior's support must be positive (a spread)
 NODE_PRIORS = {"mu_prior": False, "slope_prior": False, "sd_prior": True, "tau_prior": True}
 #: the numeric knobs' ranges (a spread > 0, or >= 0 where 0 turns its level off), checked when
 #: the config is read (:func:`bayescpt.core.config.check_config`)
-KNOB_RANGES = {"priors.*.scale": "> 0", "priors.*.group_sd": ">= 0",
-               "priors.*.size_slope_sd": ">= 0", "priors.*.run_sd": ">= 0",
-               "priors.*.run_sd_spread": "> 0", "noise.nu": "> 0", "noise.sigma_scale": "> 0",
-               "noise.sigma_group_sd": ">= 0"}
+KNOB_RANGES = {
+    "priors.*.scale": "> 0",
+    "priors.*.group_sd": ">= 0",
+    "priors.*.size_slope_sd": ">= 0",
+    "priors.*.run_sd": ">= 0",
+    "priors.*.run_sd_spread": "> 0",
+    "noise.nu": "> 0",
+    "noise.sigma_scale": "> 0",
+    "noise.sigma_group_sd": ">= 0",
+}
 
 
 class Config(dict):
@@ -49,13 +61,21 @@ def default_config(law: Law) -> dict:
     that needs longer sampling than the package default says so in ``default_sampler``."""
     extra = {"sampler": dict(law.default_sampler)} if law.default_sampler else {}
     return extra | {
-        "priors": {p.name: {"positive": p.positive, "loc": float(p.loc), "scale": float(p.scale),
-                            "group_sd": float(p.group_sd), "size_slope_sd": float(p.size_slope_sd),
-                            "run_sd": float(p.run_sd), "run_sd_spread": 0.5,
-                            "group_centered": bool(p.group_centered),
-                            "run_centered": bool(p.run_centered),
-                            **dict.fromkeys(NODE_PRIORS)}
-                   for p in law.params},
+        "priors": {
+            p.name: {
+                "positive": p.positive,
+                "loc": float(p.loc),
+                "scale": float(p.scale),
+                "group_sd": float(p.group_sd),
+                "size_slope_sd": float(p.size_slope_sd),
+                "run_sd": float(p.run_sd),
+                "run_sd_spread": 0.5,
+                "group_centered": bool(p.group_centered),
+                "run_centered": bool(p.run_centered),
+                **dict.fromkeys(NODE_PRIORS),
+            }
+            for p in law.params
+        },
         "noise": dict(DEFAULT_NOISE),
         "centered": {"group": True, "schedule": True},
         "settings": dict(law.default_settings, skip_warmup=True),
@@ -74,30 +94,52 @@ def make_config(law: Law, override: dict | None = None) -> Config:
     if isinstance(override, Config) and override.defaults == defaults:
         return Config(override, defaults)
     where = f"{law.name} law config"
-    cfg = check_config(override, default_config(law), where,
-                       choices={"noise.family": ("studentt", "normal")}, open_keys=("settings",),
-                       ranges=KNOB_RANGES)
+    cfg = check_config(
+        override,
+        default_config(law),
+        where,
+        choices={"noise.family": ("studentt", "normal")},
+        open_keys=("settings",),
+        ranges=KNOB_RANGES,
+    )
     # a positive parameter's prior (and the noise scale's) is on the log scale: its draws must
     # stay where exp does not overflow
-    spans = [(f"priors.{name}.scale", c["scale"], f"priors.{name}.loc", c["loc"], name)
-             for name, c in cfg["priors"].items() if c["positive"]]
+    spans = [
+        (f"priors.{name}.scale", c["scale"], f"priors.{name}.loc", c["loc"], name)
+        for name, c in cfg["priors"].items()
+        if c["positive"]
+    ]
     noise = cfg["noise"]
-    spans.append(("noise.sigma_scale", noise["sigma_scale"], "noise.sigma_loc",
-                  noise["sigma_loc"], "the noise scale"))
+    spans.append(
+        (
+            "noise.sigma_scale",
+            noise["sigma_scale"],
+            "noise.sigma_loc",
+            noise["sigma_loc"],
+            "the noise scale",
+        )
+    )
     for key, scale, loc_key, loc, what in spans:
         if abs(loc) + 5 * scale > MAX_LOG:
-            raise ConfigError(f"{where}: {key} = {shown(scale)} (with {loc_key} = {shown(loc)}); "
-                              f"expected |loc| + 5 scale <= {MAX_LOG:g}: {what} is positive, its "
-                              "prior is on the log scale and exp overflows beyond that")
+            raise ConfigError(
+                f"{where}: {key} = {shown(scale)} (with {loc_key} = {shown(loc)}); "
+                f"expected |loc| + 5 scale <= {MAX_LOG:g}: {what} is positive, its "
+                "prior is on the log scale and exp overflows beyond that"
+            )
     for name, c in cfg["priors"].items():
         for key, positive in NODE_PRIORS.items():
             if c.get(key) is not None:
                 check_prior(c[key], where, f"priors.{name}.{key}", positive=positive)
-        for key, knob in (("sd_prior", "group_sd"), ("tau_prior", "run_sd"),
-                          ("slope_prior", "size_slope_sd")):
+        for key, knob in (
+            ("sd_prior", "group_sd"),
+            ("tau_prior", "run_sd"),
+            ("slope_prior", "size_slope_sd"),
+        ):
             if c.get(key) is not None and c[knob] <= 0:
-                raise ConfigError(f"{where}: priors.{name}.{key} is given but {knob} is "
-                                  f"{c[knob]:g}, which turns that level off; set {knob} > 0")
+                raise ConfigError(
+                    f"{where}: priors.{name}.{key} is given but {knob} is "
+                    f"{c[knob]:g}, which turns that level off; set {knob} > 0"
+                )
     for key, positive in (("sigma_mu_prior", False), ("sigma_sd_prior", True)):
         if cfg["noise"].get(key) is not None:
             check_prior(cfg["noise"][key], where, f"noise.{key}", positive=positive)
@@ -121,24 +163,31 @@ def node_priors(law: Law, config: dict, n_groups: int, multi_size: bool) -> dict
     for p in law.params:
         c = config["priors"][p.name]
         given = lambda key: c.get(key) and Prior.from_dict(c[key])  # noqa: E731
-        out[f"{p.name}_mu"] = given("mu_prior") or Prior("Normal", mu=float(c["loc"]),
-                                                         sigma=float(c["scale"]))
+        out[f"{p.name}_mu"] = given("mu_prior") or Prior(
+            "Normal", mu=float(c["loc"]), sigma=float(c["scale"])
+        )
         if c["size_slope_sd"] > 0 and multi_size:
             out[f"{p.name}_slope"] = given("slope_prior") or Prior(
-                "Normal", mu=0.0, sigma=float(c["size_slope_sd"]))
+                "Normal", mu=0.0, sigma=float(c["size_slope_sd"])
+            )
         if c["group_sd"] > 0 and n_groups > 1:
             out[f"{p.name}_sd"] = given("sd_prior") or Prior(
-                "LogNormal", mu=float(np.log(c["group_sd"])), sigma=0.5)
+                "LogNormal", mu=float(np.log(c["group_sd"])), sigma=0.5
+            )
         if c["run_sd"] > 0:
             out[f"{p.name}_tau"] = given("tau_prior") or Prior(
-                "LogNormal", mu=float(np.log(c["run_sd"])), sigma=float(c.get("run_sd_spread", 0.5)))
+                "LogNormal", mu=float(np.log(c["run_sd"])), sigma=float(c.get("run_sd_spread", 0.5))
+            )
     noise = config["noise"]
-    out["log_sigma_mu"] = (Prior.from_dict(noise["sigma_mu_prior"]) if noise.get("sigma_mu_prior")
-                           else Prior("Normal", mu=float(noise["sigma_loc"]),
-                                      sigma=float(noise["sigma_scale"])))
+    out["log_sigma_mu"] = (
+        Prior.from_dict(noise["sigma_mu_prior"])
+        if noise.get("sigma_mu_prior")
+        else Prior("Normal", mu=float(noise["sigma_loc"]), sigma=float(noise["sigma_scale"]))
+    )
     if n_groups > 1 and noise.get("sigma_group_sd", 0) > 0:
-        out["log_sigma_sd"] = (Prior.from_dict(noise["sigma_sd_prior"])
-                               if noise.get("sigma_sd_prior")
-                               else Prior("LogNormal", mu=float(np.log(noise["sigma_group_sd"])),
-                                          sigma=0.5))
+        out["log_sigma_sd"] = (
+            Prior.from_dict(noise["sigma_sd_prior"])
+            if noise.get("sigma_sd_prior")
+            else Prior("LogNormal", mu=float(np.log(noise["sigma_group_sd"])), sigma=0.5)
+        )
     return out

@@ -60,9 +60,15 @@ class CurvesRecipe(Recipe):
 
     other = None
 
-    def __init__(self, cls, df: pd.DataFrame, law: str = "annealing",
-                 law_options: dict | None = None, config: dict | None = None,
-                 prior_predictive: int = 0):
+    def __init__(
+        self,
+        cls,
+        df: pd.DataFrame,
+        law: str = "annealing",
+        law_options: dict | None = None,
+        config: dict | None = None,
+        prior_predictive: int = 0,
+    ):
         self.cls, self.df, self.prior_predictive = cls, df, prior_predictive
         self.law = get_law(law, **(law_options or {}))
         self.law_options = law_options or {}
@@ -77,18 +83,29 @@ class CurvesRecipe(Recipe):
         return recipe
 
     def prepare(self) -> None:
-        df_law, self.other = self.law.split_data(self.df)   # e.g. the cpt law's 'other' sets
+        df_law, self.other = self.law.split_data(self.df)  # e.g. the cpt law's 'other' sets
         self.prep = prepare(df_law, self.law, self.config["settings"])
-        self.key = fingerprint("curves", [type(self.law), self.law_options],
-                               {k: v for k, v in self.config.items() if k != "sampler"}, df_law)
+        self.key = fingerprint(
+            "curves",
+            [type(self.law), self.law_options],
+            {k: v for k, v in self.config.items() if k != "sampler"},
+            df_law,
+        )
 
     def build(self):
         return build_model(self.law, self.prep, self.config)
 
     def _fit_of(self, idata, meta: dict | None = None):
         p = self.prep
-        return self.cls(idata, self.law, self.config, p.groups, p.curves, p.size_ref,
-                        {} if meta is None else meta)
+        return self.cls(
+            idata,
+            self.law,
+            self.config,
+            p.groups,
+            p.curves,
+            p.size_ref,
+            {} if meta is None else meta,
+        )
 
     def judge(self, idata):
         return self._fit_of(idata).diagnostics(prior_check=False)
@@ -101,10 +118,14 @@ class CurvesRecipe(Recipe):
         meta = _meta(self.law, self.law_options, self.df, self.prep, seconds, self.config)
         if self.other is not None:
             post = idata.posterior
-            with one_blas_thread():   # same numbers on any machine (core.sampling)
-                arrays, summary = fit_other(self.df, self.other, post.sizes["chain"],
-                                            post.sizes["draw"],
-                                            seed=self.config["sampler"]["seed"])
+            with one_blas_thread():  # same numbers on any machine (core.sampling)
+                arrays, summary = fit_other(
+                    self.df,
+                    self.other,
+                    post.sizes["chain"],
+                    post.sizes["draw"],
+                    seed=self.config["sampler"]["seed"],
+                )
             add_to_posterior(idata, arrays, summary)
             meta["other_sets"] = json.dumps(summary)
         fit = self._fit_of(idata, meta)
@@ -152,8 +173,7 @@ class Fit(SampledFit):
         make_config(get_law(law, **law_options), config)
 
     @classmethod
-    def sweep_fit(cls, path, law, options: dict, config: dict,
-                  settings: SamplerSettings) -> tuple:
+    def sweep_fit(cls, path, law, options: dict, config: dict, settings: SamplerSettings) -> tuple:
         """As ``bayescpt fit`` fits it (long curves thinned by default, law options resolved
         from the data); with nutpie from the mode, and no 'other' sets, through a
         :class:`CompiledFit` this process keeps for tables of the same shape."""
@@ -161,15 +181,20 @@ class Fit(SampledFit):
         law_options = resolve_law_options(law, df, options)
         _, other = get_law(law, **law_options).split_data(df)
         if settings.sampler != "nutpie" or other is not None or (settings.init or "map") != "map":
-            return cls.run(df, sampling=settings, law=law, law_options=law_options,
-                           config=config or None), None
-        given = {k: getattr(settings, k) for k in ("chains", "draws", "tune", "target_accept",
-                                                   "init") if getattr(settings, k) is not None}
+            return cls.run(
+                df, sampling=settings, law=law, law_options=law_options, config=config or None
+            ), None
+        given = {
+            k: getattr(settings, k)
+            for k in ("chains", "draws", "tune", "target_accept", "init")
+            if getattr(settings, k) is not None
+        }
         key = _shape_key(law, df, law_options, config, given)
-        with cached("sweep-shape:" + key, lambda: CompiledFit(
-                df, law=law, config=config, law_options=law_options, **given)) as entry:
-            fit = entry.value.fit(df, seed=settings.seed, log_likelihood=True,
-                                  cores=settings.cores)
+        with cached(
+            "sweep-shape:" + key,
+            lambda: CompiledFit(df, law=law, config=config, law_options=law_options, **given),
+        ) as entry:
+            fit = entry.value.fit(df, seed=settings.seed, log_likelihood=True, cores=settings.cores)
             return fit, entry.fresh
 
     def _add_schedule_level(self, prep: Prepared) -> None:
@@ -211,37 +236,52 @@ class Fit(SampledFit):
             return stored
         post = self.idata.posterior
         G = post.sizes.get("group", len(self.groups))
-        return node_priors(self.law, make_config(self.law, _known(self.config)), G,
-                           is_multi_size(self.groups))
+        return node_priors(
+            self.law, make_config(self.law, _known(self.config)), G, is_multi_size(self.groups)
+        )
 
     # -------------------------------------------------------------------------------------------
     def _own_attrs(self) -> dict:
-        return {"law_options": json.dumps(self.meta.get("law_options") or {}),
-                "size_ref": json.dumps(list(self.size_ref))}
+        return {
+            "law_options": json.dumps(self.meta.get("law_options") or {}),
+            "size_ref": json.dumps(list(self.size_ref)),
+        }
 
     def _labels(self) -> dict:
         g, c = self.groups, self.curves
-        return {"group": {"val_set": g["val_set"].astype(str).to_numpy(),
-                          "model_size": g["size"].astype(float).to_numpy()},
-                "curve": {"run": c["run"].astype(str).to_numpy()}}
+        return {
+            "group": {
+                "val_set": g["val_set"].astype(str).to_numpy(),
+                "model_size": g["size"].astype(float).to_numpy(),
+            },
+            "curve": {"run": c["run"].astype(str).to_numpy()},
+        }
 
     def label_observations(self, df: pd.DataFrame) -> None:
         """Label the ``obs`` dimension (run, val_set, step) of a fit read from a file written
         before the labelled layout, from the table it was fitted to (``df``, validated). Raises
         ValueError when ``df`` does not give the fit's observations (same losses, same order)."""
         df_law, _ = self.law.split_data(df)
-        prep = prepare(df_law, self.law, json.loads(json.dumps(self.config["settings"])),
-                       size_ref=self.size_ref)
+        prep = prepare(
+            df_law,
+            self.law,
+            json.loads(json.dumps(self.config["settings"])),
+            size_ref=self.size_ref,
+        )
         y = self.idata.observed_data["y"].values
         if len(prep.points) != len(y) or not np.allclose(prep.y, y, rtol=0, atol=1e-12):
-            raise ValueError(f"the table's {len(prep.points)} losses are not the fit's {len(y)}"
-                             " observations")
+            raise ValueError(
+                f"the table's {len(prep.points)} losses are not the fit's {len(y)} observations"
+            )
         self.label(_obs_labels(prep.points))
 
     @classmethod
-    def _from_attrs(cls, idata, attrs: dict) -> "Fit":
-        law_opts = json.loads(attrs["law_options"]) if isinstance(attrs["law_options"], str) \
+    def _from_attrs(cls, idata, attrs: dict) -> Fit:
+        law_opts = (
+            json.loads(attrs["law_options"])
+            if isinstance(attrs["law_options"], str)
             else attrs["law_options"]
+        )
         # a file written before one of the law's options existed: what it was fitted with
         law_opts = law_class(attrs["law"]).stored_options(law_opts or {}, idata.posterior)
         law_obj = get_law(attrs["law"], **law_opts)
@@ -250,8 +290,9 @@ class Fit(SampledFit):
         curves = as_table(attrs["curves"])
         meta = cls._meta_of(attrs)
         meta["law_options"] = law_opts
-        return cls(idata, law_obj, config, groups, curves, tuple(json.loads(attrs["size_ref"])),
-                   meta)
+        return cls(
+            idata, law_obj, config, groups, curves, tuple(json.loads(attrs["size_ref"])), meta
+        )
 
 
 class CompiledFit:
@@ -262,8 +303,14 @@ class CompiledFit:
     returns a Fit, with the same draws as :meth:`Fit.run` of that table with the same settings.
     """
 
-    def __init__(self, template: pd.DataFrame, law: str = "annealing", config: dict | None = None,
-                 law_options: dict | None = None, **sampler):
+    def __init__(
+        self,
+        template: pd.DataFrame,
+        law: str = "annealing",
+        config: dict | None = None,
+        law_options: dict | None = None,
+        **sampler,
+    ):
 
         self.law = get_law(law, **(law_options or {}))
         self.law_options = law_options or {}
@@ -273,11 +320,17 @@ class CompiledFit:
         self.prep = prepare(template, self.law, self.config["settings"])
         self.model = build_model(self.law, self.prep, self.config)
         t0 = time.perf_counter()
-        self.compiled = compile_nutpie(self.model)   # fastmath off: same draws fresh or cached
+        self.compiled = compile_nutpie(self.model)  # fastmath off: same draws fresh or cached
         self.compile_seconds = time.perf_counter() - t0
 
-    def fit(self, df: pd.DataFrame, seed: int | None = None, warn: bool = False,
-            log_likelihood: bool = False, cores: int | None = None) -> Fit:
+    def fit(
+        self,
+        df: pd.DataFrame,
+        seed: int | None = None,
+        warn: bool = False,
+        log_likelihood: bool = False,
+        cores: int | None = None,
+    ) -> Fit:
         """Fit the table ``df`` (the template's runs and steps, other losses) with the compiled
         model; the same draws as :meth:`Fit.run` with the same settings and seed.
         ``log_likelihood``: also store the pointwise log likelihood (for LOO; costs time);
@@ -286,29 +339,33 @@ class CompiledFit:
 
         prep = prepare(df, self.law, self.config["settings"], size_ref=self.prep.size_ref)
         if len(prep.points) != len(self.prep.points) or not np.array_equal(
-                prep.points["step"].to_numpy(), self.prep.points["step"].to_numpy()):
+            prep.points["step"].to_numpy(), self.prep.points["step"].to_numpy()
+        ):
             raise ValueError("the table does not have the template's runs and steps")
         scaled = NOISE_SCALE in self.prep.points.columns
         if scaled != (NOISE_SCALE in prep.points.columns):
-            raise ValueError("the table's losses are averaged (a noise scale per point) where "
-                             "the template's are not, or the other way round; thin both alike")
+            raise ValueError(
+                "the table's losses are averaged (a noise scale per point) where "
+                "the template's are not, or the other way round; thin both alike"
+            )
         s = self.settings if seed is None else dict(self.settings, seed=seed)
         t0 = time.perf_counter()
         data = {"y_obs": prep.y}
         if scaled:
             data["y_scale"] = prep.points[NOISE_SCALE].to_numpy(float)
-        pm.set_data(data, model=self.model)   # the starts see the new losses
+        pm.set_data(data, model=self.model)  # the starts see the new losses
         compiled = self.compiled.with_data(**data)
-        with one_blas_thread():   # the starts as Fit.run finds them (core.sampling.sample_model):
-            starts = find_starts(self.model, s)   # BLAS's thread count changes their last bits
+        with one_blas_thread():  # the starts as Fit.run finds them (core.sampling.sample_model):
+            starts = find_starts(self.model, s)  # BLAS's thread count changes their last bits
 
         def sample(s2):
-            return sample_compiled(compiled, self.model, s2, starts, cores=cores,
-                                   log_likelihood=log_likelihood)
+            return sample_compiled(
+                compiled, self.model, s2, starts, cores=cores, log_likelihood=log_likelihood
+            )
 
-        config = dict(self.config, sampler=dict(s))   # the seed this fit used
+        config = dict(self.config, sampler=dict(s))  # the seed this fit used
         recipe = CurvesRecipe.of(Fit, df, self.law, self.law_options, config, prep)
-        with one_blas_thread():   # a slowly mixing run is run longer, as in Fit.run
+        with one_blas_thread():  # a slowly mixing run is run longer, as in Fit.run
             trace = run_longer(sample(s), s, recipe.judge, sample)
         fit = recipe.fit(trace, time.perf_counter() - t0)
         return finish(fit, recipe.labels(), warn)
@@ -322,22 +379,33 @@ def _known(config: dict) -> dict:
 
 def _obs_labels(points: pd.DataFrame) -> dict:
     """The ``obs`` dimension's labels: run, val_set, step of each observed loss."""
-    return {"obs": {"run": points["run"].astype(str).to_numpy(),
-                    "val_set": points["val_set"].astype(str).to_numpy(),
-                    "step": points["step"].to_numpy()}}
+    return {
+        "obs": {
+            "run": points["run"].astype(str).to_numpy(),
+            "val_set": points["val_set"].astype(str).to_numpy(),
+            "step": points["step"].to_numpy(),
+        }
+    }
 
 
-def _meta(law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: float,
-          config: dict) -> dict:
+def _meta(
+    law: Law, law_options, df: pd.DataFrame, prep: Prepared, seconds: float, config: dict
+) -> dict:
     """What a fit file records about where it came from, with the training range the
     extrapolation warnings compare predictions with (:func:`training_range`, JSON) and the
     prior of every top-level model variable (:func:`node_priors`, JSON of ``Prior`` dicts)."""
     priors = node_priors(law, config, len(prep.groups), is_multi_size(prep.groups))
-    return {"format": FORMAT, "law": law.name, "law_options": law_options or {},
-            "bayescpt_version": __version__, "data_hash": data_hash(df),
-            "n_points": int(len(prep.points)), "fit_seconds": round(seconds, 3),
-            "train_range": json.dumps(training_range(df, schedules_of(df))),
-            "priors": priors_json(priors)}
+    return {
+        "format": FORMAT,
+        "law": law.name,
+        "law_options": law_options or {},
+        "bayescpt_version": __version__,
+        "data_hash": data_hash(df),
+        "n_points": int(len(prep.points)),
+        "fit_seconds": round(seconds, 3),
+        "train_range": json.dumps(training_range(df, schedules_of(df))),
+        "priors": priors_json(priors),
+    }
 
 
 def _shape_key(law: str, df, law_options: dict, config: dict, sampler: dict) -> str:

@@ -78,7 +78,7 @@ def group_label(val_set: str, size) -> str:
 def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepared:
     """Index the loss rows of a validated table and compute the law's design at them."""
     has_size = "model_size" in df.columns
-    law.settings_from_data(df, settings)   # settings from the fitted data (saved with the fit)
+    law.settings_from_data(df, settings)  # settings from the fitted data (saved with the fit)
     sched = schedules_of(df)
     # a loss logged at step 0 is the initial model's, before any training the laws describe
     pts = df[df["loss"].notna() & (df["step"] >= 1)].copy()
@@ -90,19 +90,27 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
     if "phase" in pts.columns:
         # Several CPT runs from one checkpoint each list the same PT losses: count them once.
         pt_dup = (pts["phase"] == "pt") & pts.duplicated(
-            [c for c in ("val_set", "model_size", "step", "loss") if c in pts.columns])
+            [c for c in ("val_set", "model_size", "step", "loss") if c in pts.columns]
+        )
         pts = pts[~pt_dup]
     pts["size"] = pts["model_size"] if has_size else np.nan
-    groups = (pts[["val_set", "size"]].drop_duplicates().sort_values(["val_set", "size"])
-              .reset_index(drop=True))
-    groups["label"] = [group_label(v, s if has_size else None)
-                       for v, s in zip(groups["val_set"], groups["size"])]
+    groups = (
+        pts[["val_set", "size"]]
+        .drop_duplicates()
+        .sort_values(["val_set", "size"])
+        .reset_index(drop=True)
+    )
+    groups["label"] = [
+        group_label(v, s if has_size else None) for v, s in zip(groups["val_set"], groups["size"])
+    ]
     logn = np.log(groups["size"].to_numpy(dtype=float)) if has_size else np.zeros(len(groups))
     if size_ref is None:
         sizes = np.unique(logn)
         size_ref = (float(sizes.mean()), float(sizes.std()) if sizes.size > 1 else 1.0)
     groups["x"] = (logn - size_ref[0]) / size_ref[1] if has_size else 0.0
-    curves = pts[["run", "val_set", "size"]].drop_duplicates(["run", "val_set"]).reset_index(drop=True)
+    curves = (
+        pts[["run", "val_set", "size"]].drop_duplicates(["run", "val_set"]).reset_index(drop=True)
+    )
     gkey = {(v, s): i for i, (v, s) in enumerate(zip(groups["val_set"], groups["size"].fillna(-1)))}
     curves["group"] = [gkey[(v, s)] for v, s in zip(curves["val_set"], curves["size"].fillna(-1))]
     curves["label"] = curves["run"] + ":" + curves["val_set"]
@@ -112,9 +120,12 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
     # the replay extension alone describes it (``replay_deviation`` False: runs that differ only
     # in the ratio share their deviations, which otherwise ridge with the replay terms).
     by_ratio = settings.get("replay_deviation", True)
-    curves["schedule"] = [sid[r] if i["replay_ratio"] is None or not by_ratio
-                          else f"{sid[r]}|replay={i['replay_ratio']:g}"
-                          for r, i in zip(curves["run"], infos)]
+    curves["schedule"] = [
+        sid[r]
+        if i["replay_ratio"] is None or not by_ratio
+        else f"{sid[r]}|replay={i['replay_ratio']:g}"
+        for r, i in zip(curves["run"], infos)
+    ]
     if "val_role" in df.columns:
         roles = dict(zip(curves["val_set"], [i["val_role"] for i in infos]))
         groups["val_role"] = groups["val_set"].map(roles)
@@ -132,7 +143,7 @@ def prepare(df: pd.DataFrame, law: Law, settings: dict, size_ref=None) -> Prepar
     law.check_fit_design(X, pts)
     cols = ["run", "val_set", "step", "loss", "curve", "group"]
     if NOISE_SCALE in pts.columns and not np.allclose(pts[NOISE_SCALE].to_numpy(float), 1.0):
-        cols.append(NOISE_SCALE)         # averaged points (thinning): their own noise scale
+        cols.append(NOISE_SCALE)  # averaged points (thinning): their own noise scale
     return Prepared(pts[cols], curves, groups, X, tuple(size_ref))
 
 
@@ -144,27 +155,42 @@ def build_model(law: Law, prep: Prepared, config: dict):
 
     centered = config.get("centered", {"group": True, "schedule": True})
     G = len(prep.groups)
-    sched_labels = (prep.curves.drop_duplicates("sched_idx").sort_values("sched_idx")
-                    .apply(lambda r: f"{r['schedule']}:{r['val_set']}", axis=1).tolist())
-    coords = {"group": prep.groups["label"].tolist(), "schedule": sched_labels,
-              "obs": np.arange(len(prep.points))}
-    index = {"G": G, "x": prep.groups["x"].to_numpy(dtype=float),
-             "group": prep.curves["group"].to_numpy(), "sched": prep.curves["sched_idx"].to_numpy()}
+    sched_labels = (
+        prep.curves.drop_duplicates("sched_idx")
+        .sort_values("sched_idx")
+        .apply(lambda r: f"{r['schedule']}:{r['val_set']}", axis=1)
+        .tolist()
+    )
+    coords = {
+        "group": prep.groups["label"].tolist(),
+        "schedule": sched_labels,
+        "obs": np.arange(len(prep.points)),
+    }
+    index = {
+        "G": G,
+        "x": prep.groups["x"].to_numpy(dtype=float),
+        "group": prep.curves["group"].to_numpy(),
+        "sched": prep.curves["sched_idx"].to_numpy(),
+    }
     cidx = prep.points["curve"].to_numpy()
     priors = node_priors(law, config, G, is_multi_size(prep.groups))
     with pm.Model(coords=coords) as model:
         theta_curve, shared = {}, {}
         for p in law.params:
-            theta_curve[p.name], one = _law_parameter(p, config["priors"][p.name], priors, index,
-                                                      centered)
+            theta_curve[p.name], one = _law_parameter(
+                p, config["priors"][p.name], priors, index, centered
+            )
             if one is not None:
                 shared[p.name] = one
-        for name, value in law.derived(pt, {p.name: model[p.name] for p in law.params},
-                                       config["settings"]).items():
+        for name, value in law.derived(
+            pt, {p.name: model[p.name] for p in law.params}, config["settings"]
+        ).items():
             pm.Deterministic(name, value, dims="group")
         theta = {k: shared[k] if k in shared else v[cidx] for k, v in theta_curve.items()}
-        X = {k: pt.as_tensor_variable(v)
-             for k, v in law.model_design(prep.X, frozenset(shared)).items()}
+        X = {
+            k: pt.as_tensor_variable(v)
+            for k, v in law.model_design(prep.X, frozenset(shared)).items()
+        }
         _likelihood(law.mean(pt, theta, X), prep, priors, config["noise"], G)
     return model
 
@@ -232,10 +258,9 @@ def _likelihood(mean, prep: Prepared, priors: dict, noise: dict, G: int) -> None
     if NOISE_SCALE in prep.points.columns:
         # a point averaged from a window of logged losses (thin_long_curves): its noise sd
         # is sigma (one logged loss's) times its scale; data, so a compiled model can refit
-        sigma = sigma * pm.Data("y_scale", prep.points[NOISE_SCALE].to_numpy(float),
-                                dims="obs")
+        sigma = sigma * pm.Data("y_scale", prep.points[NOISE_SCALE].to_numpy(float), dims="obs")
     mu_y = pt.log(pt.maximum(mean, 1e-6))
-    y_obs = pm.Data("y_obs", prep.y, dims="obs")   # data, so a compiled model can refit
+    y_obs = pm.Data("y_obs", prep.y, dims="obs")  # data, so a compiled model can refit
     if noise["family"] == "studentt":
         pm.StudentT("y", nu=noise["nu"], mu=mu_y, sigma=sigma, observed=y_obs, dims="obs")
     elif noise["family"] == "normal":
@@ -244,8 +269,14 @@ def _likelihood(mean, prep: Prepared, priors: dict, noise: dict, G: int) -> None
         raise ValueError(f"noise family {noise['family']!r}; expected 'studentt' or 'normal'")
 
 
-def parameter_draws(fit, val_set: str, model_size, rng: np.random.Generator,
-                    new_run: bool = True, antithetic: bool = True) -> dict:
+def parameter_draws(
+    fit,
+    val_set: str,
+    model_size,
+    rng: np.random.Generator,
+    new_run: bool = True,
+    antithetic: bool = True,
+) -> dict:
     """Per-draw parameters (natural scale) of a new run in group (``val_set``, ``model_size``).
 
     The numpy counterpart of :func:`build_model`'s levels, over the posterior draws of ``fit``
@@ -265,8 +296,10 @@ def parameter_draws(fit, val_set: str, model_size, rng: np.random.Generator,
     out = {}
     if gi is None:
         if val_set not in set(fit.groups["val_set"]):
-            raise DataError(f"validation set {val_set!r} is not in the fit "
-                            f"(known: {sorted(fit.groups['val_set'].unique())})")
+            raise DataError(
+                f"validation set {val_set!r} is not in the fit "
+                f"(known: {sorted(fit.groups['val_set'].unique())})"
+            )
         if model_size is None or pd.isna(model_size):
             raise DataError(f"validation set {val_set!r}: give model_size; the fit has several")
         x = (np.log(float(model_size)) - fit.size_ref[0]) / fit.size_ref[1]

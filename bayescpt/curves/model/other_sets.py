@@ -44,8 +44,9 @@ def split_other(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     return main, df[is_other]
 
 
-def fit_other(df: pd.DataFrame, other: pd.DataFrame, chains: int, draws: int,
-              seed: int = 0) -> tuple[dict, dict]:
+def fit_other(
+    df: pd.DataFrame, other: pd.DataFrame, chains: int, draws: int, seed: int = 0
+) -> tuple[dict, dict]:
     """Posterior draws (chains, draws, set, coef) of every ``other`` set's combination.
 
     ``df`` is the full table (for the general and domain losses), ``other`` its ``other`` rows.
@@ -56,12 +57,16 @@ def fit_other(df: pd.DataFrame, other: pd.DataFrame, chains: int, draws: int,
     for role in ("general", "domain"):
         sets = sorted(roles.index[roles == role])
         if len(sets) != 1:
-            raise DataError(f"an 'other' validation set is a combination of one general and one "
-                            f"domain set; the data have {role} sets {sets}")
+            raise DataError(
+                f"an 'other' validation set is a combination of one general and one "
+                f"domain set; the data have {role} sets {sets}"
+            )
         need[role] = sets[0]
     keys = [c for c in ("run", "step", "model_size") if c in df.columns]
-    ref = {role: df[(df["val_set"] == vs) & df["loss"].notna()].set_index(keys)["loss"]
-           for role, vs in need.items()}
+    ref = {
+        role: df[(df["val_set"] == vs) & df["loss"].notna()].set_index(keys)["loss"]
+        for role, vs in need.items()
+    }
 
     warm = {r: s.warmup_steps for r, s in schedules_of(df).items()}
     other = other[other["step"] >= other["run"].map(warm)]
@@ -72,12 +77,15 @@ def fit_other(df: pd.DataFrame, other: pd.DataFrame, chains: int, draws: int,
     summary = {}
     for j, vs in enumerate(sets):
         o = other[other["val_set"] == vs].set_index(keys)["loss"]
-        both = pd.concat({"y": o, "g": ref["general"], "d": ref["domain"]}, axis=1,
-                         join="inner").dropna()
+        both = pd.concat(
+            {"y": o, "g": ref["general"], "d": ref["domain"]}, axis=1, join="inner"
+        ).dropna()
         if len(both) < 6:
-            raise DataError(f"validation set {vs!r} (role 'other'): only {len(both)} of its losses "
-                            f"are logged at the same run and step as the {need['general']!r} and "
-                            f"{need['domain']!r} losses; need at least 6 to fit its combination")
+            raise DataError(
+                f"validation set {vs!r} (role 'other'): only {len(both)} of its losses "
+                f"are logged at the same run and step as the {need['general']!r} and "
+                f"{need['domain']!r} losses; need at least 6 to fit its combination"
+            )
         X = np.column_stack([both["g"], both["d"], np.ones(len(both))])
         y = both["y"].to_numpy()
         n, p = X.shape
@@ -89,11 +97,19 @@ def fit_other(df: pd.DataFrame, other: pd.DataFrame, chains: int, draws: int,
         z = rng.standard_normal((chains * draws, p)) @ np.linalg.cholesky(cov).T
         coef[:, j] = beta + z * np.sqrt(sig2)[:, None]
         sigma[:, j] = np.sqrt(sig2)
-        summary[vs] = {"general_set": need["general"], "domain_set": need["domain"], "n": int(n),
-                       "a": float(beta[0]), "b": float(beta[1]), "c": float(beta[2]),
-                       "mean_abs_error": float(np.abs(resid).mean())}
-    arrays = {"other_coef": coef.reshape(chains, draws, len(sets), p),
-              "other_sigma": sigma.reshape(chains, draws, len(sets))}
+        summary[vs] = {
+            "general_set": need["general"],
+            "domain_set": need["domain"],
+            "n": int(n),
+            "a": float(beta[0]),
+            "b": float(beta[1]),
+            "c": float(beta[2]),
+            "mean_abs_error": float(np.abs(resid).mean()),
+        }
+    arrays = {
+        "other_coef": coef.reshape(chains, draws, len(sets), p),
+        "other_sigma": sigma.reshape(chains, draws, len(sets)),
+    }
     return arrays, summary
 
 
@@ -102,11 +118,14 @@ def add_to_posterior(idata, arrays: dict, summary: dict) -> None:
     post = idata.posterior
     sets = list(summary)
     coords = {"chain": post["chain"].values, "draw": post["draw"].values, "other_set": sets}
-    post["other_coef"] = xr.DataArray(arrays["other_coef"], dims=("chain", "draw", "other_set",
-                                                                   "coef"),
-                                      coords=dict(coords, coef=list(COEFS)))
-    post["other_sigma"] = xr.DataArray(arrays["other_sigma"],
-                                       dims=("chain", "draw", "other_set"), coords=coords)
+    post["other_coef"] = xr.DataArray(
+        arrays["other_coef"],
+        dims=("chain", "draw", "other_set", "coef"),
+        coords=dict(coords, coef=list(COEFS)),
+    )
+    post["other_sigma"] = xr.DataArray(
+        arrays["other_sigma"], dims=("chain", "draw", "other_set"), coords=coords
+    )
 
 
 def other_sets(meta: dict) -> dict:

@@ -45,7 +45,7 @@ def prior_predictive_idata(model, draws: int = DEFAULT_PRIOR_DRAWS, seed: int = 
 
     if int(draws) < 1:
         raise ValueError(f"draws {draws!r}; expected a whole number >= 1")
-    log = logging.getLogger("pymc")      # its "Sampling: [every variable]" line: noise here
+    log = logging.getLogger("pymc")  # its "Sampling: [every variable]" line: noise here
     level = log.level
     log.setLevel(logging.WARNING)
     try:
@@ -54,15 +54,20 @@ def prior_predictive_idata(model, draws: int = DEFAULT_PRIOR_DRAWS, seed: int = 
         log.setLevel(level)
 
 
-def prior_check(df: pd.DataFrame, law: str = "annealing", law_options: dict | None = None,
-                config: dict | None = None, draws: int = DEFAULT_PRIOR_DRAWS,
-                seed: int = 0) -> PriorCheck:
+def prior_check(
+    df: pd.DataFrame,
+    law: str = "annealing",
+    law_options: dict | None = None,
+    config: dict | None = None,
+    draws: int = DEFAULT_PRIOR_DRAWS,
+    seed: int = 0,
+) -> PriorCheck:
     """Draw the prior and prior predictive of ``law``'s hierarchical model on the validated
     table ``df`` (the loss rows the fit would use; warmup rows left out as there) without
     fitting. ``config`` overrides the priors as for a fit. Returns a :class:`PriorCheck`."""
     law_obj = get_law(law, **(law_options or {}))
     cfg = make_config(law_obj, config)
-    df_law, _ = law_obj.split_data(df)     # the cpt law's 'other' sets are fitted apart
+    df_law, _ = law_obj.split_data(df)  # the cpt law's 'other' sets are fitted apart
     prep: Prepared = prepare(df_law, law_obj, cfg["settings"])
     idata = prior_predictive_idata(build_model(law_obj, prep, cfg), draws, seed)
     return PriorCheck(idata, prep.points, law_obj, cfg)

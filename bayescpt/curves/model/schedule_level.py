@@ -50,7 +50,7 @@ class ScheduleLevel:
     loss_rms: float
     loss_q90: float
     prior_rms: float
-    taus: dict   # name -> {"prior_median", "posterior_median", "spread_ratio"}
+    taus: dict  # name -> {"prior_median", "posterior_median", "spread_ratio"}
 
     @property
     def spread_ratio(self) -> float:
@@ -58,35 +58,47 @@ class ScheduleLevel:
 
     def verdict(self) -> str:
         r = self.spread_ratio
-        return ("mostly the prior's" if r >= MOSTLY_PRIOR else
-                "partly learned" if r >= LEARNED else "learned from the data")
+        return (
+            "mostly the prior's"
+            if r >= MOSTLY_PRIOR
+            else "partly learned"
+            if r >= LEARNED
+            else "learned from the data"
+        )
 
     def text(self) -> str:
         """A few lines for people: the size, where it came from, what to do about it."""
         r = self.spread_ratio
         n = f"{self.n_schedules} schedule{'s' if self.n_schedules != 1 else ''}"
-        taus = ", ".join(f"{k} {v['posterior_median']:.3g} (prior {v['prior_median']:.3g})"
-                         for k, v in self.taus.items())
+        taus = ", ".join(
+            f"{k} {v['posterior_median']:.3g} (prior {v['prior_median']:.3g})"
+            for k, v in self.taus.items()
+        )
         moved = self.loss_rms / self.prior_rms if self.prior_rms > 0 else 1.0
-        s = (f"schedule level: a new schedule's curve departs from its model size's by ~"
-             f"{100 * self.loss_rms:.2g} % of the loss (rms at the training runs' last steps, 90 % "
-             f"within +-{100 * self.loss_q90:.2g} %; the prior alone says ~"
-             f"{100 * self.prior_rms:.2g} %): {self.verdict()}, from {n} (posterior/prior spread "
-             f"of ln tau {r:.2f}; {taus})")
+        s = (
+            f"schedule level: a new schedule's curve departs from its model size's by ~"
+            f"{100 * self.loss_rms:.2g} % of the loss (rms at the training runs' last steps, 90 % "
+            f"within +-{100 * self.loss_q90:.2g} %; the prior alone says ~"
+            f"{100 * self.prior_rms:.2g} %): {self.verdict()}, from {n} (posterior/prior spread "
+            f"of ln tau {r:.2f}; {taus})"
+        )
         if r >= LEARNED and not 0.8 <= moved <= 1.25:
-            s += (f"; the training runs moved it to {moved:.2f}x the prior's"
-                  + (" without pinning it" if r >= MOSTLY_PRIOR else ""))
+            s += f"; the training runs moved it to {moved:.2f}x the prior's" + (
+                " without pinning it" if r >= MOSTLY_PRIOR else ""
+            )
         if r >= MOSTLY_PRIOR:
-            s += (f". {n.capitalize()} say little about how far an unseen schedule departs, so "
-                  "bands on new schedules are about as wide as the prior (priors.P.run_sd) makes "
-                  "them: check them on a run you hold out")
+            s += (
+                f". {n.capitalize()} say little about how far an unseen schedule departs, so "
+                "bands on new schedules are about as wide as the prior (priors.P.run_sd) makes "
+                "them: check them on a run you hold out"
+            )
         return s
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
     @classmethod
-    def from_json(cls, text: str) -> "ScheduleLevel":
+    def from_json(cls, text: str) -> ScheduleLevel:
         return cls(**json.loads(text))
 
 
@@ -100,7 +112,7 @@ def _prior_draws(prior, n: int, rng: np.random.Generator) -> np.ndarray:
 
     with pm.Model():
         v = prior.create_variable("t")
-    return np.asarray(pm.draw(v, draws=n, random_seed=int(rng.integers(2 ** 31))), float)
+    return np.asarray(pm.draw(v, draws=n, random_seed=int(rng.integers(2**31))), float)
 
 
 def _ln_curve(law, theta: dict, X: dict) -> np.ndarray:
@@ -125,9 +137,11 @@ def schedule_level(fit, prep, seed: int = 0) -> ScheduleLevel | None:
         t = fit.flat(f"{name}_tau")
         tp = _prior_draws(priors[f"{name}_tau"], S, rng)
         prior_tau[name] = tp
-        taus[f"{name}_tau"] = {"prior_median": float(np.median(tp)),
-                               "posterior_median": float(np.median(t)),
-                               "spread_ratio": float(np.std(np.log(t)) / np.std(np.log(tp)))}
+        taus[f"{name}_tau"] = {
+            "prior_median": float(np.median(tp)),
+            "posterior_median": float(np.median(t)),
+            "spread_ratio": float(np.std(np.log(t)) / np.std(np.log(tp))),
+        }
     pts = prep.points.reset_index(drop=True)
     last = pts.groupby("curve")["step"].idxmax()
     rms, q90, prms = [], [], []
@@ -136,9 +150,16 @@ def schedule_level(fit, prep, seed: int = 0) -> ScheduleLevel | None:
         row = prep.curves.iloc[int(c)]
         grp = prep.groups.iloc[int(row["group"])]
         size = grp["size"]
-        base = parameter_draws(fit, grp["val_set"], None if size is None or
-                               (isinstance(size, float) and np.isnan(size)) or size < 0 else size,
-                               rng, new_run=False, antithetic=False)
+        base = parameter_draws(
+            fit,
+            grp["val_set"],
+            None
+            if size is None or (isinstance(size, float) and np.isnan(size)) or size < 0
+            else size,
+            rng,
+            new_run=False,
+            antithetic=False,
+        )
         X = {k: v[[i]] for k, v in prep.X.items()}
         y0 = _ln_curve(fit.law, base, X)
 
@@ -160,6 +181,11 @@ def schedule_level(fit, prep, seed: int = 0) -> ScheduleLevel | None:
         prms.append(np.sqrt(np.mean(dp[okp] ** 2)))
     if not rms:
         return None
-    return ScheduleLevel(n_schedules=int(post.sizes.get("schedule", 0)), n_curves=len(rms),
-                         loss_rms=float(np.median(rms)), loss_q90=float(np.median(q90)),
-                         prior_rms=float(np.median(prms)), taus=taus)
+    return ScheduleLevel(
+        n_schedules=int(post.sizes.get("schedule", 0)),
+        n_curves=len(rms),
+        loss_rms=float(np.median(rms)),
+        loss_q90=float(np.median(q90)),
+        prior_rms=float(np.median(prms)),
+        taus=taus,
+    )

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import h5netcdf
 
+from bayescpt.core.fitfile import load_fit
 from bayescpt.cpt.simulate import simulate_cpt
 from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.forecast.discrepancy import learn_discrepancy
-from bayescpt.core.fitfile import load_fit
 from bayescpt.curves.model.fit import Fit
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.datasets.public import load_olmo_ladder
@@ -44,15 +44,18 @@ from bayescpt.mixture.data import read_mixture
 from bayescpt.mixture.fit import MixtureFit
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]   # the repository (this file is bayescpt/resources/models/build.py)
+ROOT = HERE.parents[2]  # the repository (this file is bayescpt/resources/models/build.py)
 sys.path.insert(0, str(ROOT))
 
-DRAWS = 2000              # per chain
-KEEP_DRAWS = 500          # per chain, after thinning (fewer make R-hat itself noisy)
+DRAWS = 2000  # per chain
+KEEP_DRAWS = 500  # per chain, after thinning (fewer make R-hat itself noisy)
 #: fits with thousands of points keep fewer draws: their pointwise log-likelihood (for LOO) is
 #: most of the file
-KEEP_FEWER = {"annealing_multipowerlaw": 250, "multipower_multipowerlaw": 250,
-              "annealing_olmo_c4": 250}
+KEEP_FEWER = {
+    "annealing_multipowerlaw": 250,
+    "multipower_multipowerlaw": 250,
+    "annealing_olmo_c4": 250,
+}
 #: ... and the grid fit (1,911 runs) keeps none: nothing shipped compares it by LOO
 NO_LOGLIK = {"hparams_steplaw"}
 
@@ -99,11 +102,14 @@ def olmo_c4_table():
     """The OLMo-2 ladder, all five sizes, the 0.5x-2x Chinchilla runs, c4_en (not bundled)."""
 
     if not os.environ.get("BAYESCPT_OLMO_LADDER"):
-        raise SystemExit("annealing_olmo_c4: set BAYESCPT_OLMO_LADDER to the OLMo-2 ladder's "
-                         "peteish-moreeval folder")
+        raise SystemExit(
+            "annealing_olmo_c4: set BAYESCPT_OLMO_LADDER to the OLMo-2 ladder's "
+            "peteish-moreeval folder"
+        )
     root = Path(os.environ["BAYESCPT_OLMO_LADDER"])
-    runs = [f"{s}-{m}" for s in ("190M", "370M", "760M", "1B", "3B")
-            for m in ("0.5xC", "1xC", "2xC")]
+    runs = [
+        f"{s}-{m}" for s in ("190M", "370M", "760M", "1B", "3B") for m in ("0.5xC", "1xC", "2xC")
+    ]
     return load_olmo_ladder(root, runs=runs)
 
 
@@ -115,9 +121,11 @@ def annealing_olmo_c4():
 
 #: the training tables of the loss-curve fits whose prefix forecasts use a discrepancy model
 #: learned from their training residuals (bayescpt.curves.forecast.discrepancy.learn_discrepancy)
-TRAINING_TABLES = {"annealing_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
-                   "multipower_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
-                   "annealing_olmo_c4": olmo_c4_table}
+TRAINING_TABLES = {
+    "annealing_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
+    "multipower_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
+    "annealing_olmo_c4": olmo_c4_table,
+}
 
 
 def add_discrepancy(name: str) -> str:
@@ -140,36 +148,62 @@ def relabel(name: str) -> None:
         fit.label_observations(DATA_TABLES[name]())
     fit.save(path, overwrite=True)
     manifest = json.loads((HERE / "MANIFEST.json").read_text())
-    _record(name, dict(manifest.get(name, {}), bytes=path.stat().st_size,
-                       layout="labelled: python models/build.py --relabel (draws untouched)"))
+    _record(
+        name,
+        dict(
+            manifest.get(name, {}),
+            bytes=path.stat().st_size,
+            layout="labelled: python models/build.py --relabel (draws untouched)",
+        ),
+    )
 
 
 def hparams_steplaw():
 
-    return HparamsFit.run(read_grid(ROOT / "data" / "steplaw_grid.csv"), seed=0, draws=DRAWS,
-                           warn=False)
+    return HparamsFit.run(
+        read_grid(ROOT / "data" / "steplaw_grid.csv"), seed=0, draws=DRAWS, warn=False
+    )
 
 
 def mixture_ct70m():
     """The Data Mixing Laws CPT experiment (Pythia-70M, five Pile shares), exponential form."""
 
-    return MixtureFit.run(read_mixture(ROOT / "data" / "mixture_ct70m.csv"),
-                          config={"ratio_form": "exp"}, seed=0, draws=DRAWS, warn=False)
+    return MixtureFit.run(
+        read_mixture(ROOT / "data" / "mixture_ct70m.csv"),
+        config={"ratio_form": "exp"},
+        seed=0,
+        draws=DRAWS,
+        warn=False,
+    )
 
 
 #: the tables the fits were made of, for --relabel (the mixture fit stores its own points)
-DATA_TABLES = dict(TRAINING_TABLES,
-                   cpt_simulated=lambda: read_curves(ROOT / "data" / "cpt_simulated.csv"),
-                   hparams_steplaw=lambda: read_grid(ROOT / "data" / "steplaw_grid.csv"))
+DATA_TABLES = dict(
+    TRAINING_TABLES,
+    cpt_simulated=lambda: read_curves(ROOT / "data" / "cpt_simulated.csv"),
+    hparams_steplaw=lambda: read_grid(ROOT / "data" / "steplaw_grid.csv"),
+)
 
-BUILDERS = {f.__name__: f for f in (annealing_multipowerlaw, multipower_multipowerlaw,
-                                    cpt_simulated, annealing_olmo_c4, hparams_steplaw,
-                                    mixture_ct70m)}
+BUILDERS = {
+    f.__name__: f
+    for f in (
+        annealing_multipowerlaw,
+        multipower_multipowerlaw,
+        cpt_simulated,
+        annealing_olmo_c4,
+        hparams_steplaw,
+        mixture_ct70m,
+    )
+}
 
 
 def _diag(d) -> dict:
-    return {"max_rhat": round(d.max_rhat, 4), "min_ess_bulk": round(d.min_ess_bulk),
-            "min_ess_tail": round(d.min_ess_tail), "divergences": d.divergences}
+    return {
+        "max_rhat": round(d.max_rhat, 4),
+        "min_ess_bulk": round(d.min_ess_bulk),
+        "min_ess_tail": round(d.min_ess_tail),
+        "divergences": d.divergences,
+    }
 
 
 def _record(name: str, entry: dict) -> None:
@@ -185,12 +219,18 @@ def main(argv=None) -> int:
     ap.add_argument("names", nargs="*", help=f"which fits (default all): {', '.join(BUILDERS)}")
     ap.add_argument("--force", action="store_true", help="replace existing files")
     ap.add_argument("--list", action="store_true")
-    ap.add_argument("--discrepancy", action="store_true",
-                    help="only learn the discrepancy model of existing curve fits (prefix "
-                         "forecasts) from their training tables and store it in their attrs")
-    ap.add_argument("--relabel", action="store_true",
-                    help="only rewrite existing files in the labelled layout (tables in "
-                         "constant_data, labelled dimensions), draws untouched")
+    ap.add_argument(
+        "--discrepancy",
+        action="store_true",
+        help="only learn the discrepancy model of existing curve fits (prefix "
+        "forecasts) from their training tables and store it in their attrs",
+    )
+    ap.add_argument(
+        "--relabel",
+        action="store_true",
+        help="only rewrite existing files in the labelled layout (tables in "
+        "constant_data, labelled dimensions), draws untouched",
+    )
     a = ap.parse_args(argv)
     if a.list:
         print("\n".join(BUILDERS))
@@ -221,25 +261,35 @@ def main(argv=None) -> int:
             warnings.simplefilter("ignore")
             fit = BUILDERS[name]()
         full = fit.diagnostics()
-        fit.idata, step = _thin(fit.idata, KEEP_FEWER.get(name, KEEP_DRAWS),
-                                loglik=name not in NO_LOGLIK)
+        fit.idata, step = _thin(
+            fit.idata, KEEP_FEWER.get(name, KEEP_DRAWS), loglik=name not in NO_LOGLIK
+        )
         fit.meta["made_by"] = f"python models/build.py {name}"
         fit.meta["thinned_every"] = step
         if name in TRAINING_TABLES:
             fit.meta["discrepancy"] = learn_discrepancy(fit, TRAINING_TABLES[name]()).to_json()
         fit.save(out, overwrite=a.force)
         d = fit.diagnostics()
-        _record(name, {"made_by": fit.meta["made_by"], "law": fit.meta["law"],
-                       "data_hash": fit.meta["data_hash"],
-                       "bayescpt_version": fit.meta["bayescpt_version"],
-                       "sampled": f"4 chains x {DRAWS} draws, default tuning, seed 0",
-                       "stored_draws_per_chain": int(fit.idata.posterior.sizes["draw"]),
-                       "seconds": round(time.perf_counter() - t0, 1),
-                       "sampled_diagnostics": _diag(full), "stored_diagnostics": _diag(d),
-                       "bytes": out.stat().st_size})
-        print(f"{name}: {time.perf_counter() - t0:.0f} s; before thinning R-hat {full.max_rhat:.4f}"
-              f", ESS {full.min_ess_bulk:.0f}, {full.divergences} div.; stored R-hat "
-              f"{d.max_rhat:.4f}, ESS {d.min_ess_bulk:.0f}; {out.stat().st_size / 1e6:.1f} MB")
+        _record(
+            name,
+            {
+                "made_by": fit.meta["made_by"],
+                "law": fit.meta["law"],
+                "data_hash": fit.meta["data_hash"],
+                "bayescpt_version": fit.meta["bayescpt_version"],
+                "sampled": f"4 chains x {DRAWS} draws, default tuning, seed 0",
+                "stored_draws_per_chain": int(fit.idata.posterior.sizes["draw"]),
+                "seconds": round(time.perf_counter() - t0, 1),
+                "sampled_diagnostics": _diag(full),
+                "stored_diagnostics": _diag(d),
+                "bytes": out.stat().st_size,
+            },
+        )
+        print(
+            f"{name}: {time.perf_counter() - t0:.0f} s; before thinning R-hat {full.max_rhat:.4f}"
+            f", ESS {full.min_ess_bulk:.0f}, {full.divergences} div.; stored R-hat "
+            f"{d.max_rhat:.4f}, ESS {d.min_ess_bulk:.0f}; {out.stat().st_size / 1e6:.1f} MB"
+        )
     return 0
 
 

@@ -54,8 +54,11 @@ class AnnealingLaw(Law):
                 Param("gamma", False, 0.05, 0.1, 0.0, doc="size exponent of C"),
             )
         if self.progress:
-            base = base + (drop_progress.param(
-                "progress exponent of the annealing term: C S2 scales as (S1/s1_ref)^-kappa"),)
+            base = base + (
+                drop_progress.param(
+                    "progress exponent of the annealing term: C S2 scales as (S1/s1_ref)^-kappa"
+                ),
+            )
             self.default_settings = dict(self.default_settings, s1_ref=drop_progress.S1_REF)
         self.params = base
         if not (self.size_extension or self.progress):
@@ -74,8 +77,9 @@ class AnnealingLaw(Law):
 
     def design(self, schedule, steps, settings, info=None):
         steps = check_steps(schedule, steps)
-        s1, s2 = schedule.areas(lam=settings.get("lam", 0.999),
-                                warmup=settings.get("warmup", "peak"))
+        s1, s2 = schedule.areas(
+            lam=settings.get("lam", 0.999), warmup=settings.get("warmup", "peak")
+        )
         X = {"S1": s1[steps], "log_S1": power_term.design(s1[steps]), "S2": s2[steps]}
         if self.size_extension:
             X["n_millions"] = np.full(steps.size, size_in_millions(info, self.name))
@@ -90,6 +94,6 @@ class AnnealingLaw(Law):
             n = X["n_millions"]
             loss = loss + theta["B"] * n ** (-theta["beta"])
             drop = drop * n ** theta["gamma"]
-        if "kappa" in theta:   # absent: the paper's law (kappa = 0)
+        if "kappa" in theta:  # absent: the paper's law (kappa = 0)
             drop = drop * drop_progress.factor(xp, theta, X)
         return loss - drop

@@ -59,8 +59,9 @@ class Law:
     def param_names(self) -> list[str]:
         return [p.name for p in self.params]
 
-    def design(self, schedule: Schedule, steps: np.ndarray, settings: dict,
-               info: dict | None = None) -> dict:
+    def design(
+        self, schedule: Schedule, steps: np.ndarray, settings: dict, info: dict | None = None
+    ) -> dict:
         """Features of ``schedule`` at ``steps`` (int array, 1 <= step <= T), as numpy arrays.
 
         ``info`` describes the curve (see :func:`bayescpt.curves.data.table.curve_info`): its
@@ -146,8 +147,10 @@ class Law:
 def check_steps(schedule: Schedule, steps) -> np.ndarray:
     steps = np.asarray(steps, dtype=np.int64)
     if steps.size and (steps.min() < 1 or steps.max() > schedule.total_steps):
-        raise ValueError(f"schedule {schedule.name!r}: steps must lie in 1..{schedule.total_steps}"
-                         f", got {steps.min()}..{steps.max()}")
+        raise ValueError(
+            f"schedule {schedule.name!r}: steps must lie in 1..{schedule.total_steps}"
+            f", got {steps.min()}..{steps.max()}"
+        )
     return steps
 
 

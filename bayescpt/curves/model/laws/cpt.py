@@ -83,12 +83,26 @@ class CPTLaw(Law):
     default_settings = BASE_SETTINGS
     options = CPT_OPTIONS
 
-    def __init__(self, replay: bool = False, size_extension: bool = False,
-                 unknown_pt: bool = False, checkpoint: bool = False, anchored: bool = False,
-                 mode: CPTMode | None = None):
-        self.mode = mode if mode is not None else CPTMode(
-            replay=replay, size_extension=size_extension, unknown_pt=unknown_pt,
-            checkpoint=checkpoint, anchored=anchored)
+    def __init__(
+        self,
+        replay: bool = False,
+        size_extension: bool = False,
+        unknown_pt: bool = False,
+        checkpoint: bool = False,
+        anchored: bool = False,
+        mode: CPTMode | None = None,
+    ):
+        self.mode = (
+            mode
+            if mode is not None
+            else CPTMode(
+                replay=replay,
+                size_extension=size_extension,
+                unknown_pt=unknown_pt,
+                checkpoint=checkpoint,
+                anchored=anchored,
+            )
+        )
         self.params = self.mode.params()
         self.default_settings = self.mode.default_settings()
         self.default_sampler = self.mode.default_sampler()
@@ -137,9 +151,11 @@ class CPTLaw(Law):
         info = info or {}
         role = info.get("val_role")
         if role not in ROLE_SIGN:
-            raise ValueError(f"validation set {info.get('val_set')!r}: the cpt law needs a "
-                             f"val_role of 'general' or 'domain', got {role!r} ('other' sets are "
-                             "fitted as a combination of the two: bayescpt.cpt.fit_other)")
+            raise ValueError(
+                f"validation set {info.get('val_set')!r}: the cpt law needs a "
+                f"val_role of 'general' or 'domain', got {role!r} ('other' sets are "
+                "fitted as a combination of the two: bayescpt.cpt.fit_other)"
+            )
         lam = settings.get("lam", 0.999)
         t_pt = int(info.get("pt_end") or 0)
         if t_pt > 0:
@@ -153,9 +169,15 @@ class CPTLaw(Law):
         n = steps.size
         if self.checkpoint:
             _check_checkpoint(s1p[-1], s2p[-1], t_pt, settings, info)
-        X = {"S1pt": s1p[k_pt], "S2pt": s2p[k_pt], "S1cpt": s1c[k_cpt], "S2cpt": s2c[k_cpt],
-             "sign": np.full(n, ROLE_SIGN[role]), "pt_known": np.full(n, float(t_pt > 0)),
-             "shift_ref": np.full(n, float(settings.get("shift_ref", 1.0)))}
+        X = {
+            "S1pt": s1p[k_pt],
+            "S2pt": s2p[k_pt],
+            "S1cpt": s1c[k_cpt],
+            "S2cpt": s2c[k_cpt],
+            "sign": np.full(n, ROLE_SIGN[role]),
+            "pt_known": np.full(n, float(t_pt > 0)),
+            "shift_ref": np.full(n, float(settings.get("shift_ref", 1.0))),
+        }
         if self.replay:
             r = info.get("replay_ratio")
             X["r_pt"] = np.full(n, 0.0 if r is None else float(r))
@@ -165,18 +187,22 @@ class CPTLaw(Law):
         if self.anchored:
             s1r = settings.get("anchor_s1")
             if not s1r or not np.isfinite(s1r) or s1r <= 0:
-                raise ValueError(f"the cpt law's anchored option needs a positive anchor_s1 "
-                                 f"setting (the PT area where Lr and G are defined), got {s1r!r}")
+                raise ValueError(
+                    f"the cpt law's anchored option needs a positive anchor_s1 "
+                    f"setting (the PT area where Lr and G are defined), got {s1r!r}"
+                )
             X["anchor_s1"] = np.full(n, float(s1r))
         if self.checkpoint:
-            X["before"] = (steps < t_pt).astype(float)   # no law there: predicted as NaN
+            X["before"] = (steps < t_pt).astype(float)  # no law there: predicted as NaN
             X["alpha"] = np.full(n, float(settings.get("checkpoint_alpha", 0.5)))
             lc = (settings.get("checkpoint_loss") or {}).get(str(info.get("val_set")))
             if lc is None:
-                raise ValueError(f"run {info.get('run')!r}: no loss at the checkpoint for "
-                                 f"validation set "
-                                 f"{info.get('val_set')!r}; the cpt law's checkpoint mode starts "
-                                 "every curve from the checkpoint's measured loss")
+                raise ValueError(
+                    f"run {info.get('run')!r}: no loss at the checkpoint for "
+                    f"validation set "
+                    f"{info.get('val_set')!r}; the cpt law's checkpoint mode starts "
+                    "every curve from the checkpoint's measured loss"
+                )
             X["Lc"] = np.full(n, float(lc))
         return X
 
@@ -198,7 +224,8 @@ class CPTLaw(Law):
             pt = df[(df["phase"] == "pt") & df["loss"].notna()]
             settings["checkpoint_loss"] = {
                 str(v): float(g.loc[g["step"] == g["step"].max(), "loss"].mean())
-                for v, g in pt.groupby("val_set")}
+                for v, g in pt.groupby("val_set")
+            }
         if not (self.replay and self.checkpoint) or settings.get("replay_ref") is not None:
             return
         if "replay_ratio" in df.columns and df["replay_ratio"].notna().any():
@@ -210,9 +237,11 @@ class CPTLaw(Law):
         if self.checkpoint and X["before"].any():
             i = int(np.argmax(X["before"]))
             run, step = points["run"].iloc[i], int(points["step"].iloc[i])
-            raise ValueError(f"run {run!r}, step {step}: a PT loss before the transfer step; "
-                             "the cpt law's checkpoint mode is for data whose only PT loss is "
-                             "the checkpoint's (fit without it)")
+            raise ValueError(
+                f"run {run!r}, step {step}: a PT loss before the transfer step; "
+                "the cpt law's checkpoint mode is for data whose only PT loss is "
+                "the checkpoint's (fit without it)"
+            )
 
     def mean(self, xp, theta, X):
         if self.checkpoint:
@@ -227,8 +256,9 @@ class CPTLaw(Law):
         if self.anchored:
             # Lr + (G s/alpha) ((S1/s)^-alpha - 1), smooth as alpha -> 0 (-G s log(S1/s))
             s1r, al = X["anchor_s1"], theta["alpha"]
-            loss = theta["Lr"] + _power_around(xp, theta["G"], s1r,
-                                               xp.log((s1pt + X["S1cpt"]) / s1r), al)
+            loss = theta["Lr"] + _power_around(
+                xp, theta["G"], s1r, xp.log((s1pt + X["S1cpt"]) / s1r), al
+            )
         else:
             loss = theta["L0"] + theta["A"] * (s1pt + X["S1cpt"]) ** (-theta["alpha"])
         if self.size_extension:
@@ -266,15 +296,17 @@ class CPTLaw(Law):
 def pt_areas(schedule: Schedule, t_pt: int, settings: dict):
     """S1, S2 of the PT schedule up to the transfer step ``t_pt`` (> 0), arrays of length
     t_pt + 1, with the law's lambda and warmup convention."""
-    return Schedule(schedule.lr[:t_pt + 1], min(schedule.warmup_steps, t_pt)).areas(
-        lam=settings.get("lam", 0.999), warmup=settings.get("warmup", "exact"))
+    return Schedule(schedule.lr[: t_pt + 1], min(schedule.warmup_steps, t_pt)).areas(
+        lam=settings.get("lam", 0.999), warmup=settings.get("warmup", "exact")
+    )
 
 
 def checkpoint_areas(df, settings) -> list[float] | None:
     """[S1T, S2T], the PT areas at the transfer of the first run (in table order) with PT rows;
     None when no run has any. The checkpoint form checks every curve against them."""
-    runs = df.loc[df["loss"].notna(), "run"].unique() if "loss" in df.columns else \
-        df["run"].unique()
+    runs = (
+        df.loc[df["loss"].notna(), "run"].unique() if "loss" in df.columns else df["run"].unique()
+    )
     for run in runs:
         t_pt = curve_info(df, run, df.loc[df["run"] == run, "val_set"].iloc[0])["pt_end"]
         if t_pt > 0:
@@ -287,17 +319,23 @@ def _check_checkpoint(s1t, s2t, t_pt, settings, info) -> None:
     """Checkpoint form: a known PT, and the checkpoint of the fit (``checkpoint_areas``)."""
     name = f"run {info.get('run')!r}" if info.get("run") is not None else "a curve"
     if t_pt <= 0:
-        raise ValueError(f"{name}: the cpt law's checkpoint mode needs the PT schedule up to "
-                         "the transfer (phase 'pt' rows)")
+        raise ValueError(
+            f"{name}: the cpt law's checkpoint mode needs the PT schedule up to "
+            "the transfer (phase 'pt' rows)"
+        )
     ck = settings.get("checkpoint_areas")
     if ck is None:
-        raise ValueError(f"{name}: the cpt law's checkpoint mode needs the setting "
-                         "checkpoint_areas (the checkpoint's PT areas S1, S2; filled from the "
-                         "data at fit time)")
+        raise ValueError(
+            f"{name}: the cpt law's checkpoint mode needs the setting "
+            "checkpoint_areas (the checkpoint's PT areas S1, S2; filled from the "
+            "data at fit time)"
+        )
     if not np.allclose([s1t, s2t], ck, rtol=1e-6, atol=1e-12):
-        raise ValueError(f"{name}: starts from a checkpoint with PT areas S1 {s1t:.6g}, S2 "
-                         f"{s2t:.6g}, but this checkpoint-mode fit knows only the checkpoint "
-                         f"with S1 {ck[0]:.6g}, S2 {ck[1]:.6g}")
+        raise ValueError(
+            f"{name}: starts from a checkpoint with PT areas S1 {s1t:.6g}, S2 "
+            f"{s2t:.6g}, but this checkpoint-mode fit knows only the checkpoint "
+            f"with S1 {ck[0]:.6g}, S2 {ck[1]:.6g}"
+        )
 
 
 def anchor_area(df, settings) -> float:

@@ -28,23 +28,41 @@ _GROUP = "cpt law options (default: chosen from the data)"
 
 #: the cpt law's options, in the order of :class:`CPTMode`'s fields
 CPT_OPTIONS = (
-    LawOption("replay", None, group=_GROUP,
-              help="replay-ratio extension (Eq. 8); default on when runs differ in "
-                   "replay_ratio"),
-    LawOption("unknown_pt", None, group=_GROUP,
-              help="S1pt as a parameter for runs without PT rows; default on when a run "
-                   "has none"),
-    LawOption("size_extension", None, group=_GROUP,
-              help="model-size extension (Eq. 7); default off: the hierarchy already "
-                   "lets every parameter vary log-linearly with model size"),
-    LawOption("checkpoint", None, group=_GROUP,
-              help="sample the checkpoint's loss Lc and the power law's slope G there "
-                   "instead of L0, A, C1 (not identified by one PT point); default on when every "
-                   "run continues one checkpoint whose loss is the only PT loss"),
-    LawOption("anchored", None, group=_GROUP,
-              help="sample the PT power law's loss Lr and slope G at the median transfer "
-                   "area instead of L0, A (alpha held by its prior); for PT curves far from "
-                   "their floor, where L0, A and alpha ridge; default off"),
+    LawOption(
+        "replay",
+        None,
+        group=_GROUP,
+        help="replay-ratio extension (Eq. 8); default on when runs differ in replay_ratio",
+    ),
+    LawOption(
+        "unknown_pt",
+        None,
+        group=_GROUP,
+        help="S1pt as a parameter for runs without PT rows; default on when a run has none",
+    ),
+    LawOption(
+        "size_extension",
+        None,
+        group=_GROUP,
+        help="model-size extension (Eq. 7); default off: the hierarchy already "
+        "lets every parameter vary log-linearly with model size",
+    ),
+    LawOption(
+        "checkpoint",
+        None,
+        group=_GROUP,
+        help="sample the checkpoint's loss Lc and the power law's slope G there "
+        "instead of L0, A, C1 (not identified by one PT point); default on when every "
+        "run continues one checkpoint whose loss is the only PT loss",
+    ),
+    LawOption(
+        "anchored",
+        None,
+        group=_GROUP,
+        help="sample the PT power law's loss Lr and slope G at the median transfer "
+        "area instead of L0, A (alpha held by its prior); for PT curves far from "
+        "their floor, where L0, A and alpha ridge; default off",
+    ),
 )
 
 
@@ -62,11 +80,15 @@ class CPTMode:
         for f in fields(self):
             object.__setattr__(self, f.name, bool(getattr(self, f.name)))
         if self.checkpoint and (self.unknown_pt or self.size_extension):
-            raise ValueError("the cpt law's checkpoint mode (one PT point, a known checkpoint) "
-                             "does not combine with unknown_pt or size_extension")
+            raise ValueError(
+                "the cpt law's checkpoint mode (one PT point, a known checkpoint) "
+                "does not combine with unknown_pt or size_extension"
+            )
         if self.checkpoint and self.anchored:
-            raise ValueError("the cpt law's anchored option is for data with PT curves; the "
-                             "checkpoint mode already anchors the law at its one PT point")
+            raise ValueError(
+                "the cpt law's anchored option is for data with PT curves; the "
+                "checkpoint mode already anchors the law at its one PT point"
+            )
 
     @property
     def form(self) -> str:
@@ -111,8 +133,16 @@ class CPTMode:
             Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.0, "power-law exponent in S1"),
             Param("C1", True, np.log(0.3), 1.0, 0.3, 0.3, 0.0, "PT annealing coefficient"),
             Param("C2", True, np.log(0.3), 1.0, 0.3, 0.3, 0.04, "CPT annealing coefficient"),
-            Param("Bref", True, np.log(0.3), 1.5, 0.7, 0.3, 0.04,
-                  "distribution shift at S1cpt = shift_ref (sign from the set's role)"),
+            Param(
+                "Bref",
+                True,
+                np.log(0.3),
+                1.5,
+                0.7,
+                0.3,
+                0.04,
+                "distribution shift at S1cpt = shift_ref (sign from the set's role)",
+            ),
             Param("E", True, np.log(100.0), 2.0, 1.5, 0.3, 0.0, "shift rate in S1cpt"),
             Param("beta", True, np.log(0.2), 1.0, 0.5, 0.2, 0.0, "shift exponent"),
         )
@@ -125,26 +155,82 @@ class CPTMode:
             over = {"C2": 0.02, "Bref": 0.02}
             pool = {"C2": 0.1}
             params = (
-                Param("G", True, np.log(0.02), 1.5, 0.5, 0.3, 0.0,
-                      "slope -dL/dS1 of the PT power law at the checkpoint"),
-            ) + tuple(Param(p.name, p.positive, p.loc, p.scale, pool.get(p.name, p.group_sd),
-                            p.size_slope_sd, over.get(p.name, p.run_sd), p.doc)
-                      for p in params if p.name in keep) + (
-                Param("beta", True, np.log(0.17), 0.3, 0.0, 0.0, 0.0,
-                      "shift exponent (one value for all sets, near the paper's 0.15-0.19)"),)
+                (
+                    Param(
+                        "G",
+                        True,
+                        np.log(0.02),
+                        1.5,
+                        0.5,
+                        0.3,
+                        0.0,
+                        "slope -dL/dS1 of the PT power law at the checkpoint",
+                    ),
+                )
+                + tuple(
+                    Param(
+                        p.name,
+                        p.positive,
+                        p.loc,
+                        p.scale,
+                        pool.get(p.name, p.group_sd),
+                        p.size_slope_sd,
+                        over.get(p.name, p.run_sd),
+                        p.doc,
+                    )
+                    for p in params
+                    if p.name in keep
+                )
+                + (
+                    Param(
+                        "beta",
+                        True,
+                        np.log(0.17),
+                        0.3,
+                        0.0,
+                        0.0,
+                        0.0,
+                        "shift exponent (one value for all sets, near the paper's 0.15-0.19)",
+                    ),
+                )
+            )
         if self.anchored:
             # L0, A -> Lr, G at the anchor area S1 = anchor_s1; alpha is only the curvature
             # there, per group without a size slope
             anchor = {
-                "L0": Param("Lr", True, np.log(2.5), 0.7, 0.5, 0.1, 0.0,
-                            "PT power-law loss L0 + A * S1^-alpha at S1 = anchor_s1"),
-                "A": Param("G", True, np.log(0.1), 2.0, 0.5, 0.3, 0.0,
-                           "slope -dL/dS1 of the PT power law at S1 = anchor_s1"),
+                "L0": Param(
+                    "Lr",
+                    True,
+                    np.log(2.5),
+                    0.7,
+                    0.5,
+                    0.1,
+                    0.0,
+                    "PT power-law loss L0 + A * S1^-alpha at S1 = anchor_s1",
+                ),
+                "A": Param(
+                    "G",
+                    True,
+                    np.log(0.1),
+                    2.0,
+                    0.5,
+                    0.3,
+                    0.0,
+                    "slope -dL/dS1 of the PT power law at S1 = anchor_s1",
+                ),
                 # centred group level: non-centred mixed the lab's curves better (alpha near 0
                 # in every group) but failed on simulated Fig. 3 data, where alpha is pinned
                 # (R-hat 1.26, ESS 6 on alpha_sd in test_cpt); see benchmarks/RESULTS.md
-                "alpha": Param("alpha", True, np.log(0.3), 0.7, 0.3, 0.0, 0.0,
-                               "power-law exponent in S1 (the curvature at the anchor)"),
+                "alpha": Param(
+                    "alpha",
+                    True,
+                    np.log(0.3),
+                    0.7,
+                    0.3,
+                    0.0,
+                    0.0,
+                    "power-law exponent in S1 (the curvature at the anchor)",
+                ),
             }
             params = tuple(anchor.get(p.name, p) for p in params)
         if self.form == "full":
@@ -152,8 +238,7 @@ class CPTMode:
             # about its prior (the data barely inform it) and the centred level reached R-hat
             # 1.011 on C2_tau at 2 of 5 seeds (seed study); Bref's tau is informed (0.013 against
             # a prior at 0.04) and mixes better centred. The same model either way.
-            params = tuple(replace(p, run_centered=False) if p.name == "C2" else p
-                           for p in params)
+            params = tuple(replace(p, run_centered=False) if p.name == "C2" else p for p in params)
         if self.replay:
             # k ~ N(0, ks[0]) with group sd ks[1], tighter in the checkpoint and anchored forms
             ks = {"checkpoint": (1.5, 1.5), "anchored": (2.0, 2.0)}.get(self.form, (4.0, 3.0))
@@ -169,6 +254,16 @@ class CPTMode:
                 Param("gamma3", True, np.log(0.2), 0.7, 0.2, 0.0, 0.0, "size exponent"),
             )
         if self.unknown_pt:
-            params += (Param("S1pt", True, np.log(5.0), 1.5, 0.0, 0.5, 0.0,
-                             "PT forward area of a base model with unknown history"),)
+            params += (
+                Param(
+                    "S1pt",
+                    True,
+                    np.log(5.0),
+                    1.5,
+                    0.0,
+                    0.5,
+                    0.0,
+                    "PT forward area of a base model with unknown history",
+                ),
+            )
         return params

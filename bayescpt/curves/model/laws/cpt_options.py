@@ -7,9 +7,14 @@ import numpy as np
 import pandas as pd
 
 
-def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
-                    unknown_pt: bool | None = None, size_extension: bool | None = None,
-                    checkpoint: bool | None = None, anchored: bool | None = None) -> dict:
+def cpt_law_options(
+    df: pd.DataFrame,
+    replay: bool | None = None,
+    unknown_pt: bool | None = None,
+    size_extension: bool | None = None,
+    checkpoint: bool | None = None,
+    anchored: bool | None = None,
+) -> dict:
     """Options of the cpt law for a CPT table: given ones kept, the others chosen from the data.
 
     ``replay`` when runs differ in ``replay_ratio`` (with one ratio the extension is not
@@ -22,6 +27,7 @@ def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
     (Lr, G at a PT area inside the data instead of L0, A; alpha held by its prior) only when
     asked: it is for PT curves far from their floor (the lab's), where L0, A and alpha ridge.
     """
+
     def distinct(col):
         return df[col].dropna().nunique() if col in df.columns else 0
 
@@ -34,12 +40,18 @@ def cpt_law_options(df: pd.DataFrame, replay: bool | None = None,
         size_extension = False
     if checkpoint is None:
         checkpoint = not unknown_pt and not size_extension and one_checkpoint(df)
-    out = {"replay": bool(replay), "unknown_pt": bool(unknown_pt),
-           "size_extension": bool(size_extension), "checkpoint": bool(checkpoint)}
+    out = {
+        "replay": bool(replay),
+        "unknown_pt": bool(unknown_pt),
+        "size_extension": bool(size_extension),
+        "checkpoint": bool(checkpoint),
+    }
     if anchored:
         if out["checkpoint"]:
-            raise ValueError("anchored: the data have one PT point (checkpoint mode), no PT "
-                             "curve to anchor the law in")
+            raise ValueError(
+                "anchored: the data have one PT point (checkpoint mode), no PT "
+                "curve to anchor the law in"
+            )
         out["anchored"] = True
     return out
 
@@ -57,6 +69,12 @@ def one_checkpoint(df: pd.DataFrame) -> bool:
         return False
     if (pt["loss"].notna() & (pt["step"] < ends.iloc[0])).any():
         return False
-    lrs = {r: tuple(np.round(g.sort_values("step").drop_duplicates("step")[["step", "lr"]]
-                             .to_numpy().ravel(), 12)) for r, g in pt.groupby("run")}
+    lrs = {
+        r: tuple(
+            np.round(
+                g.sort_values("step").drop_duplicates("step")[["step", "lr"]].to_numpy().ravel(), 12
+            )
+        )
+        for r, g in pt.groupby("run")
+    }
     return len(set(lrs.values())) == 1

@@ -22,12 +22,15 @@ S1_REF = 3.0
 def option(default: bool) -> LawOption:
     """The ``progress`` option shared by the annealing and multi-power laws."""
     return LawOption(
-        "progress", default, flag="--drop-progress",
+        "progress",
+        default,
+        flag="--drop-progress",
         group="multipower and annealing law option (multipower: default on; annealing: "
-              "default off)",
+        "default off)",
         help="scale the loss drop (multipower) or annealing term C*S2 (annealing) by "
-             "(S1/s1_ref)^-kappa, kappa sampled (not in the papers; see "
-             "benchmarks/RESULTS.md); --no-drop-progress: the paper's law")
+        "(S1/s1_ref)^-kappa, kappa sampled (not in the papers; see "
+        "benchmarks/RESULTS.md); --no-drop-progress: the paper's law",
+    )
 
 
 def param(doc: str) -> Param:

@@ -53,24 +53,25 @@ def decrement_design(schedule, steps, bins_area: int = 48, bins_time: int = 48):
     eff = lr.copy()
     if w:
         eff[:w] = lr[w]
-    s1 = _cum(lr[1:])                        # exact S1, s1[t]
-    d = eff[:-1] - eff[1:]                   # d[k-1] = eta_{k-1} - eta_k, k = 1..T
+    s1 = _cum(lr[1:])  # exact S1, s1[t]
+    d = eff[:-1] - eff[1:]  # d[k-1] = eta_{k-1} - eta_k, k = 1..T
     nz = np.flatnonzero(np.abs(d) > 0)
     n = len(steps)
     if nz.size == 0:
         z = np.zeros((n, 1))
         return z, z.copy(), z.copy()
-    k_lo, k_hi = nz[0] + 1, nz[-1] + 1       # steps k with a decrement
+    k_lo, k_hi = nz[0] + 1, nz[-1] + 1  # steps k with a decrement
     absd = np.abs(d)
-    cabs = _cum(absd)                        # cabs[k] = sum_{i<=k} |d_i|
+    cabs = _cum(absd)  # cabs[k] = sum_{i<=k} |d_i|
     q = np.linspace(cabs[k_lo - 1], cabs[k_hi], bins_area + 1)
     e_area = np.searchsorted(cabs, q, side="left")
     e_time = np.linspace(k_lo - 1, k_hi, bins_time + 1).round().astype(int)
     sign = np.sign(d)
-    e_sign = np.flatnonzero(sign[1:] != sign[:-1]) + 1     # re-warmups: never mix signs in a bin
-    edges = np.unique(np.clip(np.concatenate([e_area, e_time, e_sign, [k_lo - 1, k_hi]]),
-                              k_lo - 1, k_hi))
-    a = edges[:-1] + 1                       # bin j covers steps a_j..b_j
+    e_sign = np.flatnonzero(sign[1:] != sign[:-1]) + 1  # re-warmups: never mix signs in a bin
+    edges = np.unique(
+        np.clip(np.concatenate([e_area, e_time, e_sign, [k_lo - 1, k_hi]]), k_lo - 1, k_hi)
+    )
+    a = edges[:-1] + 1  # bin j covers steps a_j..b_j
     b = edges[1:]
     cd = _cum(d)
     ckd = _cum(absd * np.arange(1, d.size + 1))
@@ -80,8 +81,11 @@ def decrement_design(schedule, steps, bins_area: int = 48, bins_time: int = 48):
     m = np.where(valid, m, a[None, :])
     D = np.where(valid, cd[m] - cd[a - 1][None, :], 0.0)
     wabs = cabs[m] - cabs[a - 1][None, :]
-    kbar = np.where(wabs > 0, (ckd[m] - ckd[a - 1][None, :]) / np.where(wabs > 0, wabs, 1.0),
-                    0.5 * (a[None, :] + m))
+    kbar = np.where(
+        wabs > 0,
+        (ckd[m] - ckd[a - 1][None, :]) / np.where(wabs > 0, wabs, 1.0),
+        0.5 * (a[None, :] + m),
+    )
     # S_k(t) = S1(t) - S1(k - 1), S1 interpolated at the fractional centroid
     s1_at = np.interp(kbar - 1.0, np.arange(s1.size), s1)
     Sk = np.where(valid, s1[t] - s1_at, 0.0)
@@ -127,8 +131,16 @@ class MultiPowerLaw(Law):
             # Sampled as Cr = C * eta_ref^(-gamma), the rate at the reference learning rate: G
             # depends on C * eta^(-gamma), so C and gamma are tightly correlated (log C moves by
             # -log(eta) ~ 8 per unit of gamma) while Cr and gamma are nearly independent.
-            Param("Cr", True, np.log(2.0) + 0.6 * np.log(1 / 3e-4), 1.5, 0.0, 0.0, 0.0,
-                  "loss-drop rate at eta_ref, C * eta_ref^-gamma"),
+            Param(
+                "Cr",
+                True,
+                np.log(2.0) + 0.6 * np.log(1 / 3e-4),
+                1.5,
+                0.0,
+                0.0,
+                0.0,
+                "loss-drop rate at eta_ref, C * eta_ref^-gamma",
+            ),
             Param("beta", True, np.log(0.6), 0.5, 0.0, 0.0, 0.0, "loss-drop power"),
             Param("gamma", True, np.log(0.6), 0.3, 0.0, 0.0, 0.0, "LR exponent of the drop"),
         )
@@ -137,11 +149,25 @@ class MultiPowerLaw(Law):
             # after an area sk_ref: with kappa the posterior goes to small beta, where B alone
             # is not identified (only about B * beta is), and B mixed badly (bulk ESS 27 of 600
             # in a screen); Br is what the curves pin down (ESS 213 of 600).
-            params = tuple(Param("Br", True, p.loc, p.scale, p.group_sd, p.size_slope_sd,
-                                 p.run_sd, "loss-drop amplitude at area sk_ref, B * G(Cr sk_ref)")
-                           if p.name == "B" else p for p in params) + (
+            params = tuple(
+                Param(
+                    "Br",
+                    True,
+                    p.loc,
+                    p.scale,
+                    p.group_sd,
+                    p.size_slope_sd,
+                    p.run_sd,
+                    "loss-drop amplitude at area sk_ref, B * G(Cr sk_ref)",
+                )
+                if p.name == "B"
+                else p
+                for p in params
+            ) + (
                 drop_progress.param(
-                    "progress exponent of the drop: LD scales as (S1 / s1_ref)^-kappa"),)
+                    "progress exponent of the drop: LD scales as (S1 / s1_ref)^-kappa"
+                ),
+            )
             # With kappa the drop's shape parameters are not the paper's quantities: on the
             # multipowerlaw training runs (the law's own data) the posterior puts beta near 0.10
             # and gamma near 2.6, 3.6 and 4.8 prior sd from the paper's kappa = 0 values (0.59,
@@ -150,20 +176,28 @@ class MultiPowerLaw(Law):
             # regimes within 1.6 sd (beta: 95 % in 0.035-1.8; gamma: 95 % in 0.31-3.2). Chosen
             # on that data, judged on others: benchmarks/multipower_priors/README.md.
             params = tuple(PROGRESS_SHAPE.get(p.name, p) for p in params)
-            self.default_settings = dict(self.default_settings, s1_ref=drop_progress.S1_REF,
-                                         sk_ref=1.0)
+            self.default_settings = dict(
+                self.default_settings, s1_ref=drop_progress.S1_REF, sk_ref=1.0
+            )
             self.derived_names = ("C", "B")
         self.params = params
 
     def design(self, schedule, steps, settings, info=None):
         steps = check_steps(schedule, steps)
         s1, _ = schedule.areas(warmup=settings.get("warmup", "exact"))
-        D, Sk, log_eta = decrement_design(schedule, steps, settings.get("bins_area", 16),
-                                          settings.get("bins_time", 16))
+        D, Sk, log_eta = decrement_design(
+            schedule, steps, settings.get("bins_area", 16), settings.get("bins_time", 16)
+        )
         log_ref = float(np.log(settings.get("eta_ref", 3e-4)))
         rel = np.where(D != 0, log_eta - log_ref, 0.0)
-        X = {"S1": s1[steps], "log_S1": power_term.design(s1[steps]), "D": D, "Sk": Sk,
-             "log_eta": rel, "log_eta_ref": np.full(steps.size, log_ref)}
+        X = {
+            "S1": s1[steps],
+            "log_S1": power_term.design(s1[steps]),
+            "D": D,
+            "Sk": Sk,
+            "log_eta": rel,
+            "log_eta_ref": np.full(steps.size, log_ref),
+        }
         if self.progress:
             X["sk_ref"] = np.full(steps.size, float(settings.get("sk_ref", 1.0)))
             X["log_s1"] = drop_progress.design(s1[steps], settings)
@@ -186,16 +220,21 @@ class MultiPowerLaw(Law):
         if not set(self.shape_params) <= set(shared):
             return X
         n, k = X["D"].shape
-        rows, row = np.unique(np.concatenate([X["D"], X["Sk"], X["log_eta"]], axis=1), axis=0,
-                              return_inverse=True)
-        D, Sk, le = rows[:, :k], rows[:, k:2 * k], rows[:, 2 * k:]
+        rows, row = np.unique(
+            np.concatenate([X["D"], X["Sk"], X["log_eta"]], axis=1), axis=0, return_inverse=True
+        )
+        D, Sk, le = rows[:, :k], rows[:, k : 2 * k], rows[:, 2 * k :]
         keep = D != 0
         last = np.cumsum(keep.sum(axis=1))
-        return dict(X, drop_D=np.concatenate([[0.0], D[keep]]),
-                    drop_Sk=np.concatenate([[0.0], Sk[keep]]),
-                    drop_log_eta=np.concatenate([[0.0], le[keep]]),
-                    drop_first=last - keep.sum(axis=1), drop_last=last,
-                    drop_row=np.ravel(row))
+        return dict(
+            X,
+            drop_D=np.concatenate([[0.0], D[keep]]),
+            drop_Sk=np.concatenate([[0.0], Sk[keep]]),
+            drop_log_eta=np.concatenate([[0.0], le[keep]]),
+            drop_first=last - keep.sum(axis=1),
+            drop_last=last,
+            drop_row=np.ravel(row),
+        )
 
     def derived(self, xp, theta, settings):
         """C of the paper's form, from Cr and gamma (and B from Br with ``progress``)."""
@@ -206,30 +245,40 @@ class MultiPowerLaw(Law):
 
     def mean(self, xp, theta, X):
         """``theta`` holds Cr (as sampled) or the paper's C; ``X["log_eta"]`` is log(eta / eta_ref)."""
+
         def col(v):  # add the bin axis to a parameter
             return v[..., None]
 
-        def drop(rate, gamma, beta, D, Sk, log_eta):   # D * G(x) per bin
+        def drop(rate, gamma, beta, D, Sk, log_eta):  # D * G(x) per bin
             x = rate * xp.exp(-gamma * log_eta) * Sk
             return D * (1.0 - (x + 1.0) ** (-beta))
 
         if "drop_row" in X and all(np.ndim(theta[p]) == 0 for p in self.shape_params):
             # the shape shared by all points: once per distinct row's nonempty bins (model_design)
-            c = xp.cumsum(drop(theta["Cr"], theta["gamma"], theta["beta"], X["drop_D"],
-                               X["drop_Sk"], X["drop_log_eta"]))
+            c = xp.cumsum(
+                drop(
+                    theta["Cr"],
+                    theta["gamma"],
+                    theta["beta"],
+                    X["drop_D"],
+                    X["drop_Sk"],
+                    X["drop_log_eta"],
+                )
+            )
             dsum = (c[X["drop_last"]] - c[X["drop_first"]])[X["drop_row"]]
         else:
             if "Cr" in theta:
                 rate = col(theta["Cr"])
             else:
                 rate = col(theta["C"] * xp.exp(-theta["gamma"] * X["log_eta_ref"]))
-            dsum = drop(rate, col(theta["gamma"]), col(theta["beta"]), X["D"], X["Sk"],
-                        X["log_eta"]).sum(axis=-1)
-        if "Br" in theta:   # progress=True: the amplitude at area sk_ref
+            dsum = drop(
+                rate, col(theta["gamma"]), col(theta["beta"]), X["D"], X["Sk"], X["log_eta"]
+            ).sum(axis=-1)
+        if "Br" in theta:  # progress=True: the amplitude at area sk_ref
             amp = _amplitude(theta, X["sk_ref"])
         else:
             amp = theta["B"]
         ld = amp * dsum
-        if "kappa" in theta:   # absent: the paper's law (kappa = 0)
+        if "kappa" in theta:  # absent: the paper's law (kappa = 0)
             ld = ld * drop_progress.factor(xp, theta, X)
         return theta["L0"] + theta["A"] * power_term.s1_power(xp, theta["alpha"], X) - ld

@@ -14,7 +14,7 @@ from bayescpt.curves.model.laws.base import Param
 
 def design(s1: np.ndarray) -> np.ndarray:
     """ln S1 per point, the design column ``log_S1`` of the power-law term (:func:`s1_power`)."""
-    with np.errstate(divide="ignore"):   # S1 = 0 (no step taken): ln 0 = -inf, S1^-alpha = inf
+    with np.errstate(divide="ignore"):  # S1 = 0 (no step taken): ln 0 = -inf, S1^-alpha = inf
         return np.log(np.asarray(s1, dtype=float))
 
 

@@ -46,8 +46,9 @@ def register_law(cls):
     if not cls.name:
         raise ValueError(f"{cls.__name__}: a registered law needs a name")
     if cls.name in LAWS and LAWS[cls.name] is not cls:
-        raise ValueError(f"a law named {cls.name!r} is already registered "
-                         f"({LAWS[cls.name].__name__})")
+        raise ValueError(
+            f"a law named {cls.name!r} is already registered ({LAWS[cls.name].__name__})"
+        )
     LAWS[cls.name] = cls
     return cls
 
@@ -94,8 +95,7 @@ def option_groups() -> list[tuple[str, list[LawOption]]]:
 
 def owners(option_name: str) -> list[str]:
     """The laws that take option ``option_name``, most recently registered first."""
-    return [n for n, cls in reversed(LAWS.items())
-            if option_name in {o.name for o in cls.options}]
+    return [n for n, cls in reversed(LAWS.items()) if option_name in {o.name for o in cls.options}]
 
 
 def resolve_law_options(law_name: str, df, given: dict) -> dict:
