@@ -69,7 +69,7 @@ def lab_pt_fit(law: str, fits: Path, seed: int) -> str:
     fitted (default settings) and saved under ``fits`` unless already there."""
     from calibration_sets import lab_pt_split
 
-    from bayescpt.curves.forecast.discrepancy import learn_discrepancy
+    from bayescpt.curves.forecast.discrepancy_fit import learn_discrepancy
 
     path = fits / f"{law}_lab_pt_seed{seed}.nc"
     if not path.exists():

@@ -39,7 +39,7 @@ from bayescpt.curves.evaluate.compare import (
     shared_parameters,
 )
 from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
-from bayescpt.curves.forecast.discrepancy import learn_discrepancy
+from bayescpt.curves.forecast.discrepancy_fit import learn_discrepancy
 from bayescpt.curves.forecast.forecast import forecast
 from bayescpt.curves.forecast.predict import check_sizes, predictive_idata
 from bayescpt.curves.model.config import default_config, make_config

@@ -1,11 +1,11 @@
 """Writing output files so that nothing is lost: every file appears whole or not at all.
 
-A writer never writes its target directly. It writes a temporary file in the target's folder,
-named ``.NAME.PID.hHOSTHASH.XXXXXXXX.tmp`` (NAME the target's file name, PID the writing process,
-HOSTHASH its host, the rest random and unique), flushes it to disk (``fsync``), then moves it over
-the target with ``os.replace`` (atomic within one file system) and syncs the folder. A reader therefore sees the
-old file or the complete new one, whatever other writers or interrupts do; two processes
-writing the same target at once each write their own temporary, and the last rename wins.
+A writer never writes its target directly. It writes a temporary file in the target's folder, named
+``.NAME.PID.hHOSTHASH.XXXXXXXX.tmp`` (NAME the target's file name, PID the writing process, HOSTHASH
+its host, the rest random and unique), flushes it to disk (``fsync``), then moves it over the target
+with ``os.replace`` (atomic within one file system) and syncs the folder. A reader therefore sees
+the old file or the complete new one, whatever other writers or interrupts do; two processes writing
+the same target at once each write their own temporary, and the last rename wins.
 
 Temporaries left behind by a killed writer are ours by their name; the next write to the same
 target removes them. The name carries the writer's host (``.NAME.PID.hHOSTHASH.XXXXXXXX.tmp``), so

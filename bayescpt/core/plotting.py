@@ -39,8 +39,8 @@ def plot_diagnostics(idata, diag, *, n_rank: int = 4, title: str = "", fig=None)
     """Sampler health on one page: rank plots, energy, and the most correlated pair.
 
     * left: per-chain rank histograms (ArviZ ``plot_rank``) of the ``n_rank`` parameters with the
-      highest R-hat / lowest bulk ESS in ``diag`` (a :class:`~bayescpt.core.diagnostics.Diagnostics`):
-      uniform bars mean the chains agree;
+      highest R-hat / lowest bulk ESS in ``diag`` (a
+      :class:`~bayescpt.core.diagnostics.Diagnostics`): uniform bars mean the chains agree;
     * top right: the energy plot (marginal vs transition energy; BFMI per chain);
     * bottom right: the pair of sampled parameters with the strongest posterior correlation,
       divergent draws in red: ridges like the exponents' show up here.

@@ -18,6 +18,8 @@ being chaotic, in every draw. Fits therefore run with BLAS on one thread
 (:func:`one_blas_thread`; the chains run in parallel, each calls BLAS on small arrays).
 
 **Slow mixing is run longer** (:mod:`bayescpt.core.mixing`), stuck chains are not.
+The pointwise log likelihood is stored with the draws unless too large
+(:mod:`bayescpt.core.loglik`).
 
 Two settings bound what a bad run can do: ``max_tree_depth`` (None: each sampler's default, 10
 doublings, i.e. at most 1023 leapfrog steps per draw) caps the cost of one draw, and
@@ -35,6 +37,7 @@ import warnings
 from bayescpt.core.chains import DEFAULT_MAX_DEPTH, drop_stuck_chains
 from bayescpt.core.init import model_starts
 from bayescpt.core.jax_nuts import jax_precision, sample_jax
+from bayescpt.core.loglik import loglik_too_large, store_log_likelihood
 from bayescpt.core.mixing import run_longer
 from bayescpt.core.sampler_settings import (  # noqa: F401 - importable from here as before
     DEFAULT_SAMPLER_SETTINGS,
@@ -45,10 +48,6 @@ from bayescpt.core.sampler_settings import (  # noqa: F401 - importable from her
     check_sampler_settings,
     sampler_setting_problem,
 )
-
-#: the pointwise log likelihood (chains x draws x observed points, float64) is stored only up to
-#: this size: 4 x 1000 draws of 1e6 points would be 32 GB, more than the fit itself needs
-LOGLIK_MAX_BYTES = 2 * 2**30
 
 
 @contextlib.contextmanager
@@ -206,8 +205,6 @@ def _sample_model(
     records the depth cap used; with ``s['drop_stuck_chains']`` chains in a minor mode are
     dropped and recorded in the posterior attrs (``dropped_chains``).
     """
-    import pymc as pm
-
     loglik = loglik_too_large(model, s) is None  # small enough to store
     ncores = cores or min(s["chains"], os.cpu_count() or 1)
     kw = dict(
@@ -223,28 +220,13 @@ def _sample_model(
         initvals = starts.initvals(s["chains"], s["seed"])
     if initvals is not None:
         kw["initvals"] = initvals
-    depth = s.get("max_tree_depth")
-    # each sampler's name for the cap on tree doublings (all default to 10)
-    cap = (
-        {}
-        if depth is None
-        else {
-            "pymc": {"max_treedepth": int(depth)},
-            "nutpie": {"maxdepth": int(depth)},
-            "numpyro": {"max_tree_depth": int(depth)},
-            "blackjax": {"max_num_doublings": int(depth)},
-        }[s["sampler"]]
-    )
+    cap = _depth_cap(s)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=FutureWarning)
         warnings.filterwarnings("ignore", message=".*[Dd]ivergen.*")
         warnings.filterwarnings("ignore", message=".*R-hat.*|.*effective sample size.*")
         if s["sampler"] == "pymc":
-            # given starts are used as they are (PyMC's default init would jitter them again)
-            init = {"init": "adapt_diag"} if initvals is not None else {}
-            idata = pm.sample(
-                cores=ncores, idata_kwargs={"log_likelihood": loglik}, **init, **cap, **kw
-            )
+            idata = _sample_pymc(kw, cap, ncores, loglik, initvals)
         elif s["sampler"] == "nutpie" and starts is not None:
             compiled = {} if compiled is None else compiled
             if "nutpie" not in compiled:
@@ -260,103 +242,84 @@ def _sample_model(
                 finish=False,
             )
         elif s["sampler"] == "nutpie":
-            # The low-rank mass-matrix adaptation follows strong posterior correlations (L0-A-alpha
-            # in the loss laws) that a diagonal one cannot: 10x faster and no divergences there.
-            # numba's fastmath off: the same draws from a fresh and a cached compile
-            with numba_exact():
-                idata = pm.sample(
-                    nuts_sampler="nutpie",
-                    nuts_sampler_kwargs={
-                        "low_rank_modified_mass_matrix": s.get("low_rank", True),
-                        "cores": ncores,
-                        "save_warmup": False,
-                        **cap,
-                    },
-                    **kw,
-                )
+            idata = _sample_nutpie_pymc(kw, cap, ncores, s)
         elif starts is not None:
             # JAX samplers from the mode: on coordinates whitened by the Laplace approximation
             # there, which their diagonal mass matrices cannot find themselves (core.jax_nuts)
             idata = sample_jax(model, s, starts, progress=progress)
         else:
-            jax_precision()
-            # JAX samplers from their own starts: chains vectorised on one device. Their default ('parallel', pmap over
-            # chains) fails when there are fewer devices than chains, as on a 1-device CPU.
-            idata = pm.sample(
-                nuts_sampler=s["sampler"],
-                idata_kwargs={"log_likelihood": loglik},
-                nuts_sampler_kwargs={
-                    "chain_method": "vectorized",
-                    "jitter": initvals is None,
-                    **({"nuts_kwargs": cap} if cap else {}),
-                },
-                **kw,
-            )
-            if s["sampler"] == "numpyro" and "lp" in idata.sample_stats:
-                # PyMC stores numpyro's potential energy, -log p, as 'lp'; the mode report reads
-                # 'lp' as the log density (blackjax's and every other sampler's)
-                idata.sample_stats["lp"] = -idata.sample_stats["lp"]
+            idata = _sample_jax_pymc(kw, cap, loglik, initvals, s["sampler"])
         finish_trace(idata, s, starts)
         store_log_likelihood(idata, model, s)
     return idata
 
 
-def store_log_likelihood(idata, model, s: dict) -> None:
-    """Add the pointwise log likelihood to ``idata`` (in place) unless it is there already or
-    too large (:func:`loglik_too_large`): then say so, in a warning and in
-    ``sample_stats.attrs['log_likelihood']``."""
-    why = loglik_too_large(model, s)
-    if why is not None:
-        idata.sample_stats.attrs["log_likelihood"] = why
-        warnings.warn(why, LogLikelihoodSkipped, stacklevel=3)
-    elif "log_likelihood" not in idata:
-        add_log_likelihood(idata, model)
+def _depth_cap(s: dict) -> dict:
+    """The sampler's keyword for the cap on tree doublings, ``s['max_tree_depth']`` (none when
+    None: every sampler defaults to 10)."""
+    depth = s.get("max_tree_depth")
+    if depth is None:
+        return {}
+    return {
+        "pymc": {"max_treedepth": int(depth)},
+        "nutpie": {"maxdepth": int(depth)},
+        "numpyro": {"max_tree_depth": int(depth)},
+        "blackjax": {"max_num_doublings": int(depth)},
+    }[s["sampler"]]
 
 
-class LogLikelihoodSkipped(UserWarning):
-    """The pointwise log likelihood was not stored (too large): LOO is not available."""
-
-
-def observed_points(model) -> int:
-    """Number of observed values of ``model`` (all its observed variables)."""
-    import numpy as np
-
-    n = 0
-    for rv in model.observed_RVs:
-        v = model.rvs_to_values[rv]
-        data = v.get_value() if hasattr(v, "get_value") else getattr(v, "data", None)
-        n += int(np.size(data)) if data is not None else 0
-    return n
-
-
-def loglik_too_large(model, s: dict) -> str | None:
-    """None when the pointwise log likelihood of a fit with settings ``s`` fits in
-    :data:`LOGLIK_MAX_BYTES`; else the one line saying it is not stored, and why."""
-    n = observed_points(model)
-    size = 8 * s["chains"] * s["draws"] * n
-    if size <= LOGLIK_MAX_BYTES:
-        return None
-
-    def gib(b):
-        return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.0f} MiB"
-
-    return (
-        f"pointwise log likelihood not stored: {s['chains']} chains x {s['draws']} draws x "
-        f"{n} observed points would take {gib(size)} (limit {gib(LOGLIK_MAX_BYTES)}); "
-        "PSIS-LOO (compare) needs it: fit fewer points (the default thinning of long "
-        "curves) or fewer draws"
-    )
-
-
-def add_log_likelihood(idata, model) -> None:
-    """The pointwise log likelihood of ``model`` (its current data) at the draws, in place."""
+def _sample_pymc(kw: dict, cap: dict, ncores: int, loglik: bool, initvals):
+    """PyMC's own NUTS with ``pm.sample`` keywords ``kw``."""
     import pymc as pm
 
-    # PyMC cannot rebuild a model with custom initial values for this (NotImplementedError);
-    # they have done their job once sampling is over.
-    for rv in model.rvs_to_initial_values:
-        model.rvs_to_initial_values[rv] = None
-    pm.compute_log_likelihood(idata, model=model, progressbar=False)
+    # given starts are used as they are (PyMC's default init would jitter them again)
+    init = {"init": "adapt_diag"} if initvals is not None else {}
+    return pm.sample(cores=ncores, idata_kwargs={"log_likelihood": loglik}, **init, **cap, **kw)
+
+
+def _sample_nutpie_pymc(kw: dict, cap: dict, ncores: int, s: dict):
+    """nutpie through ``pm.sample`` from its own starts (``init="jitter"``)."""
+    import pymc as pm
+
+    # The low-rank mass-matrix adaptation follows strong posterior correlations (L0-A-alpha
+    # in the loss laws) that a diagonal one cannot: 10x faster and no divergences there.
+    # numba's fastmath off: the same draws from a fresh and a cached compile
+    with numba_exact():
+        return pm.sample(
+            nuts_sampler="nutpie",
+            nuts_sampler_kwargs={
+                "low_rank_modified_mass_matrix": s.get("low_rank", True),
+                "cores": ncores,
+                "save_warmup": False,
+                **cap,
+            },
+            **kw,
+        )
+
+
+def _sample_jax_pymc(kw: dict, cap: dict, loglik: bool, initvals, sampler: str):
+    """A JAX sampler (numpyro, blackjax) through ``pm.sample`` from its own starts."""
+    import pymc as pm
+
+    jax_precision()
+    # JAX samplers from their own starts: chains vectorised on one device. Their default
+    # ('parallel', pmap over chains) fails when there are fewer devices than chains, as on a
+    # 1-device CPU.
+    idata = pm.sample(
+        nuts_sampler=sampler,
+        idata_kwargs={"log_likelihood": loglik},
+        nuts_sampler_kwargs={
+            "chain_method": "vectorized",
+            "jitter": initvals is None,
+            **({"nuts_kwargs": cap} if cap else {}),
+        },
+        **kw,
+    )
+    if sampler == "numpyro" and "lp" in idata.sample_stats:
+        # PyMC stores numpyro's potential energy, -log p, as 'lp'; the mode report reads
+        # 'lp' as the log density (blackjax's and every other sampler's)
+        idata.sample_stats["lp"] = -idata.sample_stats["lp"]
+    return idata
 
 
 def sample_compiled(
@@ -371,8 +334,9 @@ def sample_compiled(
 ):
     """nutpie on a compiled ``model`` (``nutpie.compile_pymc_model``, its data as ``model``'s)
     from ``starts``: the trace with observed and constant data as PyMC adds them, finished
-    (:func:`finish_trace`, unless ``finish`` is False) and with the log likelihood when asked. What :func:`sample_model`
-    does for nutpie, for callers that compile once and sample many times."""
+    (:func:`finish_trace`, unless ``finish`` is False) and with the log likelihood when asked.
+    What :func:`sample_model` does for nutpie, for callers that compile once and sample many
+    times."""
     import nutpie
     import pymc as pm
     from pymc.backends.arviz import (

@@ -23,8 +23,8 @@ Warmup conventions (``warmup=``):
   includes the warmup area ``~ eta_max * W / 2``); S2 ignores the warmup increments (the warmup is
   clamped to the peak for S2 only).
 * ``"none"``: the learning rates are used as they are, increments included. A rise of the learning
-  rate makes S2 negative; this is what a CPT re-warmup must do, so only the *initial* warmup of a run
-  is ever clamped.
+  rate makes S2 negative; this is what a CPT re-warmup must do, so only the *initial* warmup of a
+  run is ever clamped.
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ def areas(lr, lam: float = 0.999, warmup_steps: int = 0, warmup: str = "peak"):
 
 # ----------------------------------------------------------------------------------------------
 # Builders. Each returns a Schedule of ``total_steps`` steps. ``warmup_steps`` adds a linear warmup
-# from ``warmup_from`` (default 0) to ``peak`` that ends at step ``warmup_steps``; the shape after it
-# runs over the remaining steps.
+# from ``warmup_from`` (default 0) to ``peak`` that ends at step ``warmup_steps``; the shape after
+# it runs over the remaining steps.
 # ----------------------------------------------------------------------------------------------
 
 

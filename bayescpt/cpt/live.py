@@ -7,12 +7,13 @@ step ``T``, the general set's losses where logged so far), with ``t_pt`` its tra
                                                  of the run's general curve (nats)
     P(rise <= eps | prefix) = sum_k w_k 1[rise_k <= eps]
 
-with the importance weights of :func:`bayescpt.curves.forecast.particles.curve_particles` (the run's general
-losses past the warmup; none logged yet: equal weights, the plan's own risk that ``bayescpt plan``
-computes). The plan was accepted at risk ``delta`` when P >= 1 - delta; a run in progress whose
-P falls below that has left the plan (``bayescpt watch --tolerance EPS --risk DELTA``). The
-general set's own deviation is what the prefix informs (the law's schedule-level terms, C2 and
-Bref); a run far outside them shows first as losses outside the forecast's band.
+with the importance weights of :func:`bayescpt.curves.forecast.particles.curve_particles` (the run's
+general losses past the warmup; none logged yet: equal weights, the plan's own risk that
+``bayescpt plan`` computes). The plan was accepted at risk ``delta`` when P >= 1 - delta; a run in
+progress whose P falls below that has left the plan
+(``bayescpt watch --tolerance EPS --risk DELTA``). The general set's own deviation is what the
+prefix informs (the law's schedule-level terms, C2 and Bref); a run far outside them shows first
+as losses outside the forecast's band.
 """
 
 from __future__ import annotations

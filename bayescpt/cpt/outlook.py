@@ -1,11 +1,11 @@
 """The decision quantities of CPT plans, per posterior draw of a fitted CPT law.
 
-:func:`outlook`: per plan (run) and validation set, the final loss (mean, median, central
-interval, nats), the PT schedule's loss potential and, for a ``general`` set, the turning point
-of the general loss (the CPT step at which it peaks) with the probabilities that it rises above
-its value at the transfer and comes back down before the run ends. Curves are evaluated with
-numpy on the stored draws (:mod:`bayescpt.curves.forecast.predict`); ``other`` validation sets through
-their linear combination of the general and domain curves (:mod:`bayescpt.curves.model.other_sets`).
+:func:`outlook`: per plan (run) and validation set, the final loss (mean, median, central interval,
+nats), the PT schedule's loss potential and, for a ``general`` set, the turning point of the general
+loss (the CPT step at which it peaks) with the probabilities that it rises above its value at the
+transfer and comes back down before the run ends. Curves are evaluated with numpy on the stored
+draws (:mod:`bayescpt.curves.forecast.predict`); ``other`` validation sets through their linear
+combination of the general and domain curves (:mod:`bayescpt.curves.model.other_sets`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def outlook(fit, plans: pd.DataFrame, prob: float = 0.9, seed: int = 0) -> pd.Da
     sched = schedules_of(plans)
     q = [(1 - prob) / 2, (1 + prob) / 2]
     rows = []
-    for (run, vs), g in plans.groupby(["run", "val_set"], sort=False):
+    for (run, vs), _ in plans.groupby(["run", "val_set"], sort=False):
         info = curve_info(plans, run, vs)
         if info["val_role"] is None and "val_role" in fit.groups.columns:
             info["val_role"] = fit.groups.loc[fit.groups["val_set"] == vs, "val_role"].iloc[0]

@@ -20,9 +20,10 @@ _SET_BY = {"lr": ("peak_lr",), "steps": ("transfer", "steps")}
 
 
 def plan_extrapolation(fit, pt: S.Schedule, plans: pd.DataFrame, model_size=None):
-    """Where the plans leave the fit's training range (:mod:`bayescpt.curves.forecast.extrapolation`,
-    the check ``predict`` makes), each plan judged on its whole run (PT to the transfer step, then
-    its CPT schedule), as ``predict`` would judge that run.
+    """Where the plans leave the fit's training range
+    (:mod:`bayescpt.curves.forecast.extrapolation`, the check ``predict`` makes), each plan judged
+    on its whole run (PT to the transfer step, then its CPT schedule), as ``predict`` would judge
+    that run.
 
     Returns ``(column, lines, note)``: ``column`` one text per plan (None inside the range),
     naming each quantity outside it; ``lines`` the ExtrapolationWarnings to print, one per plan

@@ -1,9 +1,10 @@
 """The predictions and extrapolation sections of a fit, per family, from the package's plots.
 
 * a loss-curve fit with a schedule table (run, step, lr [, loss]): the posterior mean, credible
-  band and predictive interval of every run (:func:`bayescpt.curves.forecast.predict.predict_frame`,
-  :func:`bayescpt.curves.evaluate.plots.plot_predictions`) over the table's losses; the extrapolation
-  warnings the prediction raised, and the training range the fit records;
+  band and predictive interval of every run
+  (:func:`bayescpt.curves.forecast.predict.predict_frame`,
+  :func:`bayescpt.curves.evaluate.plots.plot_predictions`) over the table's losses; the
+  extrapolation warnings the prediction raised, and the training range the fit records;
 * an hparams fit: the loss surface, optima and fitted laws over its grid
   (:func:`bayescpt.hparams.plots.plot_fit`; the grid rebuilt from the file or given as a table);
 * a mixture fit: loss against mixture ratio with band and interval per group at the largest

@@ -4,7 +4,8 @@ produced it. Each function returns a list of blocks (:mod:`bayescpt.report.block
 
 The verdict is the one ``bayescpt diagnose`` prints (:meth:`Diagnostics.problems`,
 :meth:`Diagnostics.notes`, :meth:`Diagnostics.to_text`), worded per check; the sampler plots are
-:func:`bayescpt.core.plotting.plot_diagnostics`, the forest :func:`bayescpt.curves.evaluate.plots.plot_forest`.
+:func:`bayescpt.core.plotting.plot_diagnostics`, the forest
+:func:`bayescpt.curves.evaluate.plots.plot_forest`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ import pytest
 
 from bayescpt.curves.data.table import curve_info, schedules_of
 from bayescpt.curves.data.thinning import decimate
-from bayescpt.curves.forecast.discrepancy import Discrepancy, training_residuals
+from bayescpt.curves.forecast.discrepancy import Discrepancy
+from bayescpt.curves.forecast.discrepancy_fit import training_residuals
 from bayescpt.curves.forecast.particles import PrefixWarning, weighted_quantiles
 from bayescpt.curves.forecast.predict import curve_draws, predict_frame
 from bayescpt.curves.forecast.prefix import forecast_with_prefix
@@ -256,7 +257,8 @@ def test_learned_per_size_scales_and_lr_term_recover_a_simulated_discrepancy():
     0.4 %) and that rises after an LR drop: the maximum-likelihood model recovers each size's
     scale and the LR term (within sampling error), which the single scale cannot."""
     from bayescpt.core.schedules import from_points
-    from bayescpt.curves.forecast.discrepancy import learn_from_residuals, lr_drop
+    from bayescpt.curves.forecast.discrepancy import lr_drop
+    from bayescpt.curves.forecast.discrepancy_fit import learn_from_residuals
 
     rng = np.random.default_rng(3)
     truth = {25e6: 0.001, 1e8: 0.002, 4e8: 0.004}
@@ -288,7 +290,8 @@ def test_residuals_without_a_correlated_part_learn_a_negligible_scale_not_an_err
     ("bounds must be finite": a default CLI fit with ``--discrepancy`` did). Now the scale stops
     at its floor, a negligible share of the noise, and every size gets a finite scale."""
     from bayescpt.core.schedules import from_points
-    from bayescpt.curves.forecast.discrepancy import SCALE_FLOOR, learn_from_residuals, lr_drop
+    from bayescpt.curves.forecast.discrepancy import lr_drop
+    from bayescpt.curves.forecast.discrepancy_fit import SCALE_FLOOR, learn_from_residuals
 
     sched = from_points(
         np.array([0, 500, 8000, 8001, 24000]), np.array([0.0, 1e-3, 1e-3, 2e-4, 2e-4])

@@ -9,12 +9,12 @@ One row per logged step of one run (and validation set)::
     val_set    str    optional, the validation set (default ``"default"``)
     model_size float  optional, non-embedding parameters (a count, e.g. 25e6), constant per run
 
-The learning rate between logged steps is taken as linear in the step (the multi-power-law
-authors' convention); give a dense ``lr`` (rows without loss) where that is not good enough,
-e.g. a row ``step=0, lr=0`` for a linear warmup from zero. Other columns are kept as they are;
-one is read by the fits: ``_noise_scale`` (float > 0, default 1), a loss's noise sd relative to
-one logged loss, which :func:`bayescpt.curves.data.thinning.thin_long_curves` writes on the points it
-averages from windows of logged losses.
+The learning rate between logged steps is taken as linear in the step (the multi-power-law authors'
+convention); give a dense ``lr`` (rows without loss) where that is not good enough, e.g. a row
+``step=0, lr=0`` for a linear warmup from zero. Other columns are kept as they are; one is read by
+the fits: ``_noise_scale`` (float > 0, default 1), a loss's noise sd relative to one logged loss,
+which :func:`bayescpt.curves.data.thinning.thin_long_curves` writes on the points it averages from
+windows of logged losses.
 
 Continual pre-training (CPT) runs add, all optional for the other laws and required by the CPT law::
 

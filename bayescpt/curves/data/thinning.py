@@ -27,8 +27,8 @@ around it:
   to [0, 0.995]), so Var(y_k) = sigma^2 w' R w with R_ij = rho^(|t_i - t_j| / gap) (gap: the
   curve's median step between logged losses). The kept row's column ``_noise_scale`` holds
   sqrt(w' R w): the fit's likelihood uses sigma x ``_noise_scale`` for that point
-  (:func:`bayescpt.curves.model.hierarchy.build_model`), so sigma keeps its meaning (the noise sd of one
-  logged loss) and predictions of new logged losses are unchanged in kind.
+  (:func:`bayescpt.curves.model.hierarchy.build_model`), so sigma keeps its meaning (the noise
+  sd of one logged loss) and predictions of new logged losses are unchanged in kind.
 
 The kept row's ``loss`` becomes exp(y_k). A curve whose logged steps are too sparse for a window
 (one loss per window) keeps its logged losses, with scale 1.

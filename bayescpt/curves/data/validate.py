@@ -3,33 +3,31 @@
 :func:`read_curves` reads a CSV and :func:`validate_curves` checks it, the one place a loss-curve
 table is validated: first each column is parsed cell by cell (run, step, lr, loss, model_size,
 ``_noise_scale``, the CPT columns), then the rows are checked together, per run
-(:func:`check_runs`) and per (run, validation set) curve (:func:`check_losses`). The generic cell
-parsers and error wording are :mod:`bayescpt.core.tables`'. Each problem raises
-:class:`~bayescpt.core.tables.DataError` with one line naming the file, the CSV line (header =
-line 1) where the table came from a file, the run, column and step; values are printed as plain
-numbers.
+(:func:`~bayescpt.curves.data.checks.check_runs`) and per (run, validation set) curve
+(:func:`~bayescpt.curves.data.checks.check_losses`). The generic cell parsers and error wording
+are :mod:`bayescpt.core.tables`'. Each problem raises :class:`~bayescpt.core.tables.DataError`
+with one line naming the file, the CSV line (header = line 1) where the table came from a file,
+the run, column and step; values are printed as plain numbers.
 """
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from numpy.lib.stride_tricks import sliding_window_view
 
 from bayescpt.core.tables import (
     MAX_RAW_LR,
     MIN_MODEL_SIZE,
     DataError,
-    DataWarning,
     parse_numeric,
     read_text_csv,
     shown,
     start_table,
     where,
 )
+from bayescpt.curves.data.checks import check_losses, check_runs
 from bayescpt.curves.data.table import DEFAULT_VAL_SET, NOISE_SCALE, PHASES, VAL_ROLES
 
 REQUIRED = ("run", "step", "lr", "loss")
@@ -37,163 +35,6 @@ REQUIRED = ("run", "step", "lr", "loss")
 
 #: steps at or above this are refused: a float holds every whole number only up to 2**53
 MAX_STEP = 2**53
-
-#: a loss above this many nats is impossible for a language model (ln of a 10^8-token
-#: vocabulary is 18.4): a unit mistake (x100, perplexity) or a corrupt value
-MAX_LOSS = 20.0
-#: an outlier is this many robust standard deviations (1.4826 MAD) of the curve's log-loss
-#: residuals away from the running median of its neighbours ...
-OUTLIER_MADS = 8.0
-#: ... and at least this many nats from it
-OUTLIER_NATS = 0.5
-#: losses in the centred running median (the point and 4 neighbours on each side)
-WINDOW = 9
-
-
-def plain(values) -> str:
-    """Numbers as plain text: ``[2.5e+07, 2.6e+07]``, never ``np.float64(...)``."""
-    return "[" + ", ".join(f"{float(v):g}" for v in values) + "]"
-
-
-def running_median(y: np.ndarray, half: int) -> np.ndarray:
-    """Centred running median of ``y`` over ``2 * half + 1`` values; near the ends the window
-    shrinks symmetrically (so the first and last values are their own median)."""
-    n, med = len(y), np.array(y, dtype=float)
-    if n > 2 * half:
-        med[half : n - half] = np.median(sliding_window_view(y, 2 * half + 1), axis=1)
-    for j in [*range(min(half, n)), *range(max(n - half, half), n)]:
-        h = min(j, n - 1 - j, half)
-        med[j] = np.median(y[j - h : j + h + 1])
-    return med
-
-
-def check_losses(df: pd.DataFrame, source, lines: pd.Series) -> None:
-    """Loss plausibility, per (run, val_set) curve in step order.
-
-    A loss above :data:`MAX_LOSS` nats is an error. A loss whose log is more than
-    :data:`OUTLIER_MADS` robust standard deviations (1.4826 x the median absolute deviation of
-    the curve's residuals) from the centred running median of :data:`WINDOW` losses, and more
-    than :data:`OUTLIER_NATS` nats from it, is warned about (:class:`DataWarning`, one per
-    table, naming the first and counting the others). A running median follows steps and ramps
-    (a CPT transfer, a fast warmup), so only isolated spikes stand out; the first and last loss
-    of a curve are not judged.
-    """
-    loss = df["loss"]
-    high = loss > MAX_LOSS
-    if high.any():
-        i = int(high.idxmax())
-        raise DataError(
-            f"{where(source, df['run'][i], 'loss', int(df['step'][i]), lines[i])}: "
-            f"value {loss[i]:g} nats is not a language-model loss (at most "
-            f"{MAX_LOSS:g}); expected the loss in nats, not x100 or a perplexity"
-        )
-    found = []
-    for (r, vs), g in df[loss.notna()].groupby(["run", "val_set"], sort=False):
-        if len(g) < 5:
-            continue
-        y = np.log(g["loss"].to_numpy())
-        med = running_median(y, WINDOW // 2)
-        res = y - med
-        scale = 1.4826 * np.median(np.abs(res - np.median(res)))
-        nats = np.abs(g["loss"].to_numpy() - np.exp(med))
-        bad = (np.abs(res) > OUTLIER_MADS * scale) & (nats > OUTLIER_NATS)
-        found += [(g.index[j], float(np.exp(med[j]))) for j in np.flatnonzero(bad)]
-    if found:
-        i, m = found[0]
-        more = f" ({len(found) - 1} more such loss(es) in the table)" if len(found) > 1 else ""
-        warnings.warn(
-            f"{where(source, df['run'][i], 'loss', int(df['step'][i]), lines[i])}: "
-            f"value {loss[i]:g} is far from its neighbours (running median {m:.4g}); "
-            f"check the log{more}",
-            DataWarning,
-            stacklevel=3,
-        )
-
-
-def check_runs(df: pd.DataFrame, source, lines: pd.Series, max_lr: float, need_loss: bool) -> None:
-    """Run-level checks of a parsed table (``df`` indexed 0..n-1 like ``lines``).
-
-    * one ``model_size`` per run;
-    * the peak learning rate is positive (an all-zero schedule trains nothing) and at most
-      ``max_lr`` (a larger one is a unit mistake);
-    * with ``need_loss``, every run has a loss;
-    * one learning rate per (run, step), whatever the validation set;
-    * the learning rate is given from step 0 or 1, and beyond step 0;
-    * steps strictly increase within each (run, val_set), in file order.
-    """
-
-    def line_of(rows) -> int | None:
-        return lines[rows[0]] if len(rows) else None
-
-    if "model_size" in df.columns:
-        for r, g in df.groupby("run", sort=False):
-            if g["model_size"].nunique() > 1:
-                other = g.index[g["model_size"] != g["model_size"].iloc[0]]
-                raise DataError(
-                    f"{where(source, r, 'model_size', line=line_of(other))}: several "
-                    f"values {plain(sorted(g['model_size'].unique()))}; a run has one "
-                    "model size"
-                )
-    for r, g in df.groupby("run", sort=False):
-        peak = g["lr"].max()
-        if peak > max_lr:
-            at = g.index[g["lr"] > max_lr]
-            raise DataError(
-                f"{where(source, r, 'lr', line=line_of(at))}: peak learning rate "
-                f"{peak:g} looks like the wrong unit; expected raw learning rates "
-                f"(e.g. 3e-4, at most {max_lr:g}), not percent or normalised to the "
-                "peak"
-            )
-        if peak <= 0:
-            raise DataError(
-                f"{where(source, r, 'lr', line=line_of(g.index))}: the learning rate "
-                "is 0 on every row of the run; a training run needs a schedule with a "
-                "positive learning rate"
-            )
-        if need_loss and g["loss"].notna().sum() == 0:
-            raise DataError(
-                f"{where(source, r, 'loss', line=line_of(g.index))}: the run has no loss values"
-            )
-        lr_per_step = g.groupby("step")["lr"].agg(["min", "max"])
-        clash = lr_per_step["max"] - lr_per_step["min"] > 1e-12 * lr_per_step["max"].clip(1e-30)
-        if clash.any():
-            s = int(lr_per_step.index[clash][0])
-            at = g.index[g["step"] == s]
-            other = at[g.loc[at, "lr"] != g.loc[at[0], "lr"]]
-            raise DataError(
-                f"{where(source, r, 'lr', s, line_of(other))}: different learning "
-                f"rates {plain(sorted(g.loc[at, 'lr'].unique()))} for the same step"
-            )
-        first, last = int(g["step"].min()), int(g["step"].max())
-        if first > 1:
-            raise DataError(
-                f"{where(source, r, 'lr', first, line_of(g.index))}: the learning "
-                f"rate is given from step {first} on; add rows from step 0 or 1 (e.g. "
-                "step=0, lr=0 with an empty loss for a linear warmup from zero)"
-            )
-        if last == 0:
-            raise DataError(
-                f"{where(source, r, 'step', 0, line_of(g.index))}: the run has rows "
-                "at step 0 only; a loss curve needs its steps after 0 (the rows "
-                "of every optimizer step logged, with their learning rate)"
-            )
-        for vs, h in g.groupby("val_set", sort=False):
-            steps = h["step"].to_numpy()
-            d = np.diff(steps)
-            if np.any(d == 0):
-                j = int(np.flatnonzero(d == 0)[0])
-                at = where(source, r, "step", int(steps[j + 1]), lines[h.index[j + 1]])
-                raise DataError(
-                    f"{at}: duplicated step (val_set {vs!r}); each step appears once per "
-                    "run and val_set"
-                )
-            if np.any(d < 0):
-                j = int(np.flatnonzero(d < 0)[0])
-                at = where(source, r, "step", int(steps[j + 1]), lines[h.index[j + 1]])
-                raise DataError(
-                    f"{at}: comes after step {int(steps[j])} (val_set {vs!r}); steps must "
-                    "increase within a run - sort the rows by run and step"
-                )
 
 
 def read_curves(path, max_lr: float = MAX_RAW_LR, need_loss: bool = True) -> pd.DataFrame:

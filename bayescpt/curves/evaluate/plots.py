@@ -61,9 +61,10 @@ def plot_predictions(
     """One panel per run (per run and validation set when there are several): observed loss,
     posterior-mean curve, curve band and predictive band.
 
-    ``pred`` is the output of :func:`bayescpt.curves.forecast.predict.predict_frame`; ``observed`` (optional) the
-    training rows to draw in another colour; ``fig`` a Figure to draw into (default: a new one,
-    4.2 x 3.2 in per panel). Returns the Figure; nothing is written (the caller saves it).
+    ``pred`` is the output of :func:`bayescpt.curves.forecast.predict.predict_frame`; ``observed``
+    (optional) the training rows to draw in another colour; ``fig`` a Figure to draw into
+    (default: a new one, 4.2 x 3.2 in per panel). Returns the Figure; nothing is written (the
+    caller saves it).
     """
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
@@ -122,8 +123,9 @@ def plot_predictions(
 
 def plot_forest(table: pd.DataFrame, *, prob: float = 0.9, fig=None):
     """Forest plot: one panel per parameter (log axis for positive ones), one row per group, one
-    interval per fit. ``table`` is :func:`bayescpt.curves.evaluate.compare.parameter_table`; ``fig`` a Figure to
-    draw into (default: a new one). Returns the Figure; nothing is written."""
+    interval per fit. ``table`` is :func:`bayescpt.curves.evaluate.compare.parameter_table`;
+    ``fig`` a Figure to draw into (default: a new one). Returns the Figure; nothing is
+    written."""
     plt = pyplot()
 
     params = list(dict.fromkeys(table["param"]))

@@ -21,16 +21,12 @@ without those terms, as before.
 
 :class:`Discrepancy` holds (``scale``, ``length``, ``noise``, ``early``, ``early_length``,
 ``lr_scale``, ``lr_window``, ``size_scales``), all on ln loss (0.001 = 0.1 % of the loss) except
-the lengths and ``lr_window`` (ln step). :func:`learn_discrepancy` fits them by maximum
-likelihood to a fit's own training residuals (each training curve's posterior-mean residual under
-its fitted parameters, :func:`training_residuals`): the stationary part (``scale``, ``length``,
-``noise``, with ``lr_scale`` when the training schedules drop their LR) on all curves first, then
-``early`` with the others fixed, then (a fit of several sizes, ``per_size``) each size's
-scale_N on that size's curves alone with everything else fixed. :class:`Conditioner` is the
-process at a prefix's steps: its Gaussian log likelihood of residuals and its conditional mean
-and variance at later steps (one Cholesky factor of K + noise^2 I for every particle; with
-Student-t white noise, :meth:`Conditioner.student_t`, K + noise^2 diag(1 / u)). How prefix
-forecasts use it: :mod:`bayescpt.curves.forecast.prefix`.
+the lengths and ``lr_window`` (ln step); :mod:`bayescpt.curves.forecast.discrepancy_fit`
+learns them from a fit's own training residuals. :class:`Conditioner` is the process at a
+prefix's steps: its Gaussian log likelihood of residuals and its conditional mean and variance
+at later steps (one Cholesky factor of K + noise^2 I for every particle; with Student-t white
+noise, :meth:`Conditioner.student_t`, K + noise^2 diag(1 / u)). How prefix forecasts use it:
+:mod:`bayescpt.curves.forecast.prefix`.
 """
 
 from __future__ import annotations
@@ -39,18 +35,9 @@ import json
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import pandas as pd
-from scipy import linalg, optimize, stats
+from scipy import linalg, stats
 
-from bayescpt.core.tables import DataError
-from bayescpt.curves.data.table import schedules_of
 from bayescpt.curves.model.fit import Fit
-from bayescpt.curves.model.hierarchy import prepare
-
-#: the smallest correlated scale the maximum-likelihood search sees, as a share of the
-#: residuals' sd (a smaller one is no discrepancy; :func:`learn_from_residuals`)
-SCALE_FLOOR = 1e-6
-
 
 #: White-noise sds (ln loss) a run in progress may show, besides the fit's learned one: 0.0025 %
 #: to 1.28 % of the loss, a factor 2 apart (:meth:`Discrepancy.noise_levels`).
@@ -159,8 +146,8 @@ def lr_drop(schedule, steps: np.ndarray, window: float) -> np.ndarray:
 class Conditioner:
     """The discrepancy's Gaussian process conditioned on a prefix at ln steps ``x`` (n,), the
     run's LR drops ``c`` there (or None), white noise of sd ``noise`` (None: the model's own):
-    one Cholesky factor shared by every particle (:mod:`bayescpt.curves.forecast.prefix`, module doc).
-    ``scales`` (n,) multiply each point's noise variance (1: all alike); :meth:`student_t`
+    one Cholesky factor shared by every particle (:mod:`bayescpt.curves.forecast.prefix`, module
+    doc). ``scales`` (n,) multiply each point's noise variance (1: all alike); :meth:`student_t`
     sets them for heavy-tailed white noise."""
 
     def __init__(
@@ -203,8 +190,9 @@ class Conditioner:
         noise^2 / u_i), the same for every particle), so that noise levels compare as under t
         noise. A point's variance grows at most ``MAX_NOISE_SCALE`` times (its sd 10 times):
         a prefix far off the fit everywhere stays evidence against it (a degenerate update,
-        tempered in the prefix forecast), not noise. One factor still serves every particle: ``r`` is a representative residual (the
-        weighted mean of the particles'), the particles differ from it smoothly."""
+        tempered in the prefix forecast), not noise. One factor still serves every particle:
+        ``r`` is a representative residual (the weighted mean of the particles'), the particles
+        differ from it smoothly."""
         cd, r = self, np.asarray(r, dtype=float)
         s2 = max(self.noise**2, 1e-300)
         for _ in range(iters):
@@ -250,143 +238,6 @@ class Conditioner:
         A = linalg.cho_solve((self.L, True), k.T, check_finite=False)  # (n, m)
         var = self.disc.sd(xt, self.x0, ct) ** 2 - np.einsum("mn,nm->m", k, A)
         return R @ A, np.maximum(var, 0.0)
-
-
-def training_residuals(fit: Fit, table: pd.DataFrame, lr_window: float = 0.1) -> list[tuple]:
-    """Each training curve's residual from the law, ``(x, r, x0, c, size)``: ln steps (n,), the
-    posterior-mean residual ln y - ln mu (n,) under the curve's own fitted parameters, ln of its
-    warmup steps, its LR drop over ``lr_window`` at each step (:func:`lr_drop`, (n,)) and its
-    model size; ``table`` is the fit's training table (its loss rows past the warmup must be the
-    fit's observed points)."""
-    df, _ = fit.law.split_data(table)
-    prep = prepare(df, fit.law, dict(fit.config["settings"]), size_ref=fit.size_ref)
-    y = fit.idata.observed_data["y"].values
-    if len(y) != len(prep.y) or not np.allclose(y, prep.y):
-        raise DataError(
-            "the table is not the fit's training table (its losses differ from the "
-            "fit's observed points)"
-        )
-    pri, cen = fit.config["priors"], fit.config.get("centered", {})
-    post = fit.idata.posterior
-    gidx, sidx = prep.curves["group"].to_numpy(), prep.curves["sched_idx"].to_numpy()
-    cidx = prep.points["curve"].to_numpy()
-    theta = {}
-    for p in fit.law.params:
-        u = fit.flat(f"{p.name}_u")[:, gidx]
-        if f"{p.name}_w" in post:
-            w = fit.flat(f"{p.name}_w")[:, sidx]
-            if not (cen.get("schedule", True) and pri[p.name].get("run_centered", True)):
-                w = w * fit.flat(f"{p.name}_tau")[:, None]
-            u = u + w
-        theta[p.name] = (np.exp(u) if pri[p.name]["positive"] else u)[:, cidx]
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        mu = fit.law.mean(np, theta, prep.X)
-    r = (prep.y[None, :] - np.log(np.maximum(mu, 1e-6))).mean(axis=0)
-    sched = schedules_of(df)
-    sizes = fit.groups["size"].to_numpy()
-    out = []
-    for c, g in prep.points.assign(r=r).groupby("curve"):
-        run = prep.curves["run"].iloc[c]
-        steps = g["step"].to_numpy(dtype=np.int64)
-        size = sizes[prep.curves["group"].iloc[c]]
-        out.append(
-            (
-                np.log(steps.astype(float)),
-                g["r"].to_numpy(),
-                float(np.log(max(sched[run].warmup_steps, 1))),
-                lr_drop(sched[run], steps, lr_window),
-                None if size is None or pd.isna(size) else float(size),
-            )
-        )
-    return out
-
-
-def _neg_loglik(disc: Discrepancy, curves) -> float:
-    total = 0.0
-    for x, r, x0, c, *_ in curves:
-        try:
-            total -= Conditioner(disc, x, x0, c).loglik(r[None, :])[0]
-        except linalg.LinAlgError:
-            return np.inf
-    return total
-
-
-def learn_discrepancy(
-    fit: Fit,
-    table: pd.DataFrame,
-    early_length: float = 0.1,
-    lr_window: float = 0.1,
-    per_size: bool = True,
-    lr_term: bool = True,
-) -> Discrepancy:
-    """The discrepancy model of ``fit``, learned by maximum likelihood from its training
-    residuals (:func:`training_residuals` of its training ``table``; module doc): first the
-    stationary process (``scale``, ``length``, ``noise``; with ``lr_term`` and training
-    schedules that drop their LR by at least 5 % of the peak within ``lr_window``, also
-    ``lr_scale``) on every residual, then the ``early`` extra sd just after the warmup (decaying
-    over ``early_length`` in ln step) with those fixed, then with ``per_size`` and several sizes
-    each size's ``scale`` on its own curves, the rest fixed (``size_scales``)."""
-    return learn_from_residuals(
-        training_residuals(fit, table, lr_window), early_length, lr_window, per_size, lr_term
-    )
-
-
-def learn_from_residuals(
-    curves,
-    early_length: float = 0.1,
-    lr_window: float = 0.1,
-    per_size: bool = True,
-    lr_term: bool = True,
-) -> Discrepancy:
-    """:func:`learn_discrepancy` on residual curves ``(x, r, x0, c, size)`` (the tuples of
-    :func:`training_residuals`; ``c`` the LR drops over ``lr_window``)."""
-    sd = float(np.std(np.concatenate([cv[1] for cv in curves])))
-    with_lr = lr_term and max(float(cv[3].max()) for cv in curves) >= 0.05
-
-    # The correlated part's scale can have its maximum likelihood at 0 (residuals that the noise
-    # and the LR term explain): the likelihood is then flat in ln scale, and the search may drift
-    # until exp underflows to 0, leaving the per-size search below no finite range. Below
-    # SCALE_FLOOR x the residuals' sd a scale changes nothing, so the search sees at least that.
-    floor = np.log(sd * SCALE_FLOOR)
-
-    def stationary(p):
-        s, ell, e = np.exp(np.r_[max(p[0], floor), p[1:3]])
-        lr = float(np.exp(p[3])) if with_lr else 0.0
-        return _neg_loglik(Discrepancy(s, ell, e, lr_scale=lr, lr_window=lr_window), curves)
-
-    start = [sd, 0.3, sd / 3] + ([sd] if with_lr else [])
-    res = optimize.minimize(
-        stationary,
-        np.log(start),
-        method="Nelder-Mead",
-        options={"xatol": 1e-3, "fatol": 1e-2, "maxfev": 4000 if with_lr else 3000},
-    )
-    s, ell, e = (float(v) for v in np.exp(np.r_[max(res.x[0], floor), res.x[1:3]]))
-    lr = float(np.exp(res.x[3])) if with_lr else 0.0
-
-    def model(scale=s, early=0.0):
-        return Discrepancy(scale, ell, e, early, early_length, lr, lr_window)
-
-    res = optimize.minimize_scalar(
-        lambda p: _neg_loglik(model(early=float(np.exp(p))), curves),
-        bounds=(np.log(sd) - 7, np.log(sd) + 3),
-        method="bounded",
-        options={"xatol": 1e-2},
-    )
-    early = float(np.exp(res.x))
-    sizes = sorted({cv[4] for cv in curves if cv[4] is not None})
-    by_size = []
-    if per_size and len(sizes) > 1:
-        for n in sizes:
-            mine = [cv for cv in curves if cv[4] == n]
-            r = optimize.minimize_scalar(
-                lambda p: _neg_loglik(model(float(np.exp(p)), early), mine),
-                bounds=(np.log(s) - 3, np.log(s) + 3),
-                method="bounded",
-                options={"xatol": 1e-2},
-            )
-            by_size.append((float(n), float(np.exp(r.x))))
-    return Discrepancy(s, ell, e, early, early_length, lr, lr_window, tuple(by_size))
 
 
 def resolve_discrepancy(fit: Fit, discrepancy) -> Discrepancy | None:

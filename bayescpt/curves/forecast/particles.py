@@ -119,13 +119,13 @@ def weighted_quantiles(values: np.ndarray, w: np.ndarray, q) -> np.ndarray:
 
 @dataclass
 class Particles:
-    """One curve's weighted particles given its prefix: parameter draws ``theta`` (only those
-    that carry weight), normalised weights ``w``, the effective sample size ``ess`` of the ``n``
+    """One curve's weighted particles given its prefix: parameter draws ``theta`` (only those that
+    carry weight), normalised weights ``w``, the effective sample size ``ess`` of the ``n``
     particles weighed, the prefix rows used ``obs`` and the curve's ``info``
-    (:func:`~bayescpt.curves.data.table.curve_info`); with a discrepancy model, one conditioner on the
-    prefix per run noise level ``conds`` (:meth:`Discrepancy.noise_levels`), each kept
-    particle's noise ``level`` (an index into ``conds``) and its prefix residuals ``resid``
-    (P, n). A particle is then a (posterior draw x deviation, noise level) pair."""
+    (:func:`~bayescpt.curves.data.table.curve_info`); with a discrepancy model, one conditioner on
+    the prefix per run noise level ``conds`` (:meth:`Discrepancy.noise_levels`), each kept
+    particle's noise ``level`` (an index into ``conds``) and its prefix residuals ``resid`` (P, n).
+    A particle is then a (posterior draw x deviation, noise level) pair."""
 
     theta: dict
     w: np.ndarray

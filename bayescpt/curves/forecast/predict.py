@@ -2,9 +2,10 @@
 
 For a schedule of a *new* run in group g (validation set x model size), each posterior draw gives
 the run's parameters u = u_g + tau * w with a fresh deviation w ~ N(0, 1) (the curve level of the
-hierarchy), and the law's mean function on the schedule's design gives that draw's curve. An observed
-loss adds the residual noise (its stationary marginal: Normal or Student-t on log loss). A group the
-fit has not seen (a new model size for a known validation set) draws its own group deviation too.
+hierarchy), and the law's mean function on the schedule's design gives that draw's curve. An
+observed loss adds the residual noise (its stationary marginal: Normal or Student-t on log loss). A
+group the fit has not seen (a new model size for a known validation set) draws its own group
+deviation too.
 
 Outputs, per requested point: the mean and median of the curve over draws, the credible band of the
 curve (``curve_lower``, ``curve_upper``) and the predictive interval of an observed loss

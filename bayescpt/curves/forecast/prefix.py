@@ -3,8 +3,9 @@
 The fit's population (group parameters, the spread tau of schedule deviations, the noise sigma)
 is the prior of a new run; the losses the run has logged so far are evidence about its own
 deviation w. Particles k = 1..P are posterior draws x ``n_dev`` fresh deviations w ~ N(0, tau)
-each (the draws :func:`~bayescpt.curves.model.hierarchy.parameter_draws` makes for an unseen schedule;
-P = 2 S n_dev with S stored draws, antithetic), each with its law curve mu_k(s) (nats).
+each (the draws :func:`~bayescpt.curves.model.hierarchy.parameter_draws` makes for an unseen
+schedule; P = 2 S n_dev with S stored draws, antithetic), each with its law curve mu_k(s)
+(nats).
 
 **Model of a run's residual** (the fit's own discrepancy model, when it has one). A real run's
 log loss leaves the law smoothly: hundreds of logged losses lean one way together. For the n
@@ -17,14 +18,16 @@ prefix losses y_i at steps s_i past the warmup, x_i = ln s_i, x0 = ln(warmup ste
 
 with (``scale_N`` of the run's model size N, ``length``, ``noise``, ``early``, ``lr_scale``) a
 :class:`Discrepancy` learned by maximum likelihood from the fit's own training residuals
-(:func:`learn_discrepancy`; each training curve's posterior-mean residual under its fitted
-parameters; c(s) the LR's drop over the last ``lr_window`` in ln step as a share of its peak,
-from the run's planned schedule: :mod:`bayescpt.curves.forecast.discrepancy`, module doc) and stored with
-the fit (``fit.meta["discrepancy"]``, JSON; a fit stored before ``lr_scale`` and the per-size
-scales existed gets neither term). With Sigma_j = K + noise_j^2 I (n x n; the same for every
+(:func:`~bayescpt.curves.forecast.discrepancy_fit.learn_discrepancy`; each training curve's
+posterior-mean residual under its fitted parameters; c(s) the LR's drop over the last
+``lr_window`` in ln step as a share of its peak, from the run's planned schedule:
+:mod:`bayescpt.curves.forecast.discrepancy`, module doc) and stored with the fit
+(``fit.meta["discrepancy"]``, JSON; a fit stored before ``lr_scale`` and the per-size scales
+existed gets neither term). With Sigma_j = K + noise_j^2 I (n x n; the same for every
 particle at the run noise level j, below)::
 
-    log w_kj = log N(r_k; 0, Sigma_j) = -1/2 r_k' Sigma_j^-1 r_k - 1/2 log det(2 pi Sigma_j),  sum w = 1
+    log w_kj = log N(r_k; 0, Sigma_j) = -1/2 r_k' Sigma_j^-1 r_k - 1/2 log det(2 pi Sigma_j),
+    sum w = 1
 
 (one Cholesky factor of Sigma_j, one triangular solve with P right-hand sides): a dense prefix of
 smooth residuals counts as about (its span in ln step) / ``length`` independent pieces, not n.
@@ -116,12 +119,12 @@ def forecast_with_prefix(
     """Predictions for every row (step >= 1) of ``df``, each curve conditioned on its own
     logged losses (the rows of ``df`` with a loss: the prefix of a run in progress).
 
-    ``df`` is a validated table (:func:`~bayescpt.curves.data.validate.validate_curves`) listing each
-    run's whole schedule. Returns :func:`~bayescpt.curves.forecast.predict.predict_frame`'s columns plus
-    ``ess`` (the curve's effective sample size out of ``n_points`` particles) and ``observed``
-    (the row's loss is part of the prefix). A curve without losses gets the plain forecast.
-    ``n_dev`` fresh deviations per posterior draw (each antithetic pair counted twice), ``temper``
-    the likelihood exponent (module docstring).
+    ``df`` is a validated table (:func:`~bayescpt.curves.data.validate.validate_curves`) listing
+    each run's whole schedule. Returns :func:`~bayescpt.curves.forecast.predict.predict_frame`'s
+    columns plus ``ess`` (the curve's effective sample size out of ``n_points`` particles) and
+    ``observed`` (the row's loss is part of the prefix). A curve without losses gets the plain
+    forecast. ``n_dev`` fresh deviations per posterior draw (each antithetic pair counted twice),
+    ``temper`` the likelihood exponent (module docstring).
     """
     if not 0 < temper <= 1:
         raise ValueError(f"temper={temper}; expected 0 < temper <= 1")

@@ -15,13 +15,13 @@ run's 171); ``confirm`` = 2 in a row on one side happens by chance about 2.5e-5 
 evaluation, while a run that has left its course stays outside: the alert comes one evaluation
 later.
 
-Both forecasts are :func:`bayescpt.curves.forecast.prefix.forecast_with_prefix` (importance weights over
-the fit's posterior draws x fresh deviations of the run's own schedule level, with the fit's
+Both forecasts are :func:`bayescpt.curves.forecast.prefix.forecast_with_prefix` (importance weights
+over the fit's posterior draws x fresh deviations of the run's own schedule level, with the fit's
 discrepancy model of a run's smooth departure from the law where the fit stores one,
-``discrepancy``; with no evaluation seen, the plain forecast of an unseen schedule). A loss outside the 99 % band says the run is not
-doing what the fit expected of it: a bug, a data problem or a law that does not hold for it.
-Losses inside the initial warmup are not checked (outside every law's domain; the fit skipped
-them too).
+``discrepancy``; with no evaluation seen, the plain forecast of an unseen schedule). A loss outside
+the 99 % band says the run is not doing what the fit expected of it: a bug, a data problem or a law
+that does not hold for it. Losses inside the initial warmup are not checked (outside every law's
+domain; the fit skipped them too).
 """
 
 from __future__ import annotations

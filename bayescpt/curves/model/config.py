@@ -162,20 +162,19 @@ def node_priors(law: Law, config: dict, n_groups: int, multi_size: bool) -> dict
     out = {}
     for p in law.params:
         c = config["priors"][p.name]
-        given = lambda key: c.get(key) and Prior.from_dict(c[key])  # noqa: E731
-        out[f"{p.name}_mu"] = given("mu_prior") or Prior(
+        out[f"{p.name}_mu"] = _given(c, "mu_prior") or Prior(
             "Normal", mu=float(c["loc"]), sigma=float(c["scale"])
         )
         if c["size_slope_sd"] > 0 and multi_size:
-            out[f"{p.name}_slope"] = given("slope_prior") or Prior(
+            out[f"{p.name}_slope"] = _given(c, "slope_prior") or Prior(
                 "Normal", mu=0.0, sigma=float(c["size_slope_sd"])
             )
         if c["group_sd"] > 0 and n_groups > 1:
-            out[f"{p.name}_sd"] = given("sd_prior") or Prior(
+            out[f"{p.name}_sd"] = _given(c, "sd_prior") or Prior(
                 "LogNormal", mu=float(np.log(c["group_sd"])), sigma=0.5
             )
         if c["run_sd"] > 0:
-            out[f"{p.name}_tau"] = given("tau_prior") or Prior(
+            out[f"{p.name}_tau"] = _given(c, "tau_prior") or Prior(
                 "LogNormal", mu=float(np.log(c["run_sd"])), sigma=float(c.get("run_sd_spread", 0.5))
             )
     noise = config["noise"]
@@ -191,3 +190,10 @@ def node_priors(law: Law, config: dict, n_groups: int, multi_size: bool) -> dict
             else Prior("LogNormal", mu=float(np.log(noise["sigma_group_sd"])), sigma=0.5)
         )
     return out
+
+
+def _given(c: dict, key: str):
+    """The prior a parameter's config ``c`` gives as ``key`` (a ``Prior`` dict), else falsy."""
+    from pymc_extras.prior import Prior
+
+    return c.get(key) and Prior.from_dict(c[key])

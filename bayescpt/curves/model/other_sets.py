@@ -1,4 +1,5 @@
-"""Out-of-domain validation sets of a CPT fit, as linear combinations of the general and domain curves.
+"""Out-of-domain validation sets of a CPT fit, as linear combinations of the general and domain
+curves.
 
 Wang et al. 2025 (arXiv 2505.07796) fit the loss on a validation set that is neither the PT nor the
 CPT distribution as ``L_other = a * L_general + b * L_domain`` (absolute error ~0.003). Here each

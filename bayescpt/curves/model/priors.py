@@ -3,11 +3,11 @@
 :func:`prior_check` builds the same hierarchical model :func:`bayescpt.curves.model.fit.Fit.run`
 would build for the table (:func:`bayescpt.curves.model.hierarchy.build_model`) and draws from its
 prior and prior predictive (``pm.sample_prior_predictive``): an ArviZ InferenceData with the
-groups ``prior`` (every parameter of the hierarchy), ``prior_predictive`` (``y``, the log loss
-at every observed point) and ``observed_data``. :func:`prior_ranges` gives each law parameter's
-central prior interval (over draws and groups), :func:`prior_band` the prior predictive band of
-the loss at every point, which :func:`bayescpt.curves.evaluate.plots.plot_prior_check` draws under the
-data. :func:`prior_predictive_idata` is what ``Fit.run(prior_predictive=N)`` adds to a fit.
+groups ``prior`` (every parameter of the hierarchy), ``prior_predictive`` (``y``, the log loss at
+every observed point) and ``observed_data``. :func:`prior_ranges` gives each law parameter's central
+prior interval (over draws and groups), :func:`prior_band` the prior predictive band of the loss at
+every point, which :func:`bayescpt.curves.evaluate.plots.plot_prior_check` draws under the data.
+:func:`prior_predictive_idata` is what ``Fit.run(prior_predictive=N)`` adds to a fit.
 """
 
 from __future__ import annotations

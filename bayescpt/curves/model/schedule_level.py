@@ -163,7 +163,7 @@ def schedule_level(fit, prep, seed: int = 0) -> ScheduleLevel | None:
         X = {k: v[[i]] for k, v in prep.X.items()}
         y0 = _ln_curve(fit.law, base, X)
 
-        def shifted(tau_of):
+        def shifted(tau_of, base=base, X=X, y0=y0):
             th = dict(base)
             for name in tau_names:
                 u = np.log(th[name]) if positive[name] else th[name]

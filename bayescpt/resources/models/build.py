@@ -7,16 +7,16 @@
 Each fit is sampled with the law's default settings but twice the draws (4 chains x 2000 after
 the default tuning, seed 0: a reference should pass the diagnostics with margin), then thinned to
 ``KEEP_DRAWS`` draws per chain (every 4th; 250, every 8th, for the fits of thousands of points)
-and its pointwise log-likelihood stored as float32, so the file stays small; the diagnostics that ``bayescpt diagnose`` prints are those of the stored
-(thinned) draws. The fit's attrs record the
-command (``made_by``) beside the law, package version and data hash. Existing files are replaced
-only with ``--force``; ``--relabel`` only rewrites existing files in the labelled layout
-(tables in ``constant_data``, labelled dimensions; draws untouched); ``--discrepancy`` only learns the prefix forecasts' discrepancy model of
-existing curve fits from their training tables and writes it into their attrs
-(:func:`bayescpt.curves.forecast.discrepancy.learn_discrepancy`). The OLMo-2 ladder logs are not bundled:
-``annealing_olmo_c4`` reads them
-from the folder named by the environment variable ``BAYESCPT_OLMO_LADDER`` (the ladder's
-``peteish-moreeval`` export).
+and its pointwise log-likelihood stored as float32, so the file stays small; the diagnostics
+that ``bayescpt diagnose`` prints are those of the stored (thinned) draws. The fit's attrs
+record the command (``made_by``) beside the law, package version and data hash. Existing files
+are replaced only with ``--force``; ``--relabel`` only rewrites existing files in the labelled
+layout (tables in ``constant_data``, labelled dimensions; draws untouched); ``--discrepancy``
+only learns the prefix forecasts' discrepancy model of existing curve fits from their training
+tables and writes it into their attrs
+(:func:`bayescpt.curves.forecast.discrepancy_fit.learn_discrepancy`). The OLMo-2 ladder logs
+are not bundled: ``annealing_olmo_c4`` reads them from the folder named by the environment
+variable ``BAYESCPT_OLMO_LADDER`` (the ladder's ``peteish-moreeval`` export).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import h5netcdf
 from bayescpt.core.fitfile import load_fit
 from bayescpt.cpt.simulate import simulate_cpt
 from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.forecast.discrepancy import learn_discrepancy
+from bayescpt.curves.forecast.discrepancy_fit import learn_discrepancy
 from bayescpt.curves.model.fit import Fit
 from bayescpt.datasets.bundled import bundled_multipowerlaw, split
 from bayescpt.datasets.public import load_olmo_ladder
@@ -120,7 +120,8 @@ def annealing_olmo_c4():
 
 
 #: the training tables of the loss-curve fits whose prefix forecasts use a discrepancy model
-#: learned from their training residuals (bayescpt.curves.forecast.discrepancy.learn_discrepancy)
+#: learned from their training residuals
+#: (bayescpt.curves.forecast.discrepancy_fit.learn_discrepancy)
 TRAINING_TABLES = {
     "annealing_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],
     "multipower_multipowerlaw": lambda: split(bundled_multipowerlaw())[0],

@@ -6,9 +6,9 @@ With ``size_extension=True`` it is the paper's Eq. 7 (N = non-embedding paramete
 
     L(s, N) = L0 + A * S1^(-alpha) + B * N^(-beta) - C * S2 * N^gamma
 
-Without it, model size enters the hierarchy instead: each parameter's group value is a regression
-on log N plus a group deviation (see :mod:`bayescpt.curves.model.hierarchy`), which needs no extra parameters
-and is the default.
+Without it, model size enters the hierarchy instead: each parameter's group value is a regression on
+log N plus a group deviation (see :mod:`bayescpt.curves.model.hierarchy`), which needs no extra
+parameters and is the default.
 
 With ``progress=True`` (not in the paper; off by default) the annealing term is scaled by the
 forward area, as the multi-power law's ``progress`` term scales its loss drop::

@@ -23,7 +23,8 @@ from bayescpt.curves.model.laws.registry import LawOption
 class Param:
     """One law parameter and its default prior (on the log scale when ``positive``).
 
-    ``loc``/``scale``: population mean of the parameter (log scale if positive) ~ Normal(loc, scale).
+    ``loc``/``scale``: population mean of the parameter (log scale if positive)
+    ~ Normal(loc, scale).
     ``group_sd``: HalfNormal scale of the spread between groups (validation set x model size).
     ``size_slope_sd``: Normal scale of the slope on log model size (0 disables it).
     ``run_sd``: HalfNormal scale of the spread between runs (schedules) around their group; 0 keeps

@@ -125,120 +125,18 @@ class CPTMode:
 
     def params(self) -> tuple[Param, ...]:
         """The parameters and their default priors (see :class:`~.base.Param`)."""
-        # group spreads are between validation sets (and sizes), where the paper's L0, B and E
-        # differ most
-        params = (
-            Param("L0", True, np.log(2.5), 0.7, 0.5, 0.1, 0.0, "irreducible loss (nats)"),
-            Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.0, "power-law amplitude"),
-            Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.0, "power-law exponent in S1"),
-            Param("C1", True, np.log(0.3), 1.0, 0.3, 0.3, 0.0, "PT annealing coefficient"),
-            Param("C2", True, np.log(0.3), 1.0, 0.3, 0.3, 0.04, "CPT annealing coefficient"),
-            Param(
-                "Bref",
-                True,
-                np.log(0.3),
-                1.5,
-                0.7,
-                0.3,
-                0.04,
-                "distribution shift at S1cpt = shift_ref (sign from the set's role)",
-            ),
-            Param("E", True, np.log(100.0), 2.0, 1.5, 0.3, 0.0, "shift rate in S1cpt"),
-            Param("beta", True, np.log(0.2), 1.0, 0.5, 0.2, 0.0, "shift exponent"),
-        )
         if self.checkpoint:
-            # Lc (measured) replaces L0, G replaces A, C1 is dropped; C2 and Bref keep per-run
-            # deviations with tau centred at 0.02; C2 is pooled tightly across validation sets;
-            # one beta for all sets near the paper's 0.15-0.19. G's prior: the paper's Fig. 3
-            # values give 0.01-0.1 per unit of S1 at their transfer areas.
-            keep = {"C2", "Bref", "E"}
-            over = {"C2": 0.02, "Bref": 0.02}
-            pool = {"C2": 0.1}
-            params = (
-                (
-                    Param(
-                        "G",
-                        True,
-                        np.log(0.02),
-                        1.5,
-                        0.5,
-                        0.3,
-                        0.0,
-                        "slope -dL/dS1 of the PT power law at the checkpoint",
-                    ),
-                )
-                + tuple(
-                    Param(
-                        p.name,
-                        p.positive,
-                        p.loc,
-                        p.scale,
-                        pool.get(p.name, p.group_sd),
-                        p.size_slope_sd,
-                        over.get(p.name, p.run_sd),
-                        p.doc,
-                    )
-                    for p in params
-                    if p.name in keep
-                )
-                + (
-                    Param(
-                        "beta",
-                        True,
-                        np.log(0.17),
-                        0.3,
-                        0.0,
-                        0.0,
-                        0.0,
-                        "shift exponent (one value for all sets, near the paper's 0.15-0.19)",
-                    ),
-                )
-            )
-        if self.anchored:
-            # L0, A -> Lr, G at the anchor area S1 = anchor_s1; alpha is only the curvature
-            # there, per group without a size slope
-            anchor = {
-                "L0": Param(
-                    "Lr",
-                    True,
-                    np.log(2.5),
-                    0.7,
-                    0.5,
-                    0.1,
-                    0.0,
-                    "PT power-law loss L0 + A * S1^-alpha at S1 = anchor_s1",
-                ),
-                "A": Param(
-                    "G",
-                    True,
-                    np.log(0.1),
-                    2.0,
-                    0.5,
-                    0.3,
-                    0.0,
-                    "slope -dL/dS1 of the PT power law at S1 = anchor_s1",
-                ),
-                # centred group level: non-centred mixed the lab's curves better (alpha near 0
-                # in every group) but failed on simulated Fig. 3 data, where alpha is pinned
-                # (R-hat 1.26, ESS 6 on alpha_sd in test_cpt); see benchmarks/RESULTS.md
-                "alpha": Param(
-                    "alpha",
-                    True,
-                    np.log(0.3),
-                    0.7,
-                    0.3,
-                    0.0,
-                    0.0,
-                    "power-law exponent in S1 (the curvature at the anchor)",
-                ),
-            }
-            params = tuple(anchor.get(p.name, p) for p in params)
-        if self.form == "full":
+            params = _checkpoint_params(FULL_PARAMS)
+        elif self.anchored:
+            params = tuple(ANCHORED.get(p.name, p) for p in FULL_PARAMS)
+        else:
             # non-centred schedule deviations of C2: on data/cpt_simulated.csv its spread tau is
             # about its prior (the data barely inform it) and the centred level reached R-hat
             # 1.011 on C2_tau at 2 of 5 seeds (seed study); Bref's tau is informed (0.013 against
             # a prior at 0.04) and mixes better centred. The same model either way.
-            params = tuple(replace(p, run_centered=False) if p.name == "C2" else p for p in params)
+            params = tuple(
+                replace(p, run_centered=False) if p.name == "C2" else p for p in FULL_PARAMS
+            )
         if self.replay:
             # k ~ N(0, ks[0]) with group sd ks[1], tighter in the checkpoint and anchored forms
             ks = {"checkpoint": (1.5, 1.5), "anchored": (2.0, 2.0)}.get(self.form, (4.0, 3.0))
@@ -247,23 +145,138 @@ class CPTMode:
                 Param("k", False, 0.0, ks[0], ks[1], 0.0, 0.0, "curvature of the shift in r_cpt"),
             )
         if self.size_extension:
-            params += (
-                Param("gamma1", False, 0.0, 0.2, 0.1, 0.0, 0.0, "size exponent of C1"),
-                Param("gamma2", False, 0.0, 0.2, 0.1, 0.0, 0.0, "size exponent of C2"),
-                Param("F", True, np.log(3.0), 1.0, 0.2, 0.0, 0.0, "size amplitude"),
-                Param("gamma3", True, np.log(0.2), 0.7, 0.2, 0.0, 0.0, "size exponent"),
-            )
+            params += SIZE_EXTENSION
         if self.unknown_pt:
-            params += (
-                Param(
-                    "S1pt",
-                    True,
-                    np.log(5.0),
-                    1.5,
-                    0.0,
-                    0.5,
-                    0.0,
-                    "PT forward area of a base model with unknown history",
-                ),
-            )
+            params += (UNKNOWN_PT,)
         return params
+
+
+#: the full form's parameters and default priors; group spreads are between validation sets
+#: (and sizes), where the paper's L0, B and E differ most
+FULL_PARAMS = (
+    Param("L0", True, np.log(2.5), 0.7, 0.5, 0.1, 0.0, "irreducible loss (nats)"),
+    Param("A", True, np.log(0.5), 1.0, 0.3, 0.3, 0.0, "power-law amplitude"),
+    Param("alpha", True, np.log(0.5), 0.5, 0.2, 0.2, 0.0, "power-law exponent in S1"),
+    Param("C1", True, np.log(0.3), 1.0, 0.3, 0.3, 0.0, "PT annealing coefficient"),
+    Param("C2", True, np.log(0.3), 1.0, 0.3, 0.3, 0.04, "CPT annealing coefficient"),
+    Param(
+        "Bref",
+        True,
+        np.log(0.3),
+        1.5,
+        0.7,
+        0.3,
+        0.04,
+        "distribution shift at S1cpt = shift_ref (sign from the set's role)",
+    ),
+    Param("E", True, np.log(100.0), 2.0, 1.5, 0.3, 0.0, "shift rate in S1cpt"),
+    Param("beta", True, np.log(0.2), 1.0, 0.5, 0.2, 0.0, "shift exponent"),
+)
+
+
+def _checkpoint_params(full: tuple[Param, ...]) -> tuple[Param, ...]:
+    """The checkpoint form's parameters from the full form's ``full``.
+
+    Lc (measured) replaces L0, G replaces A, C1 is dropped; C2 and Bref keep per-run deviations
+    with tau centred at 0.02; C2 is pooled tightly across validation sets; one beta for all sets
+    near the paper's 0.15-0.19. G's prior: the paper's Fig. 3 values give 0.01-0.1 per unit of S1
+    at their transfer areas.
+    """
+    keep = {"C2", "Bref", "E"}
+    over = {"C2": 0.02, "Bref": 0.02}
+    pool = {"C2": 0.1}
+    kept = tuple(
+        Param(
+            p.name,
+            p.positive,
+            p.loc,
+            p.scale,
+            pool.get(p.name, p.group_sd),
+            p.size_slope_sd,
+            over.get(p.name, p.run_sd),
+            p.doc,
+        )
+        for p in full
+        if p.name in keep
+    )
+    return (CHECKPOINT_G,) + kept + (CHECKPOINT_BETA,)
+
+
+CHECKPOINT_G = Param(
+    "G",
+    True,
+    np.log(0.02),
+    1.5,
+    0.5,
+    0.3,
+    0.0,
+    "slope -dL/dS1 of the PT power law at the checkpoint",
+)
+CHECKPOINT_BETA = Param(
+    "beta",
+    True,
+    np.log(0.17),
+    0.3,
+    0.0,
+    0.0,
+    0.0,
+    "shift exponent (one value for all sets, near the paper's 0.15-0.19)",
+)
+
+#: the anchored form: L0, A -> Lr, G at the anchor area S1 = anchor_s1; alpha is only the
+#: curvature there, per group without a size slope
+ANCHORED = {
+    "L0": Param(
+        "Lr",
+        True,
+        np.log(2.5),
+        0.7,
+        0.5,
+        0.1,
+        0.0,
+        "PT power-law loss L0 + A * S1^-alpha at S1 = anchor_s1",
+    ),
+    "A": Param(
+        "G",
+        True,
+        np.log(0.1),
+        2.0,
+        0.5,
+        0.3,
+        0.0,
+        "slope -dL/dS1 of the PT power law at S1 = anchor_s1",
+    ),
+    # centred group level: non-centred mixed the lab's curves better (alpha near 0 in every
+    # group) but failed on simulated Fig. 3 data, where alpha is pinned (R-hat 1.26, ESS 6 on
+    # alpha_sd in test_cpt); see benchmarks/RESULTS.md
+    "alpha": Param(
+        "alpha",
+        True,
+        np.log(0.3),
+        0.7,
+        0.3,
+        0.0,
+        0.0,
+        "power-law exponent in S1 (the curvature at the anchor)",
+    ),
+}
+
+#: the model-size extension (Eq. 7)
+SIZE_EXTENSION = (
+    Param("gamma1", False, 0.0, 0.2, 0.1, 0.0, 0.0, "size exponent of C1"),
+    Param("gamma2", False, 0.0, 0.2, 0.1, 0.0, 0.0, "size exponent of C2"),
+    Param("F", True, np.log(3.0), 1.0, 0.2, 0.0, 0.0, "size amplitude"),
+    Param("gamma3", True, np.log(0.2), 0.7, 0.2, 0.0, 0.0, "size exponent"),
+)
+
+#: a base model's PT forward area, for runs without PT rows (``unknown_pt``)
+UNKNOWN_PT = Param(
+    "S1pt",
+    True,
+    np.log(5.0),
+    1.5,
+    0.0,
+    0.5,
+    0.0,
+    "PT forward area of a base model with unknown history",
+)

@@ -13,13 +13,13 @@ the middle of the training decays, so B is the amplitude there). The default is
 ``progress=True``; ``progress=False`` is the paper's law. With it, B is sampled as
 Br = B * G(Cr * sk_ref), the drop a decrement at eta_ref has made after an area ``sk_ref``.
 
-Evaluating LD exactly costs O(t) per point for a cosine, which decays at every step. The
-decrements are therefore grouped into at most ``bins_area + bins_time`` bins per schedule, with edges
-at equal shares of the total |decrement|, at equal step spacing and wherever the learning rate
-turns from falling to rising (so a re-warmup never shares a bin with a decay). For a point t, the part of each
-bin with k <= t is included exactly (cumulative sums); only G is evaluated at the |decrement|-weighted
-centroid of that part, so the error is second order in the bin width. ``tests`` check it against
-the exact per-step sum.
+Evaluating LD exactly costs O(t) per point for a cosine, which decays at every step. The decrements
+are therefore grouped into at most ``bins_area + bins_time`` bins per schedule, with edges at equal
+shares of the total |decrement|, at equal step spacing and wherever the learning rate turns from
+falling to rising (so a re-warmup never shares a bin with a decay). For a point t, the part of each
+bin with k <= t is included exactly (cumulative sums); only G is evaluated at the
+|decrement|-weighted centroid of that part, so the error is second order in the bin width. ``tests``
+check it against the exact per-step sum.
 
 In the model (:meth:`MultiPowerLaw.model_design`), when C (as Cr), beta and gamma take one
 value at every point (the default priors), the bin sum sum_j D_j G(x_j) depends on the point
@@ -244,7 +244,8 @@ class MultiPowerLaw(Law):
         return out
 
     def mean(self, xp, theta, X):
-        """``theta`` holds Cr (as sampled) or the paper's C; ``X["log_eta"]`` is log(eta / eta_ref)."""
+        """``theta`` holds Cr (as sampled) or the paper's C; ``X["log_eta"]`` is
+        log(eta / eta_ref)."""
 
         def col(v):  # add the bin axis to a parameter
             return v[..., None]
