@@ -68,7 +68,7 @@ def test_a_pointwise_log_likelihood_too_large_is_not_stored_and_loo_says_why(
     import pymc as pm
     import pytest
 
-    from bayescpt.core import sampling
+    from bayescpt.core import loglik as sampling
 
     with pm.Model() as model:
         mu = pm.Normal("mu")
