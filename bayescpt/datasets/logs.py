@@ -1,4 +1,5 @@
-"""Training logs -> the tidy loss-curve table (:mod:`bayescpt.curves.data.table`) that ``fit`` reads.
+"""Training logs -> the tidy loss-curve table (:mod:`bayescpt.curves.data.table`) that ``fit``
+reads.
 
 Formats (``fmt``) and the tags taken by default (the first one present; ``loss_tag``/``lr_tag``
 choose another; an LR tag ending in ``*`` matches by prefix)::

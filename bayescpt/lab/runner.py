@@ -311,10 +311,10 @@ def _cpt_grid(lab: _Lab, trainer: Trainer, size: str, n_params: int) -> list[pd.
 def _cpt_run(
     lab: _Lab, trainer: Trainer, run, snap, pt_losses: dict, n_params: int
 ) -> pd.DataFrame:
-    """Train CPT run ``run`` from its transfer's checkpoint ``snap``: each step's batch mixes replayed PT
-    sequences (the replay ratio) with domain ones; evaluate every ``eval_every`` steps, at the
-    ``eval_cpt_early`` steps and at the end. Returns its rows (its PT part from ``pt_losses``);
-    appends to the lab's timings and run rows."""
+    """Train CPT run ``run`` from its transfer's checkpoint ``snap``: each step's batch mixes
+    replayed PT sequences (the replay ratio) with domain ones; evaluate every ``eval_every`` steps,
+    at the ``eval_cpt_early`` steps and at the end. Returns its rows (its PT part from
+    ``pt_losses``); appends to the lab's timings and run rows."""
     cfg, tr, general, domain = lab.cfg, lab.cfg.train, lab.general, lab.domain
     B, k = tr["batch_size"], tr["eval_every"]
     t0 = time.perf_counter()
