@@ -177,7 +177,7 @@ def nearest_step_hit(grid, predicted: float, actual: float, tol_steps: int = 1) 
     """The practitioner's rule: snap ``predicted`` to the nearest value of the (merged, sorted,
     distinct) ``grid`` in log distance; hit when ``actual`` is at most ``tol_steps`` grid steps
     from it. Returns (hit, snapped value, steps between actual and snapped)."""
-    from bayescpt.hparams.predict import merge_close
+    from bayescpt.hparams.grid_best import merge_close
 
     u = np.unique(merge_close(np.asarray(grid, dtype=float)))
     i = int(np.argmin(np.abs(np.log(u / predicted))))
@@ -465,7 +465,7 @@ def steplaw_set(seed: int) -> dict:
 
     from bayescpt.hparams.data import cells, load_steplaw
     from bayescpt.hparams.fit import HparamsFit
-    from bayescpt.hparams.predict import grid_best_draws, merge_close
+    from bayescpt.hparams.grid_best import grid_best_draws, merge_close
 
     df = load_steplaw(DATA / "dense_lr_bs_loss.csv")
     ct = cells(df)

@@ -44,14 +44,9 @@ DATA = ROOT.parent / "shared" / "data" / "steplaw"
 
 from bayescpt.hparams.data import cells, load_steplaw
 from bayescpt.hparams.fit import HparamsFit
-from bayescpt.hparams.predict import (
-    c_pre_draws,
-    grid_best_draws,
-    grid_best_summary,
-    merge_close,
-    optimum_draws,
-    predict_optimum,
-)
+from bayescpt.hparams.grid_best import grid_best_draws, grid_best_summary, merge_close
+from bayescpt.hparams.optimum import c_pre_draws, optimum_draws
+from bayescpt.hparams.predict import predict_optimum
 
 PROB = 0.9
 Q = [(1 - PROB) / 2, (1 + PROB) / 2]

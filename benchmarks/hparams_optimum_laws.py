@@ -35,7 +35,7 @@ DATA = ROOT.parent / "shared" / "data" / "steplaw"
 from bayescpt.hparams.data import load_steplaw
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.model import EXPONENTS
-from bayescpt.hparams.predict import c_pre_draws, optimum_draws
+from bayescpt.hparams.optimum import c_pre_draws, optimum_draws
 
 PROB = 0.9
 Q = [(1 - PROB) / 2, (1 + PROB) / 2]

@@ -40,15 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bayescpt.mixture import data as D
-from bayescpt.mixture.decide import (
-    CmrCriterion,
-    cmr_paths,
-    cmr_report,
-    cmr_vs_tokens,
-    feasibility,
-    fit_cmr_law,
-    fit_cmr_law_draws,
-)
+from bayescpt.mixture.cmr_law import fit_cmr_law, fit_cmr_law_draws
+from bayescpt.mixture.decide import CmrCriterion, cmr_paths, cmr_report, cmr_vs_tokens, feasibility
 from bayescpt.mixture.fit import MixtureFit, predict_rows
 
 SHARED = ROOT.parent / "shared" / "data"

@@ -1,4 +1,5 @@
-"""Training logs -> the tidy loss-curve table (:mod:`bayescpt.curves.data.table`) that ``fit`` reads.
+"""Training logs -> the tidy loss-curve table (:mod:`bayescpt.curves.data.table`) that ``fit``
+reads.
 
 Formats (``fmt``) and the tags taken by default (the first one present; ``loss_tag``/``lr_tag``
 choose another; an LR tag ending in ``*`` matches by prefix)::
@@ -44,14 +45,13 @@ from __future__ import annotations
 import glob
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bayescpt.core.schedules import Schedule, start_lr
+from bayescpt.core.schedules import Schedule
 from bayescpt.core.tables import DataError
 from bayescpt.curves.data.table import DEFAULT_VAL_SET
 from bayescpt.curves.data.validate import validate_curves
@@ -63,22 +63,9 @@ from bayescpt.datasets.log_readers import (  # noqa: F401 - the readers, importa
     read_tensorboard,
     read_wandb_csv,
 )
+from bayescpt.datasets.log_series import logged_lr, run_losses, scalars
 
 FORMATS = ("tensorboard", "hf-trainer", "wandb-csv", "lightning-csv", "csv")
-LOSS_TAGS = {
-    "tensorboard": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
-    "hf-trainer": ("eval_loss", "loss"),
-    "wandb-csv": ("eval/loss", "val_loss", "val/loss", "loss", "train/loss"),
-    "lightning-csv": ("val_loss", "val/loss", "loss", "train_loss"),
-    "csv": ("loss@*",),
-}
-LR_TAGS = {
-    "tensorboard": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
-    "hf-trainer": ("learning_rate",),
-    "wandb-csv": ("train/learning_rate", "learning_rate", "lr", "lr-*"),
-    "lightning-csv": ("lr-*", "lr", "learning_rate"),
-    "csv": ("lr",),
-}
 
 
 class PastScheduleError(DataError):
@@ -198,69 +185,6 @@ def _one_run(d: Path, fmt: str) -> list[Path]:
 # --- import_logs ---
 
 
-def scalars(long: pd.DataFrame, source: str) -> dict[str, pd.Series]:
-    """tag -> values indexed by step (sorted, unique); a step logged twice keeps its later value
-    and warns once naming ``source`` and the steps."""
-    out, twice = {}, set()
-    for tag, g in long.groupby("tag", sort=False):
-        steps = pd.to_numeric(g["step"], errors="coerce")
-        g = g[steps.notna()].assign(step=steps[steps.notna()].astype(np.int64))
-        dup = g["step"].duplicated(keep="last")
-        twice |= set(g.loc[dup, "step"].tolist())
-        s = g[~dup].set_index("step")["value"].astype(float).sort_index()
-        out[str(tag)] = s
-    if twice:
-        st = sorted(twice)
-        shown = ", ".join(map(str, st[:8])) + (f", ... ({len(st)} steps)" if len(st) > 8 else "")
-        warnings.warn(
-            f"{source}: step(s) {shown} logged more than once (a restart); kept the later values",
-            LogWarning,
-            stacklevel=3,
-        )
-    return out
-
-
-def _finite(s: pd.Series, tag: str, source: str) -> pd.Series:
-    bad = ~np.isfinite(s.to_numpy())
-    if bad.any():
-        steps = ", ".join(map(str, s.index[bad][:5])) + (" ..." if bad.sum() > 5 else "")
-        warnings.warn(
-            f"{source}: {int(bad.sum())} non-finite value(s) of {tag!r} dropped (step(s) {steps})",
-            LogWarning,
-            stacklevel=4,
-        )
-    return s[~bad]
-
-
-def _pick(tags: dict, wanted, defaults, what: str, source: str):
-    cands = [wanted] if wanted else list(defaults)
-    for c in cands:
-        if c.endswith("*"):  # e.g. lr-* : LearningRateMonitor's lr-AdamW[/pg1], not momentum
-            hits = [
-                t
-                for t in tags
-                if t.startswith(c[:-1]) and "momentum" not in t and "weight_decay" not in t
-            ]
-        else:
-            hits = [t for t in tags if t == c]
-        if hits:
-            return sorted(hits)[0]
-    if wanted is None and what == "lr":
-        return None
-    listed = ", ".join(sorted(tags)) or "none"
-    raise DataError(f"{source}: no {what} tag {' or '.join(cands)}; tags: {listed}")
-
-
-def _lr_rows(lr: pd.Series, steps: np.ndarray) -> pd.Series:
-    """The logged LR plus its linear interpolation at ``steps`` (and step 0 when missing)."""
-    lr = lr[lr.index >= 0]
-    if lr.index.min() > 1:
-        lr = pd.concat([pd.Series([start_lr(lr.to_numpy())], index=[0]), lr])
-    extra = np.setdiff1d(steps, lr.index.to_numpy())
-    at = np.interp(extra, lr.index.to_numpy(), lr.to_numpy())
-    return pd.concat([lr, pd.Series(at, index=extra)]).sort_index()
-
-
 def _schedule_rows(schedule: Schedule, steps: np.ndarray, source: str) -> pd.Series:
     T = schedule.total_steps
     if len(steps) and steps.max() > T:
@@ -317,7 +241,7 @@ def import_logs(
         name = meta.get("run", name) if run is None else name
         tags = scalars(pd.concat(parts, ignore_index=True), source)
         not_numbers = {t: m for part in parts for t, m in part.attrs.get("not_numbers", {}).items()}
-        pairs, losses = _losses(tags, not_numbers, fmt, loss_tag, val_set, source)
+        pairs, losses = run_losses(tags, not_numbers, fmt, loss_tag, val_set, source)
         steps = np.unique(np.concatenate([v.index.to_numpy() for v in losses.values()]))
         if schedule is not None:
             lr, said = (
@@ -325,7 +249,7 @@ def import_logs(
                 f"lr from the schedule {schedule.name}",
             )
         else:
-            lr, ltr = _logged_lr(tags, not_numbers, (fmt, lr_tag), steps, name, source)
+            lr, ltr = logged_lr(tags, not_numbers, (fmt, lr_tag), steps, name, source)
             said = f"lr from {ltr!r}"
         if log is not None:
             n = sum(len(v) for v in losses.values())
@@ -349,54 +273,6 @@ def import_logs(
         for table, source in zip(tables, sources):
             validate_curves(table, source=source)
         raise
-
-
-def _losses(
-    tags: dict, not_numbers: dict, fmt: str, loss_tag: str | None, val_set: str, source: str
-) -> tuple[list, dict]:
-    """The loss tags of one run and their finite values: ([(tag, val_set)], {val_set: values
-    by step}); for ``csv`` without ``loss_tag`` every ``loss@VAL_SET`` tag."""
-    if fmt == "csv" and loss_tag is None:  # every validation set of the file
-        pairs = [(t, t[5:]) for t in sorted(tags) if t.startswith("loss@")]
-        if not pairs:
-            raise DataError(f"{source}: no loss values")
-    else:
-        t = _pick(tags, loss_tag, LOSS_TAGS[fmt], "loss", source)
-        pairs = [(t, t[5:] if fmt == "csv" and t.startswith("loss@") else val_set)]
-    _numbers_only([t for t, _ in pairs], not_numbers)
-    losses = {vs: _finite(tags[t], t, source) for t, vs in pairs}
-    if any(v.empty for v in losses.values()):
-        raise DataError(f"{source}: tag(s) {', '.join(t for t, _ in pairs)}: no finite values")
-    return pairs, losses
-
-
-def _logged_lr(
-    tags: dict, not_numbers: dict, fmt_tag: tuple, steps: np.ndarray, name: str, source: str
-) -> tuple[pd.Series, str]:
-    """The learning rate of one run from its LR tag (``fmt_tag``: the format and the tag asked
-    for, None: the format's default), at its logged steps and the loss ``steps``; returns (lr
-    by step, the tag). Warns when the LR log ends before the losses."""
-    fmt, lr_tag = fmt_tag
-    ltr = _pick(tags, lr_tag, LR_TAGS[fmt], "lr", source)
-    if ltr is None:
-        raise DataError(
-            f"{source}: no learning-rate tag ({', '.join(LR_TAGS[fmt])}); "
-            f"give --lr-tag or --schedule; tags: {', '.join(sorted(tags))}"
-        )
-    _numbers_only([ltr], not_numbers)
-    lr_log = _finite(tags[ltr], ltr, source)
-    if lr_log.empty:
-        raise DataError(f"{source}: tag {ltr!r} has no finite values")
-    if lr_log.index.max() < steps.max():
-        warnings.warn(
-            f"{source}: run {name!r}: the learning-rate log {ltr!r} ends at step "
-            f"{int(lr_log.index.max())}, the losses at step {int(steps.max())}; "
-            f"the LR after step {int(lr_log.index.max())} is taken as constant "
-            f"({float(lr_log.iloc[-1]):g}); give --schedule if it changed",
-            LogWarning,
-            stacklevel=3,
-        )
-    return _lr_rows(lr_log, steps), ltr
 
 
 def _run_table(
@@ -425,13 +301,6 @@ def _run_table(
             df["model_size"] = meta["model_size"]
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
-
-
-def _numbers_only(used: list, not_numbers: dict) -> None:
-    """Refuse a tag that is used (loss or LR) and was logged with a value that is no number."""
-    for t in used:
-        if t in not_numbers:
-            raise DataError(not_numbers[t])
 
 
 def _fill_phase(steps: pd.Series, known: dict) -> np.ndarray:

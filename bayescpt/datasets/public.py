@@ -26,10 +26,10 @@ MULTIPOWER_WARMUP_STEPS = 2160
 def load_multipowerlaw(root, sizes=("25", "100", "400"), schedules=None) -> pd.DataFrame:
     """The multi-power-law curves (Luo et al. 2025): ``root/csv_{size}/{schedule}.csv``.
 
-    Runs are named ``"{size}M/{schedule}"`` and get ``model_size = size * 1e6`` (the authors' nominal
-    sizes). Each run gets a row ``step=0, lr=0`` without loss, since the files start at the end of
-    the 2160-step linear warmup from zero (and a row ``step=2160`` at the peak where the file starts
-    later).
+    Runs are named ``"{size}M/{schedule}"`` and get ``model_size = size * 1e6`` (the authors'
+    nominal sizes). Each run gets a row ``step=0, lr=0`` without loss, since the files start at the
+    end of the 2160-step linear warmup from zero (and a row ``step=2160`` at the peak where the file
+    starts later).
     """
     root = Path(root)
     frames = []

@@ -8,16 +8,17 @@ Keys (learning rates raw, e.g. ``3e-4``; steps are optimizer steps)::
 
     total        required  T, the number of optimizer steps of the schedule
     peak         required  the peak learning rate
-    warmup       0         linear warmup from ``warmup_from`` (default 0) to ``peak`` over steps 1..warmup
+    warmup       0         linear warmup from ``warmup_from`` (default 0) to ``peak`` over
+                           steps 1..warmup
     final        0         the learning rate at the end of a decay (cosine, wsd, linear)
     decay        -         wsd: the decay's share of ``total`` (0 < decay <= 1) ...
     decay_steps  -         ... or its length in steps (one of the two is required for wsd)
     decay_shape  linear    wsd: linear, cosine, exponential or 1-sqrt
 
-Shapes: ``constant``, ``cosine`` (to ``final`` at step T), ``wsd`` (stable, then the last decay steps
-decay to ``final``), ``linear`` (the Hugging Face default: warmup, then linear decay to ``final``
-over all remaining steps) and ``multistep`` (``milestones`` and ``factors``, TOML only). Each is
-built with :mod:`bayescpt.core.schedules`, so ``lr[s]`` is the learning rate of step ``s``.
+Shapes: ``constant``, ``cosine`` (to ``final`` at step T), ``wsd`` (stable, then the last decay
+steps decay to ``final``), ``linear`` (the Hugging Face default: warmup, then linear decay to
+``final`` over all remaining steps) and ``multistep`` (``milestones`` and ``factors``, TOML only).
+Each is built with :mod:`bayescpt.core.schedules`, so ``lr[s]`` is the learning rate of step ``s``.
 """
 
 from __future__ import annotations

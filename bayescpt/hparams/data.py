@@ -10,7 +10,8 @@ Columns (exact names)::
     group       str    optional, the data set (default ``"default"``)
 
 A *cell* is one (group, model_size, tokens): the runs of one LR x batch-size grid. Every problem
-raises :class:`bayescpt.core.tables.DataError` with one line naming the file, line, column and value.
+raises :class:`bayescpt.core.tables.DataError` with one line naming the file, line, column and
+value.
 """
 
 from __future__ import annotations
@@ -43,6 +44,46 @@ MIN_LEVELS = 3
 STEPLAW_SEQ_LEN = 2048
 
 
+def _not_positive(v: np.ndarray) -> np.ndarray:
+    """Where values are not positive finite numbers."""
+    return ~np.isfinite(v) | (v <= 0)
+
+
+#: the value checks of every row, in order: (column, which values are bad, what is expected)
+VALUE_CHECKS = (
+    ("model_size", _not_positive, "a positive parameter count"),
+    (
+        "model_size",
+        lambda v: v < MIN_MODEL_SIZE,
+        "the number of non-embedding parameters (e.g. 215e6), not millions or billions",
+    ),
+    ("tokens", _not_positive, "a positive number of training tokens"),
+    (
+        "tokens",
+        lambda v: v < MIN_TOKENS,
+        "the number of training tokens (e.g. 4e9), not billions",
+    ),
+    ("lr", _not_positive, "a positive, finite raw learning rate"),
+    (
+        "lr",
+        lambda v: v > MAX_RAW_LR,
+        f"a raw learning rate (at most {MAX_RAW_LR:g}), not percent or normalised",
+    ),
+    ("batch_size", _not_positive, "a positive batch size in tokens"),
+    (
+        "batch_size",
+        lambda v: v < MIN_BATCH_TOKENS,
+        "the batch size in tokens (sequences x sequence length), not in sequences",
+    ),
+    (
+        "loss",
+        _not_positive,
+        "a positive, finite loss in nats (keep "
+        "diverged runs with their large finite loss; drop runs that crashed without one)",
+    ),
+)
+
+
 def read_grid(path) -> pd.DataFrame:
     """Read and validate a grid CSV (see the module docstring)."""
     path = Path(path)
@@ -63,39 +104,7 @@ def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) 
             f"{float(df[column].iloc[i])!r}; expected {expected}"
         )
 
-    checks = [
-        ("model_size", lambda v: ~np.isfinite(v) | (v <= 0), "a positive parameter count"),
-        (
-            "model_size",
-            lambda v: v < MIN_MODEL_SIZE,
-            "the number of non-embedding parameters (e.g. 215e6), not millions or billions",
-        ),
-        ("tokens", lambda v: ~np.isfinite(v) | (v <= 0), "a positive number of training tokens"),
-        (
-            "tokens",
-            lambda v: v < MIN_TOKENS,
-            "the number of training tokens (e.g. 4e9), not billions",
-        ),
-        ("lr", lambda v: ~np.isfinite(v) | (v <= 0), "a positive, finite raw learning rate"),
-        (
-            "lr",
-            lambda v: v > MAX_RAW_LR,
-            f"a raw learning rate (at most {MAX_RAW_LR:g}), not percent or normalised",
-        ),
-        ("batch_size", lambda v: ~np.isfinite(v) | (v <= 0), "a positive batch size in tokens"),
-        (
-            "batch_size",
-            lambda v: v < MIN_BATCH_TOKENS,
-            "the batch size in tokens (sequences x sequence length), not in sequences",
-        ),
-        (
-            "loss",
-            lambda v: ~np.isfinite(v) | (v <= 0),
-            "a positive, finite loss in nats (keep "
-            "diverged runs with their large finite loss; drop runs that crashed without one)",
-        ),
-    ]
-    for column, bad, expected in checks:
+    for column, bad, expected in VALUE_CHECKS:
         mask = bad(df[column].to_numpy())
         if mask.any():
             fail(mask, column, expected)
@@ -106,6 +115,17 @@ def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) 
     else:
         df["group"] = DEFAULT_GROUP
 
+    _refuse_repeats(df, source, lines)
+    _refuse_few_levels(df, source)
+    return df.sort_values(
+        ["group", "model_size", "tokens", "lr", "batch_size"], kind="stable"
+    ).reset_index(drop=True)[
+        list(REQUIRED) + ["group"] + [c for c in df.columns if c not in REQUIRED and c != "group"]
+    ]
+
+
+def _refuse_repeats(df: pd.DataFrame, source, lines: list) -> None:
+    """Refuse a run given twice (the same group, size, tokens, lr and batch size)."""
     key = ["group", "model_size", "tokens", "lr", "batch_size"]
     dup = df.duplicated(key, keep="first").to_numpy()
     if dup.any():
@@ -118,6 +138,10 @@ def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) 
             f"{df['tokens'].iloc[i]:g}, lr {df['lr'].iloc[i]:g}, batch_size "
             f"{df['batch_size'].iloc[i]:g}) also on {first_at}; average repeats first"
         )
+
+
+def _refuse_few_levels(df: pd.DataFrame, source) -> None:
+    """Refuse a cell with fewer than :data:`MIN_LEVELS` distinct learning rates or batch sizes."""
     for (grp, n, d), c in df.groupby(["group", "model_size", "tokens"], sort=True):
         for column in ("lr", "batch_size"):
             if c[column].nunique() < MIN_LEVELS:
@@ -126,11 +150,6 @@ def validate_grid(df: pd.DataFrame, source="<DataFrame>", _lines: bool = False) 
                     f"only {c[column].nunique()} distinct {column} value(s); expected at"
                     f" least {MIN_LEVELS} to locate the optimum"
                 )
-    return df.sort_values(
-        ["group", "model_size", "tokens", "lr", "batch_size"], kind="stable"
-    ).reset_index(drop=True)[
-        list(REQUIRED) + ["group"] + [c for c in df.columns if c not in REQUIRED and c != "group"]
-    ]
 
 
 def load_steplaw(path, loss_column: str = "smooth loss") -> pd.DataFrame:

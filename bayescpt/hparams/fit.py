@@ -22,13 +22,13 @@ from bayescpt.core.modelcache import fingerprint
 from bayescpt.core.priorcheck import model_priors
 from bayescpt.core.priorspec import priors_json
 from bayescpt.hparams.data import grid_hash, read_any_grid
+from bayescpt.hparams.laws import Refs
 from bayescpt.hparams.model import (
     CELL_VARS,
     EXPONENTS,
     LAW,
     LAW_VARS,
     SHAPE_VARS,
-    Refs,
     build_model,
     make_config,
 )

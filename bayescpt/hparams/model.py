@@ -58,13 +58,12 @@ Why this shape (checked on the Step Law grid, see benchmarks/hparams_loco.py):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
 from bayescpt.core.config import check_config
 from bayescpt.hparams.data import cells
+from bayescpt.hparams.laws import Refs, best_loss, bowl, noise_sd, optimum_mean
 
 LAW = "hparams"
 OPTIMUM_LAWS = ("size_tokens", "compute", "loss")
@@ -154,67 +153,6 @@ def make_config(override: dict | None = None) -> dict:
     )
 
 
-# -- the three laws, written once over an array namespace (pytensor.tensor or numpy) ------------
-def optimum_mean(a, bN, bD, n, d):
-    """ln of the optimum (lr or batch tokens) at centred ln N = n, ln D = d."""
-    return a + bN * n + bD * d
-
-
-def best_loss(xp, L0, A, g, c):
-    """L(C) = L0 + A (C / C_ref)^-g at centred ln compute c."""
-    return L0 + A * xp.exp(-g * c)
-
-
-def law_location(p: dict, law: str, refs: Refs, n, c, loss=None):
-    """ln lr*, ln B* (tokens) of the fitted optimum law, no cell scatter, per draw (numpy).
-
-    ``p``: posterior draws (arrays of length S); ``n``: centred ln N (scalar); ``c``: centred
-    ln C = ln(6 N D) - ln C_ref (scalar or per draw; +inf allowed). For the loss law the
-    optimum is taken at the loss level ``loss`` (per draw) or, if None, at L(C) (L0 where
-    C is infinite).
-    """
-    if law == "loss":
-        if loss is None:
-            with np.errstate(over="ignore"):
-                loss = best_loss(np, p["L0"], p["A"], p["g"], c)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ln_l = np.log(loss) - refs.ln_l
-        return p["a_lr"] + p["bL_lr"] * ln_l, p["a_bs"] + p["bL_bs"] * ln_l
-    d = c - n
-    with np.errstate(invalid="ignore"):
-        return (
-            optimum_mean(p["a_lr"], p["bN_lr"], p["bD_lr"], n, d),
-            optimum_mean(p["a_bs"], p["bN_bs"], p["bD_bs"], n, d),
-        )
-
-
-def bowl(xp, x, y, m, x_opt, y_opt, qx, qy, shear, skew):
-    """Mean loss of runs at ln lr = x, ln batch = y in a cell with the given bowl parameters.
-
-    Along w = (x - x_opt) + shear (y - y_opt) the excess is LINEX, q_x 2(e^{s w} - 1 - s w)/s^2:
-    quadratic near the optimum, exponential above it (towards divergence), linear below it;
-    along the batch size it is quadratic. Minimum m exactly at (x_opt, y_opt).
-    """
-    v = y - y_opt
-    w = x - x_opt + shear * v
-    sw = skew * w
-    return m + qx * 2.0 * (xp.exp(sw) - 1.0 - sw) / (skew * skew) + qy * v * v
-
-
-def noise_sd(xp, sigma, sigma_slope, excess, form="quadrature"):
-    """Scale of a run's Student-t noise at bowl excess ``excess`` (nats above the optimum).
-
-    ``quadrature``: sqrt(sigma^2 + (sigma_slope excess)^2), so sigma is the run-to-run scatter at
-    the optimum and the slope term takes over only where the excess is well above sigma/slope.
-    ``linear``: sigma + sigma_slope excess (the first form): there the slope term already
-    dominates at 2-3 milli-nats of excess, so sigma came out at 0.6 milli-nats on Step Law while
-    the runs within 3 milli-nats of the optimum scatter with a t-scale of ~1.3.
-    """
-    if form == "linear":
-        return sigma + sigma_slope * excess
-    return xp.sqrt(sigma * sigma + (sigma_slope * excess) ** 2)
-
-
 def _start_near(name, prior, start, step=0.1):
     """A Normal(prior[0], prior[1]) parameter sampled as ``start + step * z`` with z starting at
     0 (same prior; chains start near ``start``)."""
@@ -228,27 +166,6 @@ def _start_near(name, prior, start, step=0.1):
 def _loc(prior, values) -> float:
     """A prior's location, or the mean log of ``values`` where the config says None."""
     return float(prior[0]) if prior[0] is not None else float(np.mean(np.log(values)))
-
-
-@dataclass
-class Refs:
-    """Centring constants (natural logs): N_ref, D_ref over the cells, C_ref = 6 N_ref D_ref."""
-
-    ln_n: float
-    ln_d: float
-    ln_l: float | None = None  # mean ln best loss over the cells (the loss law's centre)
-
-    @property
-    def ln_c(self) -> float:
-        return float(np.log(6.0) + self.ln_n + self.ln_d)
-
-    @classmethod
-    def of(cls, cell_table: pd.DataFrame) -> Refs:
-        return cls(
-            float(np.log(cell_table["model_size"]).mean()),
-            float(np.log(cell_table["tokens"]).mean()),
-            float(np.log(cell_table["best_loss"]).mean()) if "best_loss" in cell_table else None,
-        )
 
 
 def build_model(df: pd.DataFrame, config: dict, refs: Refs | None = None):

@@ -7,7 +7,7 @@ import pandas as pd
 
 from bayescpt.core.plotting import pyplot
 from bayescpt.hparams.fit import HparamsFit
-from bayescpt.hparams.model import bowl, law_location
+from bayescpt.hparams.laws import bowl, law_location
 
 
 def _cell_index(fit: HparamsFit, df: pd.DataFrame) -> np.ndarray:
@@ -88,35 +88,7 @@ def _surface_panel(ax, fit: HparamsFit, df: pd.DataFrame, p: dict, cell: int, pr
         linewidth=0.3,
     )
     fig.colorbar(sc, ax=ax, label="observed loss (clipped at best + 0.15)")
-    xs = np.linspace(np.log(sel["lr"].min()) - 0.3, np.log(sel["lr"].max()) + 0.3, 160)
-    ys = np.linspace(
-        np.log(sel["batch_size"].min()) - 0.3, np.log(sel["batch_size"].max()) + 0.3, 160
-    )
-    X, Y = np.meshgrid(xs, ys)
-    med = {k: np.median(v, axis=0) for k, v in p.items()}
-    h = np.exp(med["sd_ln_h"] * med["z_ln_h"][cell])
-    shear = med["shear"] + (med["sd_shear"] * med["z_shear"][cell] if "sd_shear" in med else 0.0)
-    Z = bowl(
-        np,
-        X,
-        Y,
-        med["m"][cell],
-        med["x_opt"][cell],
-        med["y_opt"][cell],
-        h * med["qx"],
-        h * med["qy"],
-        shear,
-        med["skew"],
-    )
-    cs = ax.contour(
-        np.exp(X),
-        np.exp(Y),
-        Z - med["m"][cell],
-        levels=[0.005, 0.01, 0.02, 0.05, 0.1],
-        colors="0.3",
-        linewidths=0.8,
-    )
-    ax.clabel(cs, fmt="+%.3g", fontsize=7)
+    _bowl_contours(ax, sel, p, cell)
     xo, yo = np.exp(p["x_opt"][:, cell]), np.exp(p["y_opt"][:, cell])
     ax.errorbar(
         np.median(xo),
@@ -147,6 +119,40 @@ def _surface_panel(ax, fit: HparamsFit, df: pd.DataFrame, p: dict, cell: int, pr
         title=f"N={b['model_size']:.3g}, D={b['tokens']:.3g}: runs, fitted excess loss",
     )
     ax.legend(fontsize=8, loc="lower left")
+
+
+def _bowl_contours(ax, sel: pd.DataFrame, p: dict, cell: int) -> None:
+    """The fitted bowl's excess-loss contours of cell ``cell`` at the posterior medians, over the
+    range of its runs ``sel`` (plus a margin)."""
+    xs = np.linspace(np.log(sel["lr"].min()) - 0.3, np.log(sel["lr"].max()) + 0.3, 160)
+    ys = np.linspace(
+        np.log(sel["batch_size"].min()) - 0.3, np.log(sel["batch_size"].max()) + 0.3, 160
+    )
+    X, Y = np.meshgrid(xs, ys)
+    med = {k: np.median(v, axis=0) for k, v in p.items()}
+    h = np.exp(med["sd_ln_h"] * med["z_ln_h"][cell])
+    shear = med["shear"] + (med["sd_shear"] * med["z_shear"][cell] if "sd_shear" in med else 0.0)
+    Z = bowl(
+        np,
+        X,
+        Y,
+        med["m"][cell],
+        med["x_opt"][cell],
+        med["y_opt"][cell],
+        h * med["qx"],
+        h * med["qy"],
+        shear,
+        med["skew"],
+    )
+    cs = ax.contour(
+        np.exp(X),
+        np.exp(Y),
+        Z - med["m"][cell],
+        levels=[0.005, 0.01, 0.02, 0.05, 0.1],
+        colors="0.3",
+        linewidths=0.8,
+    )
+    ax.clabel(cs, fmt="+%.3g", fontsize=7)
 
 
 def _optimum_panels(axes, fit: HparamsFit, p: dict, colours, prob: float):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bayescpt.hparams.model import bowl, noise_sd
+from bayescpt.hparams.laws import bowl, noise_sd
 
 #: the truth used by default: Step-Law-like exponents, a LINEX bowl like the fitted Step Law one
 DEFAULT_TRUTH = {

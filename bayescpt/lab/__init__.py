@@ -7,12 +7,13 @@ PT-only runs train a size from its initialisation under each of several schedule
 output is the CPT data model (``run, step, lr, loss, val_set, val_role, phase, replay_ratio,
 model_size``) plus a manifest.
 
-Modules: :mod:`.config` (the TOML experiment file), :mod:`.corpora` (the two text
-distributions and their splits), :mod:`.model` (the transformer), :mod:`.runner` (training and
-output), :mod:`.plots`, :mod:`.phenomena`; the commands ``bayescpt lab run|plot`` live in
+Modules: :mod:`.config` (the TOML experiment file; its value checks in :mod:`.config_values`,
+its run grids in :mod:`.grids`), :mod:`.corpora` (the two text distributions and their splits),
+:mod:`.model` (the transformer), :mod:`.train` (one size's training), :mod:`.runner` (the runs
+and the output), :mod:`.plots`, :mod:`.phenomena`; the commands ``bayescpt lab run|plot`` live in
 :mod:`bayescpt.cli.lab`. torch (the optional extra ``lab``) is imported only by
-:func:`require_torch`, when a run starts, and handed to :mod:`.model` and :mod:`.runner`; every
-module of the lab imports without it.
+:func:`require_torch`, when a run starts, and handed to :mod:`.model`, :mod:`.train` and
+:mod:`.runner`; every module of the lab imports without it.
 """
 
 INSTALL_HINT = (

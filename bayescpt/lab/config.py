@@ -17,13 +17,13 @@ starts from the PT learning rate at the transfer step.
 from __future__ import annotations
 
 import copy
-import itertools
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bayescpt.core import schedules as S
+from bayescpt.lab.config_values import names, number, table, whole
+from bayescpt.lab.grids import CptRun, PtRun, cpt_grid, pt_grid
 
 BUILDERS = ("constant", "cosine", "wsd", "rewarmup", "multistep", "cyclic")
 ROLES = ("general", "domain", "other")
@@ -39,34 +39,6 @@ TRAIN_DEFAULTS = {
     "eval_sequences": 64,
     "eval_cpt_early": [],
 }
-
-
-@dataclass(frozen=True)
-class CptRun:
-    """One CPT run: model size, PT transfer step, CPT schedule name, CPT steps, replay ratio."""
-
-    size: str
-    transfer: int
-    schedule: str
-    steps: int
-    replay: float
-
-    @property
-    def name(self) -> str:
-        return f"{self.size}/pt{self.transfer}/{self.schedule}-{self.steps}/r{self.replay:g}"
-
-
-@dataclass(frozen=True)
-class PtRun:
-    """One pre-training-only run: model size, PT schedule name, steps."""
-
-    size: str
-    schedule: str
-    steps: int
-
-    @property
-    def name(self) -> str:
-        return f"{self.size}/pt/{self.schedule}-{self.steps}"
 
 
 @dataclass
@@ -138,38 +110,6 @@ def build_schedule(spec: dict, total_steps: int, where: str, start: S.Schedule |
         raise ValueError(f"{where}: {err}") from None
 
 
-def _int(table, key, where, minimum=1):
-    v = table.get(key)
-    if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
-        raise ValueError(f"{where}: '{key}' = {v!r}; expected an integer >= {minimum}")
-    return v
-
-
-def _number(table, key, where):
-    v = table.get(key)
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-        raise ValueError(f"{where}: '{key}' = {v!r}; expected a finite number")
-    return v
-
-
-def _table(v, key, where, of_tables=False):
-    """``v`` must be a TOML table (of tables, when ``of_tables``); ``{}`` when missing."""
-    v = {} if v is None else v
-    if not isinstance(v, dict) or (of_tables and any(not isinstance(x, dict) for x in v.values())):
-        kind = "a table of tables [" + key + ".NAME]" if of_tables else "a table [" + key + "]"
-        raise ValueError(f"{where}: '{key}' = {v!r}; expected {kind}")
-    return v
-
-
-def _names(v, known, key, where):
-    if not isinstance(v, list) or not v:
-        raise ValueError(f"{where}: '{key}' must be a non-empty list")
-    for x in v:
-        if x not in known:
-            raise ValueError(f"{where}: '{key}' has {x!r}; defined are {sorted(known)}")
-    return v
-
-
 def load_config(path) -> LabConfig:
     path = Path(path)
     if path.is_dir():
@@ -192,21 +132,21 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
         raise ValueError(f"{source}: unknown top-level key(s) {sorted(unknown)}")
     for key, minimum in (("seed", 0), ("threads", 1)):
         if key in raw:
-            _int(raw, key, source, minimum)
+            whole(raw, key, source, minimum)
     if not isinstance(raw.get("name", ""), str):
         raise ValueError(f"{source}: 'name' = {raw['name']!r}; expected a string")
     train = _train(raw, source)
     sizes, corpora = _sizes(raw, source), _corpora(raw, source)
 
-    pt = _table(raw.get("pt"), "pt", source)
+    pt = table(raw.get("pt"), "pt", source)
     extra = set(pt) - {"steps", "schedule", "schedules", "grid", "heldout_schedules"}
     if extra:
         raise ValueError(
             f"{source}: [pt] unknown key(s) {sorted(extra)}; known: steps, "
             "schedule, schedules, grid, heldout_schedules"
         )
-    pt_scheds = _table(pt.get("schedules"), "pt.schedules", source, of_tables=True)
-    pt_runs = _pt_grid(pt, pt_scheds, sizes, source)
+    pt_scheds = table(pt.get("schedules"), "pt.schedules", source, of_tables=True)
+    pt_runs = pt_grid(pt, pt_scheds, sizes, source)
     if "cpt" not in raw and not pt_runs:
         raise ValueError(
             f"{source}: no runs; add [[cpt.grid]] blocks (CPT runs, with [pt] steps "
@@ -215,7 +155,7 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
     cpt_wanted = "cpt" in raw
     pt_steps = 0
     if cpt_wanted:
-        pt_steps = _int(pt, "steps", f"{source}: [pt]")
+        pt_steps = whole(pt, "steps", f"{source}: [pt]")
         if not isinstance(pt.get("schedule"), dict):
             raise ValueError(
                 f"{source}: [pt] needs a 'schedule' table, e.g. "
@@ -224,10 +164,10 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
 
     runs, held, cpt, scheds = [], [], {}, {}
     if cpt_wanted:
-        runs, held, cpt, scheds = _cpt_grid(raw, sizes, pt_steps, source)
+        runs, held, cpt, scheds = cpt_grid(raw, sizes, pt_steps, source)
     pt_held = pt.get("heldout_schedules", [])
     if pt_held:
-        _names(pt_held, pt_scheds, "heldout_schedules", f"{source}: [pt]")
+        names(pt_held, pt_scheds, "heldout_schedules", f"{source}: [pt]")
     cfg = LabConfig(
         source,
         str(raw.get("name", Path(source).stem)),
@@ -248,7 +188,7 @@ def parse_config(raw: dict, source: str = "<config>") -> LabConfig:
         list(pt_held),
     )
     if cpt_wanted:
-        _names(
+        names(
             cfg.heldout_schedules or list(scheds)[:1],
             scheds,
             "heldout_schedules",
@@ -266,16 +206,16 @@ def _train(raw: dict, source: str) -> dict:
     """The ``[train]`` table over :data:`TRAIN_DEFAULTS`, checked (known keys, whole numbers,
     numbers, ``eval_cpt_early`` a list of CPT steps >= 1)."""
     train = dict(TRAIN_DEFAULTS)
-    extra = set(_table(raw.get("train"), "train", source)) - set(TRAIN_DEFAULTS)
+    extra = set(table(raw.get("train"), "train", source)) - set(TRAIN_DEFAULTS)
     if extra:
         raise ValueError(
             f"{source}: [train] unknown key(s) {sorted(extra)}; known: {sorted(TRAIN_DEFAULTS)}"
         )
     train.update(raw.get("train", {}))
     for k in ("seq_len", "batch_size", "eval_every", "eval_sequences"):
-        _int(train, k, f"{source}: [train]")
+        whole(train, k, f"{source}: [train]")
     for k in ("weight_decay", "beta1", "beta2", "eps", "grad_clip"):
-        _number(train, k, f"{source}: [train]")
+        number(train, k, f"{source}: [train]")
     early = train["eval_cpt_early"]
     if not isinstance(early, list) or any(not isinstance(j, int) or j < 1 for j in early):
         raise ValueError(
@@ -288,12 +228,12 @@ def _train(raw: dict, source: str) -> dict:
 def _sizes(raw: dict, source: str) -> dict:
     """The ``[sizes.NAME]`` tables (at least one; whole d_model, n_layers, n_heads, d_model a
     multiple of n_heads)."""
-    sizes = _table(raw.get("sizes"), "sizes", source, of_tables=True)
+    sizes = table(raw.get("sizes"), "sizes", source, of_tables=True)
     if not sizes:
         raise ValueError(f"{source}: no [sizes.NAME] table (d_model, n_layers, n_heads)")
     for n, s in sizes.items():
         for k in ("d_model", "n_layers", "n_heads"):
-            _int(s, k, f"{source}: [sizes.{n}]")
+            whole(s, k, f"{source}: [sizes.{n}]")
         if s["d_model"] % s["n_heads"]:
             raise ValueError(
                 f"{source}: [sizes.{n}] d_model={s['d_model']} is not a multiple "
@@ -305,7 +245,7 @@ def _sizes(raw: dict, source: str) -> dict:
 def _corpora(raw: dict, source: str) -> dict:
     """The ``[corpora.NAME]`` tables: each with a role in :data:`ROLES`, exactly one general
     (PT data) and one domain (CPT data)."""
-    corpora = _table(raw.get("corpora"), "corpora", source, of_tables=True)
+    corpora = table(raw.get("corpora"), "corpora", source, of_tables=True)
     roles = [c.get("role") for c in corpora.values()]
     for n, c in corpora.items():
         if c.get("role") not in ROLES:
@@ -318,103 +258,3 @@ def _corpora(raw: dict, source: str) -> dict:
             f"and one with role 'domain' (CPT data); found roles {roles}"
         )
     return corpora
-
-
-def _pt_grid(pt: dict, scheds: dict, sizes: dict, source: str) -> list:
-    """The PT-only runs of the ``[[pt.grid]]`` blocks (``sizes``, ``schedules``, ``steps``)."""
-    grid = pt.get("grid") or []
-    if not isinstance(grid, list) or any(not isinstance(b, dict) for b in grid):
-        raise ValueError(f"{source}: 'pt.grid' = {grid!r}; expected [[pt.grid]] blocks")
-    if grid and not scheds:
-        raise ValueError(f"{source}: [[pt.grid]] needs [pt.schedules.NAME] tables")
-    runs, seen = [], set()
-    for i, block in enumerate(grid):
-        where = f"{source}: [[pt.grid]] #{i + 1}"
-        extra = set(block) - {"sizes", "schedules", "steps"}
-        if extra:
-            raise ValueError(
-                f"{where}: unknown key(s) {sorted(extra)}; known: sizes, schedules, steps"
-            )
-        sz = _names(block.get("sizes"), sizes, "sizes", where)
-        sc = _names(block.get("schedules"), scheds, "schedules", where)
-        lengths = block.get("steps")
-        if (
-            not isinstance(lengths, list)
-            or not lengths
-            or any(not isinstance(t, int) or isinstance(t, bool) or t < 2 for t in lengths)
-        ):
-            raise ValueError(f"{where}: 'steps' = {lengths!r}; expected a list of PT lengths >= 2")
-        for combo in itertools.product(sz, sc, lengths):
-            run = PtRun(*combo)
-            if run not in seen:
-                seen.add(run)
-                runs.append(run)
-    return runs
-
-
-def _cpt_grid(raw: dict, sizes: dict, pt_steps: int, source: str):
-    """(runs, held-out replay ratios, the [cpt] table, its schedules) of the [[cpt.grid]]."""
-    cpt = _table(raw.get("cpt"), "cpt", source)
-    scheds = _table(cpt.get("schedules"), "cpt.schedules", source, of_tables=True)
-    grid = cpt.get("grid") or []
-    if not isinstance(grid, list) or any(not isinstance(b, dict) for b in grid):
-        raise ValueError(f"{source}: 'cpt.grid' = {grid!r}; expected [[cpt.grid]] blocks")
-    if not scheds:
-        raise ValueError(f"{source}: no [cpt.schedules.NAME] table")
-    runs, seen = [], set()
-    for i, block in enumerate(grid):
-        where = f"{source}: [[cpt.grid]] #{i + 1}"
-        sz = _names(block.get("sizes"), sizes, "sizes", where)
-        sc = _names(block.get("schedules"), scheds, "schedules", where)
-        transfers = block.get("transfers")
-        if (
-            not isinstance(transfers, list)
-            or not transfers
-            or any(not isinstance(t, int) or not 1 <= t <= pt_steps for t in transfers)
-        ):
-            raise ValueError(
-                f"{where}: 'transfers' = {transfers!r}; expected PT steps in 1..{pt_steps}"
-            )
-        lengths = block.get("steps")
-        if (
-            not isinstance(lengths, list)
-            or not lengths
-            or any(not isinstance(t, int) or t < 2 for t in lengths)
-        ):
-            raise ValueError(f"{where}: 'steps' = {lengths!r}; expected a list of CPT lengths")
-        replay = block.get("replay", [0.0])
-        if (
-            not isinstance(replay, list)
-            or not replay
-            or any(
-                not isinstance(r, (int, float)) or isinstance(r, bool) or not 0 <= r < 1
-                for r in replay
-            )
-        ):
-            raise ValueError(
-                f"{where}: 'replay' = {replay!r}; expected shares of PT data in [0, 1)"
-            )
-        for combo in itertools.product(sz, transfers, sc, lengths, replay):
-            run = CptRun(combo[0], combo[1], combo[2], combo[3], float(combo[4]))
-            if run not in seen:
-                seen.add(run)
-                runs.append(run)
-    if not runs:
-        raise ValueError(
-            f"{source}: no runs; add a [[cpt.grid]] block (CPT runs) "
-            "or [[pt.grid]] blocks (PT-only runs)"
-        )
-    held = cpt.get("heldout_replay", [])
-    if not isinstance(held, list) or any(
-        not isinstance(r, (int, float)) or isinstance(r, bool) or not 0 <= r < 1 for r in held
-    ):
-        raise ValueError(
-            f"{source}: [cpt] 'heldout_replay' = {held!r}; expected a list of "
-            "shares of PT data in [0, 1)"
-        )
-    if not isinstance(cpt.get("heldout_schedules", []), list):
-        raise ValueError(
-            f"{source}: [cpt] 'heldout_schedules' = "
-            f"{cpt['heldout_schedules']!r}; expected a list of schedule names"
-        )
-    return runs, held, cpt, scheds

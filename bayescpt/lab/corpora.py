@@ -9,8 +9,8 @@ Split: the byte stream is cut into blocks of ``block_bytes``; every ``val_every`
 concatenated into the training stream. The same files give the same split on every machine.
 
 The sha256 of the whole stream (before splitting) and of the file list are recorded in the
-manifest; a corpus config may pin ``sha256`` (the digest or a prefix of it) so that a run on a machine whose files differ fails
-with a clear message rather than silently producing other data.
+manifest; a corpus config may pin ``sha256`` (the digest or a prefix of it) so that a run on a
+machine whose files differ fails with a clear message rather than silently producing other data.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Numbers for the CPT phenomena in lab curves (Wang et al. 2025, arXiv 2505.07796), one row per run.
+"""Numbers for the CPT phenomena in lab curves (Wang et al. 2025, arXiv 2505.07796), one row per
+run.
 
 Columns (losses in nats per byte, on the fixed validation windows):
 

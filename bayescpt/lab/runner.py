@@ -15,7 +15,6 @@ size): exactly r of the sequences on average.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -33,7 +32,7 @@ from bayescpt.core.outputs import write_text
 from bayescpt.lab import require_torch
 from bayescpt.lab.config import LabConfig
 from bayescpt.lab.corpora import Corpus, load_corpus
-from bayescpt.lab.model import byte_lm
+from bayescpt.lab.train import Batches, Trainer, check_finite, derive_seed, fixed_windows, pretrain
 
 COLUMNS = [
     "run",
@@ -46,82 +45,6 @@ COLUMNS = [
     "replay_ratio",
     "model_size",
 ]
-
-
-def derive_seed(seed: int, *purpose) -> int:
-    """A 63-bit seed from the config seed and a purpose (stable across machines and versions)."""
-    text = "/".join(map(str, (seed,) + purpose)).encode()
-    return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") >> 1
-
-
-class Batches:
-    """Random windows of ``seq_len + 1`` bytes from a training stream, one seeded stream each."""
-
-    def __init__(self, data: np.ndarray, seq_len: int, seed: int):
-        self.data, self.width = data, seq_len + 1
-        self.rng = np.random.Generator(np.random.PCG64(seed))
-
-    def take(self, n: int) -> np.ndarray:
-        starts = self.rng.integers(0, self.data.size - self.width + 1, size=n)
-        return self.data[starts[:, None] + np.arange(self.width)]
-
-
-def fixed_windows(data: np.ndarray, seq_len: int, n: int) -> np.ndarray:
-    """``n`` evenly spaced validation windows (no randomness), shape (n, seq_len + 1)."""
-    starts = np.linspace(0, data.size - seq_len - 1, n).astype(np.int64)
-    return data[starts[:, None] + np.arange(seq_len + 1)]
-
-
-class Trainer:
-    """One model size: the model, its AdamW optimizer and evaluation on the validation sets."""
-
-    def __init__(self, torch, cfg: LabConfig, size: str, val: dict):
-        self.torch, self.cfg, tr = torch, cfg, cfg.train
-        torch.manual_seed(derive_seed(cfg.seed, "init", size))
-        spec = cfg.sizes[size]
-        self.model = byte_lm(
-            torch, spec["d_model"], spec["n_layers"], spec["n_heads"], tr["seq_len"]
-        )
-        params = list(self.model.parameters())
-        groups = [
-            {"params": [p for p in params if p.dim() >= 2], "weight_decay": tr["weight_decay"]},
-            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-        ]
-        self.opt = torch.optim.AdamW(
-            groups, lr=0.0, betas=(tr["beta1"], tr["beta2"]), eps=tr["eps"]
-        )
-        self.val = {name: torch.from_numpy(w.astype(np.int64)) for name, w in val.items()}
-
-    def step(self, batch: np.ndarray, lr: float) -> float:
-        torch = self.torch
-        for g in self.opt.param_groups:
-            g["lr"] = lr
-        loss = self.model.loss(torch.from_numpy(batch.astype(np.int64)))
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if self.cfg.train["grad_clip"]:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.train["grad_clip"])
-        self.opt.step()
-        return loss.item()
-
-    def evaluate(self) -> dict:
-        with self.torch.no_grad():
-            return {name: float(self.model.loss(x)) for name, x in self.val.items()}
-
-    def snapshot(self):
-        return copy.deepcopy(self.model.state_dict()), copy.deepcopy(self.opt.state_dict())
-
-    def restore(self, snap):
-        self.model.load_state_dict(copy.deepcopy(snap[0]))
-        self.opt.load_state_dict(copy.deepcopy(snap[1]))
-
-
-def _check_finite(loss: float, what: str, step: int, lr: float):
-    if not np.isfinite(loss):
-        raise ValueError(
-            f"{what} diverged at step {step} (training loss {loss}, lr {lr:g}); "
-            "lower the peak learning rate or raise grad_clip in the config"
-        )
 
 
 def _rows(
@@ -220,6 +143,23 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
         cfg.pt_schedule_built() if cfg.runs else None,
     )
 
+    frames, sizes_info = _train_sizes(lab)
+    curves = pd.concat(frames, ignore_index=True)[COLUMNS]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = curves.to_csv(index=False, float_format="%.8g", lineterminator="\n")
+    _atomic_write(curves_path, text)
+    _atomic_write(
+        out_dir / "runs.csv", pd.DataFrame(lab.run_info).to_csv(index=False, lineterminator="\n")
+    )
+    manifest = _manifest(lab, text, len(curves), sizes_info, (t_start, cpu_start))
+    _atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _train_sizes(lab: _Lab) -> tuple[list, dict]:
+    """Train every size in use: its PT-only runs, then its CPT grid; returns (their rows, one
+    frame per run; per size its shape and parameter counts)."""
+    torch, cfg = lab.torch, lab.cfg
     frames, sizes_info = [], {}
     for size in cfg.sizes_in_use():
         trainer = Trainer(torch, cfg, size, lab.val)
@@ -233,15 +173,15 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
             frames.append(_pt_run(lab, prun, n_params))
         if any(r.size == size for r in cfg.runs):
             frames += _cpt_grid(lab, trainer, size, n_params)
+    return frames, sizes_info
 
-    curves = pd.concat(frames, ignore_index=True)[COLUMNS]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    text = curves.to_csv(index=False, float_format="%.8g", lineterminator="\n")
-    _atomic_write(curves_path, text)
-    _atomic_write(
-        out_dir / "runs.csv", pd.DataFrame(lab.run_info).to_csv(index=False, lineterminator="\n")
-    )
-    manifest = {
+
+def _manifest(lab: _Lab, text: str, rows: int, sizes_info: dict, started: tuple) -> dict:
+    """The run's ``manifest.json``: config, seed, versions, corpora, sizes, held-out schedules and
+    replay ratios, the curves' hash (``text``) and row count, timings since ``started`` (wall and
+    CPU clock)."""
+    torch, cfg, corpora = lab.torch, lab.cfg, lab.corpora
+    return {
         "config_name": cfg.name,
         "config_source": cfg.source,
         "config": cfg.raw,
@@ -262,17 +202,15 @@ def run_lab(cfg: LabConfig, out_dir, force: bool = False, log=lambda msg: None) 
         "heldout_replay": cfg.heldout_replay,
         "pt_heldout_schedules": cfg.pt_heldout,
         "curves_sha256": hashlib.sha256(text.encode()).hexdigest(),
-        "rows": len(curves),
+        "rows": rows,
         "timings_s": {
-            "total": round(time.perf_counter() - t_start, 1),
-            "total_cpu": round(time.process_time() - cpu_start, 1),
+            "total": round(time.perf_counter() - started[0], 1),
+            "total_cpu": round(time.process_time() - started[1], 1),
             **lab.timings,
         },
         "cpu": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
     }
-    _atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=1) + "\n")
-    return manifest
 
 
 def _cpt_grid(lab: _Lab, trainer: Trainer, size: str, n_params: int) -> list[pd.DataFrame]:
@@ -285,7 +223,7 @@ def _cpt_grid(lab: _Lab, trainer: Trainer, size: str, n_params: int) -> list[pd.
     pt_batches = Batches(lab.corpora[lab.general].train, tr["seq_len"], derive_seed(cfg.seed, "pt"))
     pt_losses = {0: trainer.evaluate()}
     t0 = time.perf_counter()
-    snaps = _pretrain(
+    snaps = pretrain(
         trainer,
         pt_sched.lr,
         last,
@@ -311,10 +249,10 @@ def _cpt_grid(lab: _Lab, trainer: Trainer, size: str, n_params: int) -> list[pd.
 def _cpt_run(
     lab: _Lab, trainer: Trainer, run, snap, pt_losses: dict, n_params: int
 ) -> pd.DataFrame:
-    """Train CPT run ``run`` from its transfer's checkpoint ``snap``: each step's batch mixes replayed PT
-    sequences (the replay ratio) with domain ones; evaluate every ``eval_every`` steps, at the
-    ``eval_cpt_early`` steps and at the end. Returns its rows (its PT part from ``pt_losses``);
-    appends to the lab's timings and run rows."""
+    """Train CPT run ``run`` from its transfer's checkpoint ``snap``: each step's batch mixes
+    replayed PT sequences (the replay ratio) with domain ones; evaluate every ``eval_every`` steps,
+    at the ``eval_cpt_early`` steps and at the end. Returns its rows (its PT part from
+    ``pt_losses``); appends to the lab's timings and run rows."""
     cfg, tr, general, domain = lab.cfg, lab.cfg.train, lab.general, lab.domain
     B, k = tr["batch_size"], tr["eval_every"]
     t0 = time.perf_counter()
@@ -332,7 +270,7 @@ def _cpt_run(
         parts = [replay_batches.take(n_pt)] if n_pt else []
         batch = np.concatenate(parts + [cpt_batches.take(B - n_pt)])
         lr = float(full.lr[s])
-        _check_finite(trainer.step(batch, lr), f"run {run.name!r}", s, lr)
+        check_finite(trainer.step(batch, lr), f"run {run.name!r}", s, lr)
         if j % k == 0 or j == run.steps or j in early:
             losses[s] = trainer.evaluate()
     phase = np.where(np.arange(full.lr.size) <= run.transfer, "pt", "cpt")
@@ -363,32 +301,6 @@ def _cpt_run(
     return rows
 
 
-def _pretrain(
-    trainer: Trainer,
-    lr: np.ndarray,
-    last: int,
-    batches: Batches,
-    B: int,
-    every: int,
-    marks: set,
-    losses: dict,
-    what: str,
-    snapshot: bool = False,
-) -> dict:
-    """Steps 1..``last`` at learning rates ``lr[s]`` on batches of ``B`` from ``batches``;
-    evaluates into ``losses`` every ``every`` steps and at the steps in ``marks``; with
-    ``snapshot``, returns {step: snapshot} at the ``marks`` (the CPT grid's transfers)."""
-    snaps = {}
-    for s in range(1, last + 1):
-        rate = float(lr[s])
-        _check_finite(trainer.step(batches.take(B), rate), what, s, rate)
-        if s % every == 0 or s in marks:
-            losses[s] = trainer.evaluate()
-        if snapshot and s in marks:
-            snaps[s] = trainer.snapshot()
-    return snaps
-
-
 def _pt_run(lab: _Lab, run, n_params: int) -> pd.DataFrame:
     """Train one PT-only run from the size's initialisation on the PT batch stream (the general
     corpus's training bytes, drawn with the same seed as the CPT grid's PT); evaluate every
@@ -400,7 +312,7 @@ def _pt_run(lab: _Lab, run, n_params: int) -> pd.DataFrame:
     sched = cfg.pt_run_schedule(run)
     batches = Batches(lab.corpora[general].train, tr["seq_len"], derive_seed(cfg.seed, "pt"))
     losses = {0: trainer.evaluate()}
-    _pretrain(
+    pretrain(
         trainer,
         sched.lr,
         run.steps,

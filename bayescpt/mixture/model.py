@@ -18,8 +18,9 @@ budget; ``token_terms`` = 0 for a role fits only each run's final-budget rows (t
 
 Hierarchy: the dimensionless shape parameters (c, log p, q) of groups with the same role
 (general/domain) share a population (mean and spread), i.e. they are pooled across model sizes and
-data sets (a role with a single group gets the marginal prior instead); levels m, d and amplitudes A (sampled as B = A (t0^-p - 1), a term's size at the
-group's earliest fitted budget t0) are per group. Noise: ``log loss ~ StudentT(nu, log L,
+data sets (a role with a single group gets the marginal prior instead); levels m, d and amplitudes
+A (sampled as B = A (t0^-p - 1), a term's size at the group's earliest fitted budget t0) are per
+group. Noise: ``log loss ~ StudentT(nu, log L,
 sigma_g)`` with log sigma_g pooled over all groups (one shared sigma unless there are 3+ groups of
 10+ points). Free parameters are standardised where the prior's centre is far from 0, so that
 nutpie's start (near 0 unconstrained) is the prior centre.

@@ -10,7 +10,8 @@ from bayescpt.mixture.fit import MixtureFit
 
 
 def _observed(fit: MixtureFit, gi: int, tokens: float):
-    """Fitted rows of group ``gi`` at ``tokens`` (the final budget's rows when fitted final-only)."""
+    """Fitted rows of group ``gi`` at ``tokens`` (the final budget's rows when fitted
+    final-only)."""
     pts = fit.points
     if pts is None:
         return None

@@ -8,16 +8,16 @@ model size) it has not seen, on my curves?* Rows are grouped ``by``
     run          the run name
     model_size   the model size (held out, a size is predicted as a new group of the hierarchy)
 
-and each fold fits the law (:func:`bayescpt.parallel.engine.run_sweep`: one sweep fit per fold,
-so folds run in parallel on Dask, resume after a crash, and reuse compiled models on a worker)
-on the rows of every other group, then predicts the held-out rows
-(:func:`bayescpt.curves.forecast.predict.predict_frame`, the ``prob`` predictive interval) and scores them
-(:func:`bayescpt.curves.evaluate.scores.score`: mean/worst relative error, coverage, relative width and
-interval score). By default every group is held out once (leave-one-group-out); ``train`` names
-the groups of one fold that trains on them and holds out all the others (e.g. the benchmarks'
-multi-power-law protocol). Fold tables are written to ``DIR/folds/``, fits to ``DIR/fits/``,
-then ``DIR/cv.csv`` (per fold, held-out group and model size), ``DIR/cv_by_size.csv`` (all
-held-out points of a size pooled) and ``DIR/predictions.csv.gz``.
+and each fold fits the law (:func:`bayescpt.parallel.engine.run_sweep`: one sweep fit per fold, so
+folds run in parallel on Dask, resume after a crash, and reuse compiled models on a worker) on the
+rows of every other group, then predicts the held-out rows
+(:func:`bayescpt.curves.forecast.predict.predict_frame`, the ``prob`` predictive interval) and
+scores them (:func:`bayescpt.curves.evaluate.scores.score`: mean/worst relative error, coverage,
+relative width and interval score). By default every group is held out once (leave-one-group-out);
+``train`` names the groups of one fold that trains on them and holds out all the others (e.g. the
+benchmarks' multi-power-law protocol). Fold tables are written to ``DIR/folds/``, fits to
+``DIR/fits/``, then ``DIR/cv.csv`` (per fold, held-out group and model size), ``DIR/cv_by_size.csv``
+(all held-out points of a size pooled) and ``DIR/predictions.csv.gz``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.evaluate.scores import score
 from bayescpt.curves.forecast.predict import predict_frame
 from bayescpt.curves.model.fit import Fit
-from bayescpt.parallel.engine import Cluster, run_sweep
+from bayescpt.parallel.engine import LOCAL_CLUSTER, Cluster, run_sweep
 from bayescpt.parallel.spec import StudyFit, check_fit_config, fit_law_options
 
 GROUPINGS = ("schedule", "run", "model_size")
@@ -109,7 +109,7 @@ def run_cv(
     by: str = "schedule",
     train: list[str] | None = None,
     prob: float = 0.9,
-    cluster: Cluster = Cluster(),
+    cluster: Cluster = LOCAL_CLUSTER,
     force: bool = False,
     say=lambda msg: None,
 ) -> CVResult:

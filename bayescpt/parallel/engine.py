@@ -236,6 +236,10 @@ class Cluster:
     client: object = None
 
 
+#: the default place of a study's fits: a local Dask cluster (frozen, so one shared instance)
+LOCAL_CLUSTER = Cluster()
+
+
 def run_sweep(
     specs: list[FitSpec],
     out_dir,

@@ -6,9 +6,9 @@ among the draws is uniform on {0, ..., L}. Here:
 
 1. **Simulate.** The design (a curve table: runs, steps, learning rates, sizes; its losses are
    ignored) is prepared as the fit prepares it and the law's default hierarchical model
-   (:func:`bayescpt.curves.model.hierarchy.build_model`, the user's ``config`` applied) is drawn from
-   its prior (``pymc.sample_prior_predictive``, seed ``seed``): every parameter and a log loss at
-   every fitted point. Simulation i is the design with those losses (``DIR/sims/sim_IIII.csv``);
+   (:func:`bayescpt.curves.model.hierarchy.build_model`, the user's ``config`` applied) is drawn
+   from its prior (``pymc.sample_prior_predictive``, seed ``seed``): every parameter and a log loss
+   at every fitted point. Simulation i is the design with those losses (``DIR/sims/sim_IIII.csv``);
    its true values are kept in ``DIR/truth.csv``.
 2. **Fit** every simulation through :func:`bayescpt.parallel.engine.run_sweep` (Dask; the same
    shape, so a worker compiles the model once and reuses it; resumable), with seed ``seed + i``.
@@ -44,8 +44,8 @@ from bayescpt.curves.model.config import make_config
 from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.hierarchy import build_model, prepare
 from bayescpt.curves.model.laws import get_law
-from bayescpt.parallel.engine import Cluster, run_sweep
-from bayescpt.parallel.spec import StudyFit
+from bayescpt.parallel.engine import LOCAL_CLUSTER, Cluster, run_sweep
+from bayescpt.parallel.spec import DEFAULT_STUDY, StudyFit
 
 POPULATION_SUFFIXES = ("_mu", "_slope", "_sd", "_tau")
 
@@ -84,14 +84,15 @@ def simulate_prior(
     design: pd.DataFrame, law: str, options: dict | None, config: dict | None, sims: int, seed: int
 ):
     """(tables, truth, quantities): ``sims`` copies of ``design`` (a validated curve table,
-    :func:`bayescpt.curves.data.validate.read_curves`) with losses drawn from the prior predictive of the
-    law's model, one row of true values per simulation, and :func:`checked_quantities`.
+    :func:`bayescpt.curves.data.validate.read_curves`) with losses drawn from the prior predictive
+    of the law's model, one row of true values per simulation, and :func:`checked_quantities`.
 
-    A simulation that is not a valid loss curve (:func:`~bayescpt.curves.data.validate.validate_curves`:
-    e.g. a loss above 20 nats where a wide prior meets a long schedule) is rejected and drawn
-    again. Rejecting on the simulated data alone keeps the ranks uniform: the posterior given y
-    is the same whether or not y was conditioned to be valid (Modrak et al. 2023, the SBC
-    package's rejection-sampling note). The count is in ``truth.attrs['rejected']``."""
+    A simulation that is not a valid loss curve
+    (:func:`~bayescpt.curves.data.validate.validate_curves`: e.g. a loss above 20 nats where a wide
+    prior meets a long schedule) is rejected and drawn again. Rejecting on the simulated data alone
+    keeps the ranks uniform: the posterior given y is the same whether or not y was conditioned to
+    be valid (Modrak et al. 2023, the SBC package's rejection-sampling note). The count is in
+    ``truth.attrs['rejected']``."""
     import pymc as pm
 
     law_obj = get_law(law, **(options or {}))
@@ -183,11 +184,11 @@ def uniformity(ranks: pd.DataFrame, labels: list[str], ranks_max: int, bins: int
 def run_sbc(
     design: pd.DataFrame,
     out_dir,
-    study: StudyFit = StudyFit(),
+    study: StudyFit = DEFAULT_STUDY,
     sims: int = 100,
     ranks: int = 99,
     bins: int = 10,
-    cluster: Cluster = Cluster(),
+    cluster: Cluster = LOCAL_CLUSTER,
     force: bool = False,
     say=lambda msg: None,
 ) -> SBCResult:
@@ -220,26 +221,8 @@ def run_sbc(
         force=force,
         say=say,
     )
-    rows = []
     labels = [q[2] for q in quantities]
-    for i, (_, row) in enumerate(fits.iterrows()):
-        if row["status"] not in ("ok", "diagnostics", "done"):
-            say(f"sbc: simulation {i} failed ({row['error']}); left out of the ranks")
-            continue
-        fit = Fit.load(row["output"])
-        r = rank_of(fit, quantities, truth.iloc[i], ranks)
-        d = fit.diagnostics()
-        rows.append(
-            {
-                "sim": i,
-                **r,
-                "max_rhat": d.max_rhat,
-                "min_ess_bulk": d.min_ess_bulk,
-                "divergences": int(d.divergences),
-                "diagnostics_ok": bool(d.ok),
-            }
-        )
-    rank_table = pd.DataFrame(rows)
+    rank_table = _rank_fits(fits, quantities, truth, ranks, say)
     if len(rank_table) < 2:
         raise RuntimeError(
             f"sbc: fewer than 2 simulations were fitted; see {out_dir / 'fits' / 'summary.csv'}"
@@ -258,6 +241,38 @@ def run_sbc(
         "seed": seed,
         "p_min_bonferroni": p_bonf,
     }
+    _write(out_dir, truth, rank_table, tests, meta)
+    return SBCResult(tests, rank_table, truth, fits, p_bonf, ranks)
+
+
+def _rank_fits(
+    fits: pd.DataFrame, quantities, truth: pd.DataFrame, ranks: int, say
+) -> pd.DataFrame:
+    """One row per fitted simulation (the sweep's summary ``fits``): the rank of each true value
+    (:func:`rank_of`) and the fit's diagnostics; a failed fit is left out (and said)."""
+    rows = []
+    for i, (_, row) in enumerate(fits.iterrows()):
+        if row["status"] not in ("ok", "diagnostics", "done"):
+            say(f"sbc: simulation {i} failed ({row['error']}); left out of the ranks")
+            continue
+        fit = Fit.load(row["output"])
+        r = rank_of(fit, quantities, truth.iloc[i], ranks)
+        d = fit.diagnostics()
+        rows.append(
+            {
+                "sim": i,
+                **r,
+                "max_rhat": d.max_rhat,
+                "min_ess_bulk": d.min_ess_bulk,
+                "divergences": int(d.divergences),
+                "diagnostics_ok": bool(d.ok),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _write(out_dir: Path, truth, rank_table, tests, meta: dict) -> None:
+    """``truth.csv``, ``ranks.csv``, ``sbc.csv`` and ``sbc.json`` into ``out_dir``, together."""
     write_outputs(
         {
             out_dir / "truth.csv": lambda tmp: truth.to_csv(tmp, index=False),
@@ -268,4 +283,3 @@ def run_sbc(
             ),
         }
     )
-    return SBCResult(tests, rank_table, truth, fits, p_bonf, ranks)

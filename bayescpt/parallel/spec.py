@@ -18,9 +18,10 @@ or a missing data file is one :class:`SweepError` line naming the file, the entr
     [fit.grid]                  # every combination is a fit: "options.X", "config.X.Y",
     "options.progress" = [true, false]   # "sampler.X"
 
-Each fit is identified by a key: the SHA-256 (16 hex digits) of its family, law, options,
-config, sampler settings, seed and the data's content hash (the family's ``table_hash``, for loss curves :func:`bayescpt.core.tables.data_hash`
-of the table as read), so a fit's output can be recognised as the result of the same inputs.
+Each fit is identified by a key: the SHA-256 (16 hex digits) of its family, law, options, config,
+sampler settings, seed and the data's content hash (the family's ``table_hash``, for loss curves
+:func:`bayescpt.core.tables.data_hash` of the table as read), so a fit's output can be recognised as
+the result of the same inputs.
 """
 
 from __future__ import annotations
@@ -131,6 +132,11 @@ class StudyFit:
         )
 
 
+#: a study of the default curves law, options, config and sampler, seed 0 (frozen: one shared
+#: instance)
+DEFAULT_STUDY = StudyFit()
+
+
 def _where(path: Path, i: int, key: str | None = None) -> str:
     return f"{path}, fit entry {i + 1}" + (f", key {key!r}" if key else "")
 
@@ -216,6 +222,44 @@ def read_sweep(path, read_table=None) -> list[FitSpec]:
 
 
 def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> list[FitSpec]:
+    """The fits of entry ``i`` of sweep file ``path``: one per grid point and seed, every key
+    checked (``read_table`` reads a family's data file; ``hashes`` caches each file's (content
+    hash, table))."""
+    family, data, law, seeds = _checked_entry(path, i, entry)
+    config = _entry_config(path, i, entry)
+    if str(data) not in hashes:
+        table = read_table(family, data)
+        hashes[str(data)] = (family_class(family).table_hash(table), table)
+    data_key, table = hashes[str(data)]
+    grid = entry.get("grid", {})
+    for k, v in grid.items():
+        if not isinstance(v, list) or not v:
+            raise SweepError(f"{_where(path, i, 'grid.' + k)}: expected a non-empty list")
+    base = entry.get("name") or "-".join(_safe(x) for x in (family, law, data.stem) if x)
+    out = []
+    for combo in itertools.product(*grid.values()) if grid else [()]:
+        e, label = _grid_point(path, i, entry, config, grid, combo, (family, law, table))
+        for seed in seeds:
+            name = "__".join([_safe(base), *label, f"seed{seed}"])
+            out.append(
+                FitSpec(
+                    name,
+                    family,
+                    str(data),
+                    data_key,
+                    law,
+                    e["options"],
+                    e["config"],
+                    e["sampler"],
+                    int(seed),
+                )
+            )
+    return out
+
+
+def _checked_entry(path: Path, i: int, entry: dict) -> tuple:
+    """(family, data file, law, seeds) of entry ``i``, its keys, family, data file, law, the
+    types of its tables, its sampler settings and its seeds checked."""
     bad = set(entry) - ENTRY_KEYS
     if bad:
         raise SweepError(
@@ -257,65 +301,44 @@ def _entry_specs(path: Path, i: int, entry: dict, read_table, hashes: dict) -> l
             f"{_where(path, i, 'seeds')}: {seeds!r}; expected non-negative integers "
             f"(whole numbers from 0 to {MAX_SEED})"
         )
-    config = _entry_config(path, i, entry)
-    if str(data) not in hashes:
-        table = read_table(family, data)
-        hashes[str(data)] = (family_class(family).table_hash(table), table)
-    data_key, table = hashes[str(data)]
-    grid = entry.get("grid", {})
-    for k, v in grid.items():
-        if not isinstance(v, list) or not v:
-            raise SweepError(f"{_where(path, i, 'grid.' + k)}: expected a non-empty list")
-    base = entry.get("name") or "-".join(_safe(x) for x in (family, law, data.stem) if x)
-    out = []
-    for combo in itertools.product(*grid.values()) if grid else [()]:
-        e = {
-            "options": copy.deepcopy(entry.get("options", {})),
-            "config": copy.deepcopy(config),
-            "sampler": copy.deepcopy(entry.get("sampler", {})),
-        }
-        label = []
-        for k, v in zip(grid, combo):
-            _set_path(e, k, v, _where(path, i, "grid"))
-            label.append(f"{k.split('.')[-1]}={_safe(v)}")
-        # every sampler setting in range before any fit starts (grid values included)
-        _check_sampler(e["sampler"], _where(path, i), "sampler", grid)
-        if isinstance(e["config"].get("sampler"), dict):
-            _check_sampler(
-                e["config"]["sampler"], _where(path, i), "config.sampler", grid, known=False
-            )
-        # the law's options and the config (priors, structure) as the fit will take them
-        try:
-            law_options = fit_law_options(family, law, e["options"], table)
-        except (ValueError, TypeError) as err:
-            raise SweepError(f"{_where(path, i, 'options')}: {err}") from None
-        try:
-            check_fit_config(family, law, law_options, e["config"])
-        except ConfigError as err:
-            given = [
-                f"grid.{k} = {shown(v)}" for k, v in zip(grid, combo) if k.startswith("config.")
-            ]
-            raise SweepError(
-                f"{_where(path, i, 'config')}"
-                + (f" (with {', '.join(given)})" if given else "")
-                + f": {err}"
-            ) from None
-        for seed in seeds:
-            name = "__".join([_safe(base), *label, f"seed{seed}"])
-            out.append(
-                FitSpec(
-                    name,
-                    family,
-                    str(data),
-                    data_key,
-                    law,
-                    e["options"],
-                    e["config"],
-                    e["sampler"],
-                    int(seed),
-                )
-            )
-    return out
+    return family, data, law, seeds
+
+
+def _grid_point(
+    path: Path, i: int, entry: dict, config: dict, grid: dict, combo: tuple, fit: tuple
+) -> tuple[dict, list]:
+    """The options, config and sampler of entry ``i`` at grid point ``combo`` (its values of the
+    ``grid`` keys) and its name parts; the sampler settings, the law's options and the config
+    checked as the fit (``fit``: family, law, data table) will take them."""
+    family, law, table = fit
+    e = {
+        "options": copy.deepcopy(entry.get("options", {})),
+        "config": copy.deepcopy(config),
+        "sampler": copy.deepcopy(entry.get("sampler", {})),
+    }
+    label = []
+    for k, v in zip(grid, combo):
+        _set_path(e, k, v, _where(path, i, "grid"))
+        label.append(f"{k.split('.')[-1]}={_safe(v)}")
+    # every sampler setting in range before any fit starts (grid values included)
+    _check_sampler(e["sampler"], _where(path, i), "sampler", grid)
+    if isinstance(e["config"].get("sampler"), dict):
+        _check_sampler(e["config"]["sampler"], _where(path, i), "config.sampler", grid, known=False)
+    # the law's options and the config (priors, structure) as the fit will take them
+    try:
+        law_options = fit_law_options(family, law, e["options"], table)
+    except (ValueError, TypeError) as err:
+        raise SweepError(f"{_where(path, i, 'options')}: {err}") from None
+    try:
+        check_fit_config(family, law, law_options, e["config"])
+    except ConfigError as err:
+        given = [f"grid.{k} = {shown(v)}" for k, v in zip(grid, combo) if k.startswith("config.")]
+        raise SweepError(
+            f"{_where(path, i, 'config')}"
+            + (f" (with {', '.join(given)})" if given else "")
+            + f": {err}"
+        ) from None
+    return e, label
 
 
 def _entry_config(path: Path, i: int, entry: dict) -> dict:

@@ -10,13 +10,13 @@ file only when it loads and records the same key.
 A spec's family is read from the family table (:mod:`bayescpt.core.families`): its fit class
 reads the data and fits it (``sweep_fit``, :class:`bayescpt.core.fit_template.SampledFit`).
 
-**Compiled once per worker.** A worker process keeps the compiled models of the curve fits it
-ran (:class:`bayescpt.curves.model.fit.CompiledFit`, kept in :mod:`bayescpt.core.modelcache`), keyed by
+**Compiled once per worker.** A worker process keeps the compiled models of the curve fits it ran
+(:class:`bayescpt.curves.model.fit.CompiledFit`, kept in :mod:`bayescpt.core.modelcache`), keyed by
 law, options, config, sampler settings but the seed, and the table's shape (every column but the
 losses): a second fit of the same shape (another seed; other losses of the same runs, as in
-simulation studies) samples at once instead of compiling again, with the same draws as a fresh
-fit. Hparams and mixture fits, and curve fits this cache does not take (another sampler, another
-init, a law with other validation sets), reuse a model only for the same table
+simulation studies) samples at once instead of compiling again, with the same draws as a fresh fit.
+Hparams and mixture fits, and curve fits this cache does not take (another sampler, another init, a
+law with other validation sets), reuse a model only for the same table
 (:mod:`bayescpt.core.modelcache`, inside their ``run``).
 """
 

@@ -241,7 +241,8 @@ def _point_fit(sigma, tau=0.0, sd_ln_h=0.0, draws=400):
     import arviz as az
 
     from bayescpt.hparams.fit import HparamsFit
-    from bayescpt.hparams.model import Refs, make_config
+    from bayescpt.hparams.laws import Refs
+    from bayescpt.hparams.model import make_config
     from bayescpt.hparams.simulate import DEFAULT_TRUTH as t
 
     refs = Refs(float(np.log(t["N0"])), float(np.log(t["D0"])))
@@ -271,8 +272,8 @@ def _point_fit(sigma, tau=0.0, sd_ln_h=0.0, draws=400):
 
 
 def test_grid_best_is_the_bowls_lowest_grid_point_when_noise_is_small():
-    from bayescpt.hparams.model import bowl
-    from bayescpt.hparams.predict import grid_best_draws, grid_points
+    from bayescpt.hparams.grid_best import grid_best_draws, grid_points
+    from bayescpt.hparams.laws import bowl
 
     fit, t = _point_fit(sigma=1e-6)
     n, d = 3e8, 3e10
@@ -312,7 +313,7 @@ def test_grid_best_interval_covers_simulated_grid_searches(sim):
     grids (then 66 % coverage), which real grids do not do (Step Law: 1 of ~1,500 runs with
     excess > 0.01 nats; see grid_best_draws). With it off: 86.5 % at seed 2 (200 grids)."""
     from bayescpt.hparams.fit import HparamsFit
-    from bayescpt.hparams.predict import grid_best_draws, grid_best_summary, grid_points
+    from bayescpt.hparams.grid_best import grid_best_draws, grid_best_summary, grid_points
     from bayescpt.hparams.simulate import simulate_grid
 
     _, _, out, _, _, t = sim
@@ -531,8 +532,9 @@ def test_loss_law_optimum_draws_are_the_law_at_L_of_C():
     import arviz as az
 
     from bayescpt.hparams.fit import HparamsFit
-    from bayescpt.hparams.model import Refs, make_config
-    from bayescpt.hparams.predict import optimum_draws
+    from bayescpt.hparams.laws import Refs
+    from bayescpt.hparams.model import make_config
+    from bayescpt.hparams.optimum import optimum_draws
 
     L0, A, g, L_ref = 1.8, 0.5, 0.3, 2.4
     vals = {

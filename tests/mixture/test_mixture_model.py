@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from bayescpt.mixture import simulate
-from bayescpt.mixture.decide import Feasibility, fit_cmr_law
+from bayescpt.mixture.cmr_law import fit_cmr_law
+from bayescpt.mixture.decide import Feasibility
 from bayescpt.mixture.model import law_mean, ratio_shape
 
 
