@@ -50,11 +50,12 @@ Three methods, computed in the same run, scored on the same points (after each r
     longer or of a different shape than the training ones (not exchangeable with them:
     anti-conservative). It is a baseline, not a guaranteed interval.
 
-Scores per (size, held-out run) and per size (``bayescpt.curves.evaluate.scores.score``): mean relative
-error of the centre (posterior mean / point fit), bias (mean signed relative error, mean / y - 1),
-90 % coverage, mean relative width (upper - lower) / y, interval score / y (Gneiting & Raftery
-eq. 43; lower is better); per size also the width over the centre's mean absolute relative error
-and the lowest per-run coverage. The issue's bars are checked per size for ``bayes``.
+Scores per (size, held-out run) and per size (``bayescpt.curves.evaluate.scores.score``): mean
+relative error of the centre (posterior mean / point fit), bias (mean signed relative error,
+mean / y - 1), 90 % coverage, mean relative width (upper - lower) / y, interval score / y
+(Gneiting & Raftery eq. 43; lower is better); per size also the width over the centre's mean
+absolute relative error and the lowest per-run coverage. The issue's bars are checked per size
+for ``bayes``.
 
 ``steplaw`` (hyperparameter law, extrapolation in D): on the Step Law grid hold out the largest
 token budget of every model size (5 cells), fit the default hparams model (default sampler
@@ -149,9 +150,9 @@ def summarize(preds: dict, prob: float = PROB) -> tuple[pd.DataFrame, pd.DataFra
 
 def bars(size_table: pd.DataFrame, method: str = "bayes") -> pd.DataFrame:
     """The issue's bars per size for ``method`` (default ``bayes``; True = holds): coverage in
-    [85, 95] %, width <= 5x the posterior mean's mean abs. relative error, mean error <= the point fit's (the
-    bootstrap row's centre), no held-out run below 70 % coverage, interval score below both
-    baselines'."""
+    [85, 95] %, width <= 5x the posterior mean's mean abs. relative error, mean error <= the point
+    fit's (the bootstrap row's centre), no held-out run below 70 % coverage, interval score below
+    both baselines'."""
     t = size_table.set_index(["method", "model_size"])
     out = []
     for size in t.loc[method].index:

@@ -38,9 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data" / "steplaw"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt.hparams.data import cells, load_steplaw
 from bayescpt.hparams.fit import HparamsFit
@@ -53,6 +51,8 @@ from bayescpt.hparams.predict import (
     predict_optimum,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "steplaw"
 PROB = 0.9
 Q = [(1 - PROB) / 2, (1 + PROB) / 2]
 
