@@ -50,16 +50,17 @@ Three methods, computed in the same run, scored on the same points (after each r
     longer or of a different shape than the training ones (not exchangeable with them:
     anti-conservative). It is a baseline, not a guaranteed interval.
 
-Scores per (size, held-out run) and per size (``bayescpt.curves.evaluate.scores.score``): mean relative
-error of the centre (posterior mean / point fit), bias (mean signed relative error, mean / y - 1),
-90 % coverage, mean relative width (upper - lower) / y, interval score / y (Gneiting & Raftery
-eq. 43; lower is better); per size also the width over the centre's mean absolute relative error
-and the lowest per-run coverage. The issue's bars are checked per size for ``bayes``.
+Scores per (size, held-out run) and per size (``bayescpt.curves.evaluate.scores.score``): mean
+relative error of the centre (posterior mean / point fit), bias (mean signed relative error,
+mean / y - 1), 90 % coverage, mean relative width (upper - lower) / y, interval score / y
+(Gneiting & Raftery eq. 43; lower is better); per size also the width over the centre's mean
+absolute relative error and the lowest per-run coverage. The issue's bars are checked per size
+for ``bayes``.
 
 ``steplaw`` (hyperparameter law, extrapolation in D): on the Step Law grid hold out the largest
 token budget of every model size (5 cells), fit the default hparams model (default sampler
 settings) on the other 12 cells once, and for each held-out cell ask whether the 90 %
-``grid_best`` interval (``bayescpt.hparams.predict.grid_best_draws`` on that cell's actual runs)
+``grid_best`` interval (``bayescpt.hparams.grid_best.grid_best_draws`` on that cell's actual runs)
 holds the cell's empirically best LR and batch, and how wide it is in grid steps
 (``hparams_loco.steps``). Bar: both inside in >= 80 % of held-out cells at a median width <= 3
 grid steps. Beside it, a practitioner: OLS on the 12 training cells' best runs, ln LR_opt and
@@ -149,9 +150,9 @@ def summarize(preds: dict, prob: float = PROB) -> tuple[pd.DataFrame, pd.DataFra
 
 def bars(size_table: pd.DataFrame, method: str = "bayes") -> pd.DataFrame:
     """The issue's bars per size for ``method`` (default ``bayes``; True = holds): coverage in
-    [85, 95] %, width <= 5x the posterior mean's mean abs. relative error, mean error <= the point fit's (the
-    bootstrap row's centre), no held-out run below 70 % coverage, interval score below both
-    baselines'."""
+    [85, 95] %, width <= 5x the posterior mean's mean abs. relative error, mean error <= the point
+    fit's (the bootstrap row's centre), no held-out run below 70 % coverage, interval score below
+    both baselines'."""
     t = size_table.set_index(["method", "model_size"])
     out = []
     for size in t.loc[method].index:

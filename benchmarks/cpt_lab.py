@@ -1,4 +1,5 @@
-"""The CPT law on the lab's real CPT curves (data/lab: tiny byte-level LMs, PT on prose, CPT on Python).
+"""The CPT law on the lab's real CPT curves (data/lab: tiny byte-level LMs, PT on prose, CPT on
+Python).
 
 One hierarchical fit (validation set x model size groups; replay extension on; the law's
 ``anchored`` option: the PT power law's loss Lr and slope G at the median transfer area are
@@ -30,8 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt.curves.data.thinning import thin_cpt
 from bayescpt.curves.data.validate import read_curves
@@ -40,6 +40,7 @@ from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.laws.cpt_options import cpt_law_options
 from bayescpt.lab.config import load_config
 
+ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 GRID = ROOT / "bayescpt" / "lab" / "configs" / "grid.toml"
 
@@ -96,7 +97,7 @@ def r2(pred: pd.DataFrame) -> dict:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT / "data" / "lab" / "curves.csv.gz")
     ap.add_argument("--runs", type=Path, default=None, help="runs.csv (default: beside --data)")
     ap.add_argument("--draws", type=int, default=None, help="default: the law's (mode's)")

@@ -70,7 +70,7 @@ def held_out(seed: int) -> dict:
 def recovery(n_sets: int, draws: int, tune: int) -> dict:
     rng = np.random.default_rng(2025)
     truths = []
-    for i in range(n_sets):
+    for _ in range(n_sets):
         t = {}
         for role, th in PAPER_FIG3.items():
             t[role] = {

@@ -3,10 +3,10 @@
 The protocol (``multipower_protocol.py``, LAWS.md section 7) fits ``cosine_24000,
 constant_24000, wsdcon_9`` at 25M/100M/400M and predicts the six other schedules. Here the same
 split is one fold of ``bayescpt cv --by schedule --train cosine_24000,constant_24000,wsdcon_9``
-(fitted through the sweep engine, a LocalCluster), and the protocol's own path (a CompiledFit on the table as read back,
-``predict_frame``, ``score``) runs beside it in this process. Prints both per-size tables and
-their largest difference (0 expected: same draws, same predictions), and the cv command's
-per-schedule table.
+(fitted through the sweep engine, a LocalCluster), and the protocol's own path (a CompiledFit on
+the table as read back, ``predict_frame``, ``score``) runs beside it in this process. Prints both
+per-size tables and their largest difference (0 expected: same draws, same predictions), and the
+cv command's per-schedule table.
 
     python benchmarks/cv_protocol.py [--law annealing|multipower] [--seed 0] [--json out.json]
 """

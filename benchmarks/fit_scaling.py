@@ -1,12 +1,13 @@
 """Cost of a fit against the number of loss points, with the package's thinning on and off.
 
 Simulated per-step logs with known truth: the LR-annealing law at three model sizes x three
-schedules (cosine, WSD, constant; :func:`bayescpt.curves.evaluate.simulate.simulate_hierarchy`), every
-curve observed at N / 9 steps, noise on the log loss AR(1) (lag-1 correlation ``--rho``, marginal
-sd 0.003) as on dense real logs. Per N and mode, one fit in a fresh process (``bayescpt fit``'s
-library path: :func:`bayescpt.curves.data.thinning.thin_long_curves` when thinning is on (mode
-``thin``, the default averaging rule; ``thin-decimate``, the rule before 2026-12-05), then
-:meth:`bayescpt.curves.model.fit.Fit.run` with the law's default sampler settings):
+schedules (cosine, WSD, constant; :func:`bayescpt.curves.evaluate.simulate.simulate_hierarchy`),
+every curve observed at N / 9 steps, noise on the log loss AR(1) (lag-1 correlation ``--rho``,
+marginal sd 0.003) as on dense real logs. Per N and mode, one fit in a fresh process
+(``bayescpt fit``'s library path: :func:`bayescpt.curves.data.thinning.thin_long_curves` when
+thinning is on (mode ``thin``, the default averaging rule; ``thin-decimate``, the rule before
+2026-12-05), then :meth:`bayescpt.curves.model.fit.Fit.run` with the law's default sampler
+settings):
 
 * wall seconds (thinning + compile + sampling), CPU seconds of the fit (all threads), sampling
   seconds, thinning seconds,

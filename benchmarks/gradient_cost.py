@@ -1,4 +1,5 @@
-"""One gradient of a law's log density, as the sampler calls it, vs one numpy evaluation of its mean.
+"""One gradient of a law's log density, as the sampler calls it, vs one numpy evaluation of its
+mean.
 
 Builds the hierarchical model on the multi-power-law protocol's training split (3 schedules x 3
 sizes of data/multipowerlaw.csv) exactly as a default fit does (``CompiledFit``: the law's default
@@ -97,7 +98,7 @@ def profile(model, n_apply: int = 15, calls: int = 300) -> None:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--law", nargs="+", default=["multipower", "annealing"], choices=["multipower", "annealing"]
     )
@@ -126,7 +127,8 @@ def main(argv=None):
         fns = {"gradient": nutpie_gradient(cf.compiled), "numpy": numpy_mean(cf)}
         if a.c_backend:
             dlogp, ip = cf.model.compile_dlogp(), cf.model.initial_point()
-            fns["c_dlogp"] = lambda: dlogp(ip)
+            # bound now: called in this iteration, the binding only makes that explicit
+            fns["c_dlogp"] = lambda dlogp=dlogp, ip=ip: dlogp(ip)
             fns["c_dlogp"]()
         t = interleaved(fns, a.calls, a.repeats)
         ratio = t["gradient"][0] / t["numpy"][0]

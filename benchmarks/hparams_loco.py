@@ -12,7 +12,7 @@
    best (LR, batch) inside the 90 % interval of
 
    a. the predicted optimum (what ``hparams predict`` reports: law + cell scatter), and
-   b. the posterior predictive of the grid's best run (``bayescpt.hparams.predict.grid_best_draws``,
+   b. the posterior predictive of the grid's best run (``bayescpt.hparams.grid_best.grid_best_draws``,
       what ``hparams predict --grid-lrs ... --grid-batches ...`` reports): per draw, the held-out
       cell's bowl (new optimum and curvature drawn from the fit) evaluated at the cell's actual
       (LR, batch) runs, plus the fitted run noise at the optimum, and its argmin. This is the
@@ -38,9 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data" / "steplaw"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt.hparams.data import cells, load_steplaw
 from bayescpt.hparams.fit import HparamsFit
@@ -48,6 +46,8 @@ from bayescpt.hparams.grid_best import grid_best_draws, grid_best_summary, merge
 from bayescpt.hparams.optimum import c_pre_draws, optimum_draws
 from bayescpt.hparams.predict import predict_optimum
 
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "steplaw"
 PROB = 0.9
 Q = [(1 - PROB) / 2, (1 + PROB) / 2]
 

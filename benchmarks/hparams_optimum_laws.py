@@ -28,14 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data" / "steplaw"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt.hparams.data import load_steplaw
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.model import EXPONENTS
 from bayescpt.hparams.optimum import c_pre_draws, optimum_draws
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "steplaw"
 
 PROB = 0.9
 Q = [(1 - PROB) / 2, (1 + PROB) / 2]

@@ -36,14 +36,14 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayescpt.mixture import data as D
 from bayescpt.mixture.cmr_law import fit_cmr_law, fit_cmr_law_draws
 from bayescpt.mixture.decide import CmrCriterion, cmr_paths, cmr_report, cmr_vs_tokens, feasibility
 from bayescpt.mixture.fit import MixtureFit, predict_rows
 
+ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 OUT = ROOT / "benchmarks" / "mixture_eval.json"
 PROB = 0.9
@@ -132,7 +132,7 @@ def part_table2(args):
         from bayescpt.mixture.plots import plot_loss_vs_ratio
 
         fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
-        for ax, (gi, g) in zip(axes, fit.groups.iterrows()):
+        for ax, (_, g) in zip(axes, fit.groups.iterrows()):
             held = test[test["model_size"] == g["model_size"]]
             plot_loss_vs_ratio(
                 fit,
@@ -359,7 +359,7 @@ def part_2mix(args):
             from bayescpt.mixture.plots import plot_loss_vs_ratio
 
             fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
-            for ax, (gi, g) in zip(axes, fit.groups.iterrows()):
+            for ax, (_, g) in zip(axes, fit.groups.iterrows()):
                 held = test[
                     (test["model_size"] == g["model_size"])
                     & (test["val_set"] == g["val_set"])

@@ -9,7 +9,8 @@ Prints per size: mean/worst relative error, R^2 and 90 % coverage for both; wall
 gradient evaluation (PyTensor's C-backend dlogp, and nutpie's compiled logp + gradient, what the
 sampler calls) vs one numpy evaluation of the same law on the same points, interleaved.
 
-    python benchmarks/multipower_protocol.py --law annealing [--boot 100] [--json out.json] [--warm-only]
+    python benchmarks/multipower_protocol.py --law annealing [--boot 100] [--json out.json]
+        [--warm-only]
     python benchmarks/multipower_protocol.py --law multipower --law-options '{"progress": true}' ...
 """
 

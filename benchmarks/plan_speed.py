@@ -1,8 +1,8 @@
 """Planning speed: thousands of CPT plans x thousands of draws over tens of thousands of steps.
 
-The reference CPT fit ``models/cpt_simulated.nc`` (or ``--fit FIT.nc`` with ``--pt PT.csv
---pt-run RUN``), a decision grid of ``--plans`` plans (transfer x shape x peak LR x length x decay fraction; CPT lengths
-up to 40000 steps on a 10000-step PT), every posterior draw. Reported, in one run:
+The reference CPT fit ``models/cpt_simulated.nc`` (or ``--fit FIT.nc`` with ``--pt PT.csv --pt-run
+RUN``), a decision grid of ``--plans`` plans (transfer x shape x peak LR x length x decay fraction;
+CPT lengths up to 40000 steps on a 10000-step PT), every posterior draw. Reported, in one run:
 
 * the design (S1/S2 areas of every plan's full schedule, O(T) each) time;
 * the evaluation of the same design arrays with ``bayescpt.cpt.plan.evaluate.evaluate``

@@ -1,10 +1,10 @@
 """Forecasts of runs in progress: condition on the first part of a held-out run, predict the rest.
 
-Issue 19's check of :func:`bayescpt.curves.forecast.prefix.forecast_with_prefix` (importance weights over
-the fit's posterior draws x fresh schedule deviations, default settings: the discrepancy model
+Issue 19's check of :func:`bayescpt.curves.forecast.prefix.forecast_with_prefix` (importance weights
+over the fit's posterior draws x fresh schedule deviations, default settings: the discrepancy model
 stored with each fit, learned from its training residuals; ``--discrepancy iid`` for the fit's iid
-noise model instead) on runs the fits have not seen, with the reference fits shipped in
-``models/`` (no sampling here):
+noise model instead) on runs the fits have not seen, with the reference fits shipped in ``models/``
+(no sampling here):
 
 * ``multipowerlaw``: the LR-annealing and multi-power fits of the authors' training split
   (``models/annealing_multipowerlaw.nc``, ``models/multipower_multipowerlaw.nc``), the six
@@ -28,9 +28,9 @@ printed too.
 
 And what ``bayescpt watch`` would have said of these runs, which all went as trained models go
 (no fault): each run's evaluations arrive in ten batches (by step), each checked against the 99 %
-band of the forecast made before it (:class:`bayescpt.curves.forecast.watch.Watch`); the share outside is
-the share of points a calibrated band leaves outside (1 %), and the alerts (two in a row outside
-on one side, the watch's default) are false alerts.
+band of the forecast made before it (:class:`bayescpt.curves.forecast.watch.Watch`); the share
+outside is the share of points a calibrated band leaves outside (1 %), and the alerts (two in a
+row outside on one side, the watch's default) are false alerts.
 
     python benchmarks/prefix_forecast.py [--sets multipowerlaw,olmo,lab_pt]
         [--watch-laws annealing] [--lab-laws annealing,multipower] [--json out.json]
@@ -254,7 +254,7 @@ def false_alerts(
 ) -> pd.DataFrame:
     """Every held-out run fed to a :class:`Watch` in ``batches`` batches of its evaluations."""
     out = []
-    for run, g in test.groupby("run", sort=False):
+    for _, g in test.groupby("run", sort=False):
         watch = Watch(fit, g, band_prob=0.99, seed=seed, discrepancy=discrepancy)
         ev = g[g["loss"].notna()].sort_values("step")
         edges = np.linspace(0, ev["step"].max(), batches + 1)

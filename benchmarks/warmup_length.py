@@ -1,4 +1,5 @@
-"""Warm NUTS time against warmup length and mass matrix on the multipowerlaw protocol's training split.
+"""Warm NUTS time against warmup length and mass matrix on the multipowerlaw protocol's training
+split.
 
 Each row: one fit of ``law`` with ``CompiledFit`` (the model compiled once and one untimed fit at
 seed 99 first), at each tuning length and seed; wall time, max R-hat, min bulk ESS, divergences

@@ -101,7 +101,8 @@ def test_import_contract_holds():
         (
             "core/tables.py",
             "import bayescpt.cli.main",
-            "Layers: cli > report > datasets | lab | parallel > cpt > curves | hparams | mixture > core",
+            "Layers: cli > report > datasets | lab | parallel > cpt > curves | hparams | mixture "
+            "> core",
             "bayescpt.core.tables -> bayescpt.cli.main",
         ),
         (

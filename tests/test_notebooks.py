@@ -1,4 +1,5 @@
-"""Every notebook in notebooks/ (jupytext percent format) executes from a clean kernel, fast mode."""
+"""Every notebook in notebooks/ (jupytext percent format) executes from a clean kernel, fast
+mode."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The ``plan`` command: a risk-aware CPT plan from a cpt fit (:func:`bayescpt.cpt.run.run_plan`)."""
+"""The ``plan`` command: a risk-aware CPT plan from a cpt fit
+(:func:`bayescpt.cpt.run.run_plan`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from bayescpt.cli.argtypes import (
 )
 from bayescpt.cli.fitting import load_fit_checked
 from bayescpt.cli.messages import say
+from bayescpt.cli.options import add_options
 from bayescpt.cli.outputs import close_figure, figure_writer, prepare_outputs, write_files
 from bayescpt.cli.report import report_args
 from bayescpt.cpt.plan.files import pt_schedule_from_table, write_plans
@@ -30,6 +32,163 @@ from bayescpt.curves.model.fit import Fit
 from bayescpt.hparams.fit import HparamsFit
 from bayescpt.mixture.fit import MixtureFit
 
+#: the plan question: the fit, the PT schedule, the risk and the grid of plans
+PLAN_OPTIONS = (
+    ("fit", dict(type=Path, metavar="FIT.nc")),
+    (
+        "--pt",
+        dict(
+            required=True,
+            type=Path,
+            metavar="PT.csv",
+            help="the PT schedule (a table with run, step, lr [, phase]; e.g. the fit's "
+            "data); CPT starts from its checkpoints at --transfers",
+        ),
+    ),
+    ("--pt-run", dict(help="the run of --pt whose PT rows to use (when it has several)")),
+    (
+        "--tolerance",
+        dict(
+            required=True,
+            type=nonneg_float,
+            metavar="EPS",
+            help="allowed rise of the final general loss over its value at the checkpoint (nats)",
+        ),
+    ),
+    (
+        "--risk",
+        dict(
+            type=probability,
+            default=0.1,
+            metavar="DELTA",
+            help="allowed probability of exceeding the tolerance (default 0.1)",
+        ),
+    ),
+    (
+        "--transfers",
+        dict(
+            type=int_list,
+            help="PT steps of the checkpoints to start "
+            "from (comma-separated; default: the end of the PT schedule)",
+        ),
+    ),
+    (
+        "--shapes",
+        dict(
+            type=str_list,
+            default=["cosine", "linear", "constant"],
+            help="CPT schedule shapes: cosine, linear (WSD), 1-sqrt, exponential, constant",
+        ),
+    ),
+    (
+        "--peak-lrs",
+        dict(
+            type=float_list,
+            help="CPT peak learning rates, raw (e.g. 1e-4,2e-4,4e-4); with --hparams "
+            "the default is the predicted optimal LR's lower end, median and upper "
+            "end",
+        ),
+    ),
+    ("--steps", dict(type=int_list, required=True, help="CPT lengths in steps")),
+    (
+        "--decay-fracs",
+        dict(type=float_list, default=[0.2], help="WSD decay share of the CPT steps (default 0.2)"),
+    ),
+    (
+        "--replay-ratios",
+        dict(
+            type=float_list,
+            default=[0.0],
+            help="shares of PT data in the CPT mixture (needs a fit with --replay)",
+        ),
+    ),
+    ("--warmup", dict(type=nonneg_int, default=100, help="re-warmup steps (default 100)")),
+    (
+        "--final-frac",
+        dict(type=share, default=0.0, help="final LR as a share of the peak (default 0)"),
+    ),
+    (
+        "--objective",
+        dict(
+            default="chance",
+            choices=["chance", "quantile", "weighted"],
+            help="chance: min expected domain loss s.t. the risk constraint (default); "
+            "quantile: min --quantile of the domain loss s.t. the constraint; weighted: "
+            "min w_general * rise + w_domain * domain loss (no constraint)",
+        ),
+    ),
+    ("--quantile", dict(type=probability, default=0.9)),
+    ("--w-general", dict(type=nonneg_float, default=1.0)),
+    ("--w-domain", dict(type=nonneg_float, default=1.0)),
+    ("--general", dict(help="the general validation set (when the fit has several)")),
+    ("--domain", dict(help="the domain validation set (when the fit has several)")),
+    ("--model-size", dict(type=positive_float, help="model size (when the fit has several)")),
+    (
+        "--points",
+        dict(
+            type=positive_int,
+            default=48,
+            help="CPT steps evaluated per plan (turning-point resolution; default 48)",
+        ),
+    ),
+    ("--prob", dict(type=probability, default=0.9, help="interval probability (default 0.9)")),
+    ("--backend", dict(default="auto", choices=["auto", "numpy", "jax"])),
+    ("--seed", dict(type=seed_int, default=0)),
+)
+PLAN_OTHER_FITS_TITLE = (
+    "other fits (optional): the optimal LR of an hparams fit and the feasibility of the "
+    "mixture by a mixture fit, for the same model family"
+)
+#: the optional hparams and mixture fits the plans are checked against
+PLAN_OTHER_FITS = (
+    (
+        "--hparams",
+        dict(
+            type=Path,
+            metavar="HP.nc",
+            help="an hparams fit: each plan's peak LR against the checkpoint's optimal LR",
+        ),
+    ),
+    ("--n-params", dict(type=positive_float, help="with --hparams: the model's parameters")),
+    (
+        "--init-loss",
+        dict(
+            type=positive_float,
+            help="with --hparams: the checkpoint's validation loss on the CPT data",
+        ),
+    ),
+    ("--cpt-tokens", dict(type=positive_float, help="with --hparams: CPT tokens of the plans")),
+    (
+        "--mixture",
+        dict(
+            type=Path,
+            metavar="MIX.nc",
+            help="a mixture fit: a plan is feasible only if its mixture (domain share "
+            "1 - replay ratio) is, with probability >= 1 - DELTA",
+        ),
+    ),
+    (
+        "--mixture-tokens",
+        dict(
+            type=positive_float,
+            help="with --mixture: the CPT budget in the mixture fit's token unit",
+        ),
+    ),
+    (
+        "--mixture-model-size",
+        dict(
+            type=positive_float,
+            help="with --mixture: the model size, when the mixture fit has several",
+        ),
+    ),
+)
+#: the files the plan command writes
+PLAN_OUTPUTS = (
+    ("--out", dict(required=True, type=Path, metavar="PLANS.csv")),
+    ("--plot", dict(type=Path, metavar="PLANS.png", help="also draw the plans")),
+    ("--force", dict(action="store_true", help="replace existing --out/--plot files")),
+)
+
 
 def add_plan(sub) -> None:
     pl = sub.add_parser(
@@ -40,132 +199,9 @@ def add_plan(sub) -> None:
         "rise and turning point; pick the plan with the lowest expected domain loss "
         "among those with P(general rise <= TOLERANCE) >= 1 - RISK.",
     )
-    pl.add_argument("fit", type=Path, metavar="FIT.nc")
-    pl.add_argument(
-        "--pt",
-        required=True,
-        type=Path,
-        metavar="PT.csv",
-        help="the PT schedule (a table with run, step, lr [, phase]; e.g. the fit's "
-        "data); CPT starts from its checkpoints at --transfers",
-    )
-    pl.add_argument("--pt-run", help="the run of --pt whose PT rows to use (when it has several)")
-    pl.add_argument(
-        "--tolerance",
-        required=True,
-        type=nonneg_float,
-        metavar="EPS",
-        help="allowed rise of the final general loss over its value at the checkpoint (nats)",
-    )
-    pl.add_argument(
-        "--risk",
-        type=probability,
-        default=0.1,
-        metavar="DELTA",
-        help="allowed probability of exceeding the tolerance (default 0.1)",
-    )
-    pl.add_argument(
-        "--transfers",
-        type=int_list,
-        help="PT steps of the checkpoints to start "
-        "from (comma-separated; default: the end of the PT schedule)",
-    )
-    pl.add_argument(
-        "--shapes",
-        type=str_list,
-        default=["cosine", "linear", "constant"],
-        help="CPT schedule shapes: cosine, linear (WSD), 1-sqrt, exponential, constant",
-    )
-    pl.add_argument(
-        "--peak-lrs",
-        type=float_list,
-        help="CPT peak learning rates, raw (e.g. 1e-4,2e-4,4e-4); with --hparams "
-        "the default is the predicted optimal LR's lower end, median and upper "
-        "end",
-    )
-    pl.add_argument("--steps", type=int_list, required=True, help="CPT lengths in steps")
-    pl.add_argument(
-        "--decay-fracs",
-        type=float_list,
-        default=[0.2],
-        help="WSD decay share of the CPT steps (default 0.2)",
-    )
-    pl.add_argument(
-        "--replay-ratios",
-        type=float_list,
-        default=[0.0],
-        help="shares of PT data in the CPT mixture (needs a fit with --replay)",
-    )
-    pl.add_argument("--warmup", type=nonneg_int, default=100, help="re-warmup steps (default 100)")
-    pl.add_argument(
-        "--final-frac", type=share, default=0.0, help="final LR as a share of the peak (default 0)"
-    )
-    pl.add_argument(
-        "--objective",
-        default="chance",
-        choices=["chance", "quantile", "weighted"],
-        help="chance: min expected domain loss s.t. the risk constraint (default); "
-        "quantile: min --quantile of the domain loss s.t. the constraint; weighted: "
-        "min w_general * rise + w_domain * domain loss (no constraint)",
-    )
-    pl.add_argument("--quantile", type=probability, default=0.9)
-    pl.add_argument("--w-general", type=nonneg_float, default=1.0)
-    pl.add_argument("--w-domain", type=nonneg_float, default=1.0)
-    pl.add_argument("--general", help="the general validation set (when the fit has several)")
-    pl.add_argument("--domain", help="the domain validation set (when the fit has several)")
-    pl.add_argument(
-        "--model-size", type=positive_float, help="model size (when the fit has several)"
-    )
-    pl.add_argument(
-        "--points",
-        type=positive_int,
-        default=48,
-        help="CPT steps evaluated per plan (turning-point resolution; default 48)",
-    )
-    pl.add_argument(
-        "--prob", type=probability, default=0.9, help="interval probability (default 0.9)"
-    )
-    pl.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
-    pl.add_argument("--seed", type=seed_int, default=0)
-    h = pl.add_argument_group(
-        "other fits (optional): the optimal LR of an hparams fit and the feasibility of the "
-        "mixture by a mixture fit, for the same model family"
-    )
-    h.add_argument(
-        "--hparams",
-        type=Path,
-        metavar="HP.nc",
-        help="an hparams fit: each plan's peak LR against the checkpoint's optimal LR",
-    )
-    h.add_argument("--n-params", type=positive_float, help="with --hparams: the model's parameters")
-    h.add_argument(
-        "--init-loss",
-        type=positive_float,
-        help="with --hparams: the checkpoint's validation loss on the CPT data",
-    )
-    h.add_argument(
-        "--cpt-tokens", type=positive_float, help="with --hparams: CPT tokens of the plans"
-    )
-    h.add_argument(
-        "--mixture",
-        type=Path,
-        metavar="MIX.nc",
-        help="a mixture fit: a plan is feasible only if its mixture (domain share "
-        "1 - replay ratio) is, with probability >= 1 - DELTA",
-    )
-    h.add_argument(
-        "--mixture-tokens",
-        type=positive_float,
-        help="with --mixture: the CPT budget in the mixture fit's token unit",
-    )
-    h.add_argument(
-        "--mixture-model-size",
-        type=positive_float,
-        help="with --mixture: the model size, when the mixture fit has several",
-    )
-    pl.add_argument("--out", required=True, type=Path, metavar="PLANS.csv")
-    pl.add_argument("--plot", type=Path, metavar="PLANS.png", help="also draw the plans")
-    pl.add_argument("--force", action="store_true", help="replace existing --out/--plot files")
+    add_options(pl, PLAN_OPTIONS)
+    add_options(pl.add_argument_group(PLAN_OTHER_FITS_TITLE), PLAN_OTHER_FITS)
+    add_options(pl, PLAN_OUTPUTS)
     report_args(pl, mlflow=True)
 
 
@@ -215,10 +251,9 @@ def cmd_plan(a) -> int:
     )
     if res.lr_opt is not None:
         lr = res.lr_opt
-        fmt = lambda v: "open" if v is None else f"{v:.3g}"
         print(
-            f"optimal peak LR for this checkpoint ({a.hparams.name}): {fmt(lr['median'])} "
-            f"[{fmt(lr['lower'])}, {fmt(lr['upper'])}]"
+            f"optimal peak LR for this checkpoint ({a.hparams.name}): {_bound(lr['median'])} "
+            f"[{_bound(lr['lower'])}, {_bound(lr['upper'])}]"
         )
         for w in res.warnings:
             say(f"warning: {w}")
@@ -244,6 +279,11 @@ def cmd_plan(a) -> int:
     if a.plot is not None:
         say(f"wrote {a.plot}")
     return 0
+
+
+def _bound(v) -> str:
+    """An end of the optimal LR's interval; None where it is open."""
+    return "open" if v is None else f"{v:.3g}"
 
 
 COMMANDS = {"plan": cmd_plan}

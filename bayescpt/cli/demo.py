@@ -97,6 +97,23 @@ def run_demo(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     other = "multipower" if law == "annealing" else "annealing"
+    targets = _targets(out, law, other, force)
+    df = bundled_multipowerlaw()
+    train, test = split(df)
+    fit = _fit(train, law, sampler, seed, log, progress)
+    fit.save(targets["fit"], overwrite=force)
+    diag = _diagnose(fit, law, targets["diagnostics_png"], force, log)
+    pred, table = _predict(fit, test, law, seed, targets, force, log)
+    result = {"fit": fit, "predictions": pred, "score": table, "diagnostics": diag}
+    result["loo"] = _compare(fit, law, other, targets["compare_png"], force, log)
+    result["plans"] = _plan(targets["plans"], targets["plans_png"], seed, force, log)
+    log("wrote " + ", ".join(str(t) for t in targets.values() if t.exists()))
+    return result
+
+
+def _targets(out: Path, law: str, other: str, force: bool) -> dict:
+    """The demo's output files in ``out`` by kind; FileExistsError where one exists and not
+    ``force``."""
     names = {
         "fit": f"{law}_fit.nc",
         "predictions": f"{law}_predictions.csv",
@@ -110,23 +127,29 @@ def run_demo(
     for t in targets.values():
         if t.exists() and not force:
             raise FileExistsError(f"{t} exists; pass --force to replace the demo outputs")
-    df = bundled_multipowerlaw()
-    train, test = split(df)
+    return targets
+
+
+def _fit(train, law: str, sampler: str, seed: int, log, progress: bool):
+    """Step 1: the law fitted to the training curves, with the sampler's progress bar or a
+    line now and then."""
     log(
         f"[1/5] fitting the {law} law on {train['run'].nunique()} training curves "
         f"({', '.join(TRAIN_SCHEDULES)} x 3 sizes) with NUTS ..."
     )
     if progress:
-        fit = Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False, progress=True)
-    else:
-        with stage(
-            "      fitting (compiling the model, then sampling)",
-            after=PROGRESS_AFTER,
-            every=PROGRESS_EVERY,
-            out=log,
-        ):
-            fit = Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False)
-    fit.save(targets["fit"], overwrite=force)
+        return Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False, progress=True)
+    with stage(
+        "      fitting (compiling the model, then sampling)",
+        after=PROGRESS_AFTER,
+        every=PROGRESS_EVERY,
+        out=log,
+    ):
+        return Fit.run(train, law=law, sampler=sampler, seed=seed, warn=False)
+
+
+def _diagnose(fit, law: str, path: Path, force: bool, log):
+    """Step 2: the fit's diagnostics, said and drawn into ``path``."""
     diag = fit.diagnostics()
     log(
         f"[2/5] diagnostics: max R-hat {diag.max_rhat:.4f}, min bulk ESS {diag.min_ess_bulk:.0f}, "
@@ -138,11 +161,17 @@ def run_demo(
         plot_diagnostics(
             fit.idata, diag, title=f"{law} law on the multipowerlaw runs: sampler diagnostics"
         ),
-        targets["diagnostics_png"],
+        path,
         force,
     )
     if fit.schedule_level is not None:
         log(f"      {fit.schedule_level.text()}")
+    return diag
+
+
+def _predict(fit, test, law: str, seed: int, targets: dict, force: bool, log):
+    """Step 3: the unseen schedules predicted, scored, written and drawn; the predictions and
+    their score."""
     log(f"[3/5] predicting {test['run'].nunique()} unseen schedules with 90 % intervals ...")
     with warnings.catch_warnings():  # summarised in one line below
         warnings.simplefilter("ignore", ExtrapolationWarning)
@@ -168,11 +197,7 @@ def run_demo(
         targets["predictions_png"],
         force,
     )
-    result = {"fit": fit, "predictions": pred, "score": table, "diagnostics": diag}
-    result["loo"] = _compare(fit, law, other, targets["compare_png"], force, log)
-    result["plans"] = _plan(targets["plans"], targets["plans_png"], seed, force, log)
-    log("wrote " + ", ".join(str(t) for t in targets.values() if t.exists()))
-    return result
+    return pred, table
 
 
 def _compare(fit, law: str, other: str, path: Path, force: bool, log):
@@ -218,8 +243,8 @@ def _plan(csv: Path, png: Path, seed: int, force: bool, log):
     c = res.chosen
     if c is not None:
         log(
-            f"      chosen: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps from"
-            f" PT step {int(c['transfer'])}: domain loss {c['domain_mean']:.4f} "
+            f"      chosen: {c['shape']} CPT, peak LR {c['peak_lr']:g}, {int(c['steps'])} steps "
+            f"from PT step {int(c['transfer'])}: domain loss {c['domain_mean']:.4f} "
             f"[{c['domain_lower']:.4f}, {c['domain_upper']:.4f}], P(general rise <= "
             f"{PLAN['tolerance']:g}) = {c['p_within_tolerance']:.3f}"
         )

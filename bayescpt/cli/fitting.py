@@ -93,11 +93,11 @@ def failed_fit_line(fit, path) -> str | None:
     diag = fit.diagnostics(prior_check=False)  # prior conflicts only word the verdict
     if diag.ok:
         return None
-    num = lambda v, fmt: "n/a" if not math.isfinite(v) else format(v, fmt)
     div = diag.divergences
+    rhat, ess = _finite_text(diag.max_rhat, ".3f"), _finite_text(diag.min_ess_bulk, ".0f")
     return (
-        f"{path} failed its diagnostics when it was fitted (R-hat {num(diag.max_rhat, '.3f')}"
-        f", bulk ESS {num(diag.min_ess_bulk, '.0f')}, {div} divergence"
+        f"{path} failed its diagnostics when it was fitted (R-hat {rhat}"
+        f", bulk ESS {ess}, {div} divergence"
         f"{'' if div == 1 else 's'}): its predictions may be wrong; see `bayescpt diagnose "
         f"{path}`"
     )
@@ -126,3 +126,8 @@ def verdict(diag, strict: bool) -> int:
         say("bayescpt: diagnostics failed (--strict)")
         return EXIT_STRICT
     return 0
+
+
+def _finite_text(v, fmt: str) -> str:
+    """``v`` formatted by ``fmt``; ``n/a`` where it is not finite."""
+    return "n/a" if not math.isfinite(v) else format(v, fmt)

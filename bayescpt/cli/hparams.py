@@ -38,6 +38,7 @@ def _number_list(text: str) -> list[float]:
 
 
 def add_commands(sub, sampler_args) -> dict:
+    """Add the ``hparams`` command group; returns {command name: handler}."""
     hsub = command_group(
         sub,
         "hparams",
@@ -49,7 +50,14 @@ def add_commands(sub, sampler_args) -> dict:
         "size with credible intervals for a new run or a continual pre-training "
         "run.",
     )
+    _add_fit(hsub, sampler_args)
+    _add_predict(hsub)
+    _add_plot(hsub)
+    return {"hparams": run}
 
+
+def _add_fit(hsub, sampler_args) -> None:
+    """``hparams fit``: a grid CSV to a fit file, with the sampler options."""
     f = fit_command(
         hsub,
         "GRID.csv",
@@ -70,6 +78,9 @@ def add_commands(sub, sampler_args) -> dict:
     f.add_argument("--plot", type=Path, metavar="PNG", help="also write the fit's plot here")
     sampler_args(f)
 
+
+def _add_predict(hsub) -> None:
+    """``hparams predict``: the optimal LR and batch size for a run, and a planned grid's best."""
     p = hsub.add_parser(
         "predict",
         help="optimal LR and batch size with intervals",
@@ -135,6 +146,9 @@ def add_commands(sub, sampler_args) -> dict:
         "grid's best run) as ArviZ InferenceData, group predictions",
     )
 
+
+def _add_plot(hsub) -> None:
+    """``hparams plot``: a fit drawn over the grid it was made on."""
     q = hsub.add_parser(
         "plot",
         help="plot a fit: a cell's loss surface, optima per cell with "
@@ -144,7 +158,6 @@ def add_commands(sub, sampler_args) -> dict:
     q.add_argument("data", type=Path, metavar="GRID.csv", help="the grid the fit was made on")
     q.add_argument("--out", required=True, type=Path, metavar="PNG")
     q.add_argument("--force", action="store_true", help="replace an existing --out file")
-    return {"hparams": run}
 
 
 def run(a) -> int:

@@ -1,9 +1,9 @@
 """Command line: a thin layer over the library (parse, call, print, exit codes).
 
-The commands live in command-group modules (``cli.curves``: fit, predict, compare, diagnose,
-config; ``cli.cpt``: plan; ``cli.demo``; the plugins ``cli.lab``, ``cli.mixture``,
-``cli.hparams``, ``cli.logs``, ``cli.sweep``, ``cli.watch``, ``cli.priors``); this module
-assembles the parser and dispatches.
+The commands live in command-group modules (``cli.curves``: fit, compare, diagnose, config;
+``cli.predict``: predict; ``cli.cpt``: plan; ``cli.demo``; the plugins ``cli.lab``,
+``cli.mixture``, ``cli.hparams``, ``cli.logs``, ``cli.sweep``, ``cli.watch``, ``cli.priors``);
+this module assembles the parser and dispatches.
 
 Exit codes: 0 success, 1 diagnostics failed under --strict, 2 bad input or usage, 3 internal
 error (a bug: one line asking for a report; the traceback with ``BAYESCPT_DEBUG=1``), 4 an
@@ -30,6 +30,7 @@ from bayescpt.cli import (
     lab,
     logs,
     mixture,
+    predict,
     priors,
     report,
     sweep,
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=_version())
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     curves.add_fit(sub)
-    curves.add_predict(sub)
+    predict.add_predict(sub)
     cpt.add_plan(sub)
     curves.add_compare(sub)
     curves.add_diagnose(sub)
@@ -82,7 +83,7 @@ def _version() -> str:
     return f"bayescpt {__version__}"
 
 
-COMMANDS = {**curves.COMMANDS, **cpt.COMMANDS, "demo": demo.cmd_demo}
+COMMANDS = {**curves.COMMANDS, **predict.COMMANDS, **cpt.COMMANDS, "demo": demo.cmd_demo}
 
 
 def main(argv=None) -> int:

@@ -28,7 +28,19 @@ def add_commands(sub, sampler_args) -> dict:
         description="Laws of loss vs mixture ratio and CPT tokens (Gu et al. "
         "2024, Ye et al. 2024) and the critical mixture ratio with its risk.",
     )
+    _add_fit(msub, sampler_args)
+    msub.add_parser(
+        "config",
+        help="print the default mixture-law config (priors, structure)"
+        " as JSON, to edit and pass to fit --config",
+        description="The defaults of bayescpt.mixture.model.default_config().",
+    )
+    _add_cmr(msub)
+    return {"mixture": _dispatch}
 
+
+def _add_fit(msub, sampler_args) -> None:
+    """``mixture fit``: a mixture CSV to a fit file, with the sampler options worded for it."""
     f = fit_command(
         msub,
         "DATA.csv",
@@ -59,13 +71,9 @@ def add_commands(sub, sampler_args) -> dict:
         if "--config" in act.option_strings:
             act.help = "JSON file overriding priors/structure (see `bayescpt mixture config`)"
 
-    msub.add_parser(
-        "config",
-        help="print the default mixture-law config (priors, structure)"
-        " as JSON, to edit and pass to fit --config",
-        description="The defaults of bayescpt.mixture.model.default_config().",
-    )
 
+def _add_cmr(msub) -> None:
+    """``mixture cmr``: the critical mixture ratio and its risk from a fit."""
     c = msub.add_parser(
         "cmr",
         help="the critical mixture ratio with intervals from a fit",
@@ -119,7 +127,6 @@ def add_commands(sub, sampler_args) -> dict:
         draws_help="also write the draws (CMR per model size; general/domain loss and "
         "feasibility per ratio) as ArviZ InferenceData, group predictions",
     )
-    return {"mixture": _dispatch}
 
 
 def _dispatch(a) -> int:

@@ -1,6 +1,6 @@
 """Options and parsers several commands share: the sampler options of the fit commands, every
-law's options (from the law registry), a command group with its sub-commands, and the JSON
-config file a ``--config`` option names."""
+law's options (from the law registry), a command group with its sub-commands, options declared
+as a table, and the JSON config file a ``--config`` option names."""
 
 from __future__ import annotations
 
@@ -10,6 +10,15 @@ from pathlib import Path
 
 from bayescpt.cli.argtypes import nonneg_int, positive_int, seed_int
 from bayescpt.curves.model.laws import option_groups
+
+
+def add_options(parser, table) -> None:
+    """Add the options of ``table`` to ``parser`` (a parser or an argument group), in order:
+    each entry ``(flags, keywords)``, flags a name or a tuple of names, as ``add_argument``
+    takes them."""
+    for flags, keywords in table:
+        names = (flags,) if isinstance(flags, str) else flags
+        parser.add_argument(*names, **keywords)
 
 
 def command_group(sub, name: str, dest: str, metavar: str = "SUBCOMMAND", **text):

@@ -1,12 +1,14 @@
-"""``bayescpt watch FIT.nc --log SRC --from FORMAT --schedule SCHED.csv``: follow a run in progress.
+"""``bayescpt watch FIT.nc --log SRC --from FORMAT --schedule SCHED.csv``: follow a run in
+progress.
 
 Polls the growing log (a TensorBoard directory, a Trainer/Lightning/W&B/EvalLogger file) every
 ``--every`` seconds; for each new evaluation prints the observed loss beside the band of the
 forecast made before it was seen, then the updated forecast of the final loss
-(:class:`bayescpt.curves.forecast.watch.Watch`). A loss outside the ``--band`` interval (default 99 %)
-is flagged; ``--confirm`` (default 2) of them in a row on one side are an alert: one line on
-stderr, one row appended to ``--alerts`` (a CSV, written outside the log's folder, flushed row
-by row), and with ``--exit-on-alert`` exit code 4. The watch ends when every planned curve has
+(:class:`bayescpt.curves.forecast.watch.Watch`). A loss outside the ``--band`` interval
+(default 99 %) is flagged; ``--confirm`` (default 2) of them in a row on one side are an alert:
+one line on stderr, one row appended to ``--alerts`` (a CSV, written outside the log's folder,
+flushed row by row; :mod:`bayescpt.cli.watch_alerts`), and with ``--exit-on-alert`` exit
+code 4. The watch ends when every planned curve has
 reached its last planned step (exit 0), after ``--timeout`` seconds without a new evaluation
 (exit 0 if any was seen), or on Ctrl-C (130). The log is only read.
 
@@ -19,7 +21,6 @@ every batch (:func:`bayescpt.cpt.live.plan_risk`) and alert when 1 - P exceeds D
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 import warnings
 from pathlib import Path
@@ -36,10 +37,10 @@ from bayescpt.cli.argtypes import (
 )
 from bayescpt.cli.fitting import load_fit_checked
 from bayescpt.cli.messages import say
-from bayescpt.core.outputs import check_not_input, check_output
+from bayescpt.cli.options import add_options
+from bayescpt.cli.watch_alerts import check_alerts, report_risk, report_update
 from bayescpt.core.schedules import Schedule
 from bayescpt.core.tables import DataError
-from bayescpt.cpt.live import plan_risk
 from bayescpt.curves.data.table import DEFAULT_VAL_SET, schedules_of
 from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.forecast.watch import Watch
@@ -50,26 +51,135 @@ from bayescpt.datasets.logs import (
     RunLabels,
     find_runs,
     import_logs,
-    log_files,
 )
 
 EXIT_ALERT = 4
-#: an alerts.csv row: kind "band" (a loss outside the band: loss, its forecast mean, lower,
-#: upper, band) or "risk" (the plan's risk exceeded: the rise's mean, lower, upper, p_within, risk)
-ALERT_COLUMNS = [
-    "time",
-    "kind",
-    "run",
-    "val_set",
-    "step",
-    "loss",
-    "mean",
-    "lower",
-    "upper",
-    "band",
-    "p_within",
-    "risk",
-]
+#: the watch command's options after FIT.nc: the log, the plan, the checks, the polling
+WATCH_OPTIONS = (
+    (
+        "--log",
+        dict(
+            required=True,
+            metavar="SRC",
+            help="the run's log: a TensorBoard directory or a log file (only read)",
+        ),
+    ),
+    ("--from", dict(dest="fmt", required=True, choices=FORMATS, help="the log's format")),
+    (
+        "--schedule",
+        dict(
+            required=True,
+            type=Path,
+            metavar="SCHED.csv",
+            help="the run's planned schedule to its last step (run, step, lr [, val_set, "
+            "model_size]); its LR is used at the logged steps",
+        ),
+    ),
+    ("--run", dict(help="the schedule's run the log belongs to (default: its only run)")),
+    (
+        "--log-run",
+        dict(
+            metavar="NAME",
+            help="the log's run to follow when --log holds several (a folder of runs; "
+            "default: its only run, or the one named as --run)",
+        ),
+    ),
+    (
+        "--loss-tag",
+        dict(
+            action="append",
+            metavar="TAG",
+            help="the loss tag/column (default: the tool's usual name); repeat it with "
+            "--val-set for several validation sets (a CPT run's general and domain)",
+        ),
+    ),
+    (
+        "--val-set",
+        dict(
+            action="append",
+            metavar="NAME",
+            help=f"validation set of each --loss-tag, in order (default {DEFAULT_VAL_SET})",
+        ),
+    ),
+    (
+        "--tolerance",
+        dict(
+            type=positive_float,
+            metavar="EPS",
+            help="cpt fits: the plan's tolerance on the final general-loss rise (nats); "
+            "with --risk, the risk of exceeding it is updated and alerted on",
+        ),
+    ),
+    (
+        "--risk",
+        dict(
+            type=probability,
+            metavar="DELTA",
+            help="cpt fits: the plan's accepted risk; alert when P(rise > EPS) exceeds it",
+        ),
+    ),
+    (
+        "--prob",
+        dict(
+            type=probability,
+            default=0.9,
+            help="interval of the final-loss forecast (default 0.9)",
+        ),
+    ),
+    (
+        "--band",
+        dict(
+            type=probability,
+            default=0.99,
+            help="an evaluation outside this predictive interval is an alert (default 0.99)",
+        ),
+    ),
+    (
+        "--confirm",
+        dict(
+            type=positive_int,
+            default=2,
+            metavar="K",
+            help="alert when K evaluations in a row lie outside the band on one side "
+            "(default 2: a calibrated band leaves 1 %% of points outside by chance)",
+        ),
+    ),
+    (
+        "--every",
+        dict(
+            type=nonneg_float,
+            default=30.0,
+            metavar="SECONDS",
+            help="seconds between polls of the log (default 30)",
+        ),
+    ),
+    (
+        "--timeout",
+        dict(
+            type=positive_float,
+            default=None,
+            metavar="SECONDS",
+            help="stop after this long without a new evaluation (default: never)",
+        ),
+    ),
+    (
+        "--alerts",
+        dict(
+            type=Path,
+            default=Path("alerts.csv"),
+            metavar="ALERTS.csv",
+            help="alerts are appended here (default ./alerts.csv; never inside the log)",
+        ),
+    ),
+    (
+        "--exit-on-alert",
+        dict(
+            action="store_true",
+            help=f"stop at the first alert with exit code {EXIT_ALERT}",
+        ),
+    ),
+    ("--seed", dict(type=seed_int, default=0)),
+)
 
 
 def add_commands(sub, sampler_args=None) -> dict:
@@ -82,110 +192,8 @@ def add_commands(sub, sampler_args=None) -> dict:
         "the band, the updated forecast of the final loss.",
     )
     p.add_argument("fit", type=Path, metavar="FIT.nc")
-    p.add_argument(
-        "--log",
-        required=True,
-        metavar="SRC",
-        help="the run's log: a TensorBoard directory or a log file (only read)",
-    )
-    p.add_argument("--from", dest="fmt", required=True, choices=FORMATS, help="the log's format")
-    p.add_argument(
-        "--schedule",
-        required=True,
-        type=Path,
-        metavar="SCHED.csv",
-        help="the run's planned schedule to its last step (run, step, lr [, val_set, "
-        "model_size]); its LR is used at the logged steps",
-    )
-    p.add_argument("--run", help="the schedule's run the log belongs to (default: its only run)")
-    p.add_argument(
-        "--log-run",
-        metavar="NAME",
-        help="the log's run to follow when --log holds several (a folder of runs; "
-        "default: its only run, or the one named as --run)",
-    )
-    p.add_argument(
-        "--loss-tag",
-        action="append",
-        metavar="TAG",
-        help="the loss tag/column (default: the tool's usual name); repeat it with "
-        "--val-set for several validation sets (a CPT run's general and domain)",
-    )
-    p.add_argument(
-        "--val-set",
-        action="append",
-        metavar="NAME",
-        help=f"validation set of each --loss-tag, in order (default {DEFAULT_VAL_SET})",
-    )
-    p.add_argument(
-        "--tolerance",
-        type=positive_float,
-        metavar="EPS",
-        help="cpt fits: the plan's tolerance on the final general-loss rise (nats); "
-        "with --risk, the risk of exceeding it is updated and alerted on",
-    )
-    p.add_argument(
-        "--risk",
-        type=probability,
-        metavar="DELTA",
-        help="cpt fits: the plan's accepted risk; alert when P(rise > EPS) exceeds it",
-    )
-    p.add_argument(
-        "--prob",
-        type=probability,
-        default=0.9,
-        help="interval of the final-loss forecast (default 0.9)",
-    )
-    p.add_argument(
-        "--band",
-        type=probability,
-        default=0.99,
-        help="an evaluation outside this predictive interval is an alert (default 0.99)",
-    )
-    p.add_argument(
-        "--confirm",
-        type=positive_int,
-        default=2,
-        metavar="K",
-        help="alert when K evaluations in a row lie outside the band on one side "
-        "(default 2: a calibrated band leaves 1 %% of points outside by chance)",
-    )
-    p.add_argument(
-        "--every",
-        type=nonneg_float,
-        default=30.0,
-        metavar="SECONDS",
-        help="seconds between polls of the log (default 30)",
-    )
-    p.add_argument(
-        "--timeout",
-        type=positive_float,
-        default=None,
-        metavar="SECONDS",
-        help="stop after this long without a new evaluation (default: never)",
-    )
-    p.add_argument(
-        "--alerts",
-        type=Path,
-        default=Path("alerts.csv"),
-        metavar="ALERTS.csv",
-        help="alerts are appended here (default ./alerts.csv; never inside the log)",
-    )
-    p.add_argument(
-        "--exit-on-alert",
-        action="store_true",
-        help=f"stop at the first alert with exit code {EXIT_ALERT}",
-    )
-    p.add_argument("--seed", type=seed_int, default=0)
+    add_options(p, WATCH_OPTIONS)
     return {"watch": cmd_watch}
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-        return True
-    except ValueError:
-        return False
 
 
 def cmd_watch(a: argparse.Namespace) -> int:
@@ -195,30 +203,8 @@ def cmd_watch(a: argparse.Namespace) -> int:
         return _watch(a)
 
 
-def _check_alerts(a: argparse.Namespace) -> None:
-    """Refuse an --alerts path that watch reads (the fit, the schedule, a log file: rows would be
-    appended to it), one inside the log's folder, or one that is not a regular file. Run at the
-    start and again before each append, as log files may appear while the run goes on."""
-    check_output(a.alerts, "--alerts")
-    log = Path(a.log)
-    folder = log if log.is_dir() else log.parent
-    if _inside(a.alerts, folder):
-        raise ValueError(
-            f"--alerts {a.alerts} is inside the log's folder {folder}; watch never "
-            "writes there: give a path outside it"
-        )
-    try:
-        logs = log_files(a.log, a.fmt)
-    except DataError:  # no log yet
-        logs = []
-    check_not_input(
-        {"--alerts": a.alerts},
-        [("FIT.nc", a.fit), ("--schedule", a.schedule)] + [("log file", f) for f in logs],
-    )
-
-
 def _watch(a: argparse.Namespace) -> int:
-    _check_alerts(a)
+    check_alerts(a)
     tags = a.loss_tag or [None]
     sets = a.val_set or [DEFAULT_VAL_SET]
     if len(sets) != len(tags):
@@ -272,9 +258,9 @@ def _watch(a: argparse.Namespace) -> int:
             update = None
         if update is not None:
             waiting, last_new = None, time.monotonic()
-            alerts += _report(update, a)
+            alerts += report_update(update, a)
             if a.tolerance is not None:
-                alerts += _risk(watch, run, a, risk_state)
+                alerts += report_risk(watch, run, a, risk_state)
             if alerts and a.exit_on_alert:
                 return EXIT_ALERT
         if watch.finished() or (past is not None and read):  # the plan is over
@@ -354,100 +340,3 @@ def _read_log(a, run, tags, sets, size, plan):
         )
         obs = read(longer)
         return obs[obs["step"] <= plan.total_steps].reset_index(drop=True), err.last
-
-
-def _alert_rows(a, rows) -> None:
-    """Append ``rows`` (dicts of ALERT_COLUMNS) to the alerts CSV, flushed row by row."""
-    _check_alerts(a)
-    new = not a.alerts.exists()
-    with open(a.alerts, "a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=ALERT_COLUMNS, restval="")
-        if new:
-            w.writeheader()
-        for row in rows:
-            w.writerow({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **row})
-            fh.flush()
-
-
-def _risk(watch, run, a, state: dict) -> int:
-    """The plan's risk of forgetting from the evaluations so far; 1 (an alert) when it comes to
-    exceed the plan's (``state['over']``: it did at the last batch; no new alert until it has
-    come back within)."""
-    r = plan_risk(watch.fit, watch.table(watch.seen), run, a.tolerance, prob=a.prob, seed=a.seed)
-    over = 1 - r["p_within"] > a.risk
-    print(
-        f"  P(final general-loss rise <= {a.tolerance:g}) = {r['p_within']:.3f} (plan: >= "
-        f"{1 - a.risk:.3f}); rise {r['rise_mean']:+.4f} [{r['rise_lower']:+.4f}, "
-        f"{r['rise_upper']:+.4f}] from {r['evaluations']} general evaluations "
-        f"(ESS {r['ess']:.0f}){' ALERT' if over else ''}",
-        flush=True,
-    )
-    was, state["over"] = state["over"], over
-    if not over or was:
-        return 0
-    step = int(watch.seen.loc[watch.seen["run"] == run, "step"].max())
-    say(
-        f"ALERT: run {run!r}, step {step}: P(final general-loss rise > {a.tolerance:g}) = "
-        f"{1 - r['p_within']:.3f} exceeds the plan's risk {a.risk:g}"
-    )
-    _alert_rows(
-        a,
-        [
-            {
-                "kind": "risk",
-                "run": run,
-                "val_set": r["val_set"],
-                "step": step,
-                "mean": f"{r['rise_mean']:.6g}",
-                "lower": f"{r['rise_lower']:.6g}",
-                "upper": f"{r['rise_upper']:.6g}",
-                "p_within": f"{r['p_within']:.4f}",
-                "risk": a.risk,
-            }
-        ],
-    )
-    return 1
-
-
-def _report(update, a) -> int:
-    """Print the checks and the updated forecast; append and announce the alerts."""
-    band = f"{a.band:.0%}"
-    for r in update.checks.itertuples():
-        flag = "ALERT" if r.alert else ("outside" if r.outside else "ok")
-        print(
-            f"step {r.step} ({r.run}, {r.val_set}): loss {r.loss:.4f}, forecast "
-            f"{r.mean:.4f} [{r.lower:.4f}, {r.upper:.4f}] ({band}) {flag}"
-        )
-    for r in update.final.itertuples():
-        print(
-            f"  final loss at step {r.step} ({r.val_set}): {r.mean:.4f} [{r.lower:.4f}, "
-            f"{r.upper:.4f}] ({a.prob:.0%}), from {update.seen} evaluations "
-            f"(ESS {r.ess:.0f})",
-            flush=True,
-        )
-    bad = update.alerts
-    for r in bad.itertuples():
-        side = "above" if r.loss > r.upper else "below"
-        say(
-            f"ALERT: run {r.run!r}, step {r.step}: loss {r.loss:.4f} {side} the {band} "
-            f"band [{r.lower:.4f}, {r.upper:.4f}] of the forecast before it"
-        )
-    if len(bad):
-        _alert_rows(
-            a,
-            [
-                {
-                    "kind": "band",
-                    "run": r.run,
-                    "val_set": r.val_set,
-                    "step": r.step,
-                    "loss": f"{r.loss:.6g}",
-                    "mean": f"{r.mean:.6g}",
-                    "lower": f"{r.lower:.6g}",
-                    "upper": f"{r.upper:.6g}",
-                    "band": a.band,
-                }
-                for r in bad.itertuples()
-            ],
-        )
-    return len(bad)

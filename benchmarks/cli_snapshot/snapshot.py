@@ -24,14 +24,14 @@ in a fresh temporary folder, one after the other:
   hparams and of a mixture entry (both fail as the sweep file is read: their tables are hashed
   as curve tables by ``parallel.spec``; an open bug, recorded as it is).
 
-Each command writes ``NN_name.txt`` into the output folder: the command line, the exit code,
-stdout, stderr and, per file it writes, its bytes (CSV, JSON under 64 kB) or its SHA-256; for the
-fit files (NetCDF, whose bytes carry a creation time) the SHA-256 of every posterior variable's
-draws. Temporary paths read ``<TMP>``, the checkout ``<ROOT>``; the seconds a command reports
-for itself (``done in 12.3 s``, PyMC's ``took 13 seconds``) read ``<S> s``, and so do the values
-of a printed table's ``seconds`` column (a sweep's summary, a PyMC fit's per-chain table). Nothing else is normalised:
-the fits are the same draws for the same seed on one machine (``bayescpt.core.sampling``), so
-their diagnostics and draw hashes are compared as they are.
+Each command writes ``NN_name.txt`` into the output folder: the command line, the exit code, stdout,
+stderr and, per file it writes, its bytes (CSV, JSON under 64 kB) or its SHA-256; for the fit files
+(NetCDF, whose bytes carry a creation time) the SHA-256 of every posterior variable's draws.
+Temporary paths read ``<TMP>``, the checkout ``<ROOT>``; the seconds a command reports for itself
+(``done in 12.3 s``, PyMC's ``took 13 seconds``) read ``<S> s``, and so do the values of a printed
+table's ``seconds`` column (a sweep's summary, a PyMC fit's per-chain table). Nothing else is
+normalised: the fits are the same draws for the same seed on one machine
+(``bayescpt.core.sampling``), so their diagnostics and draw hashes are compared as they are.
 
 Rerun::
 

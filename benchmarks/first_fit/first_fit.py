@@ -4,8 +4,9 @@ Three runs of a small model (cosine to 10 %, WSD with a 20 % linear cooldown, co
 steps after a 100-step linear warmup from zero, peak LR 1e-3) are simulated from the LR-annealing
 law with plausible parameters (L0 3.0, A 0.5, alpha 0.5, C 0.4 with raw-LR areas; log-normal noise
 sd 0.008; during the warmup, which the law does not describe, the loss falls from 10.8 nats, ln
-of a GPT-2 vocabulary, to the law's curve) and written as a trainer writes them: torch's ``SummaryWriter``, the learning rate at
-every step from step 1, the evaluation loss every 10 steps. Then, as a user would:
+of a GPT-2 vocabulary, to the law's curve) and written as a trainer writes them: torch's
+``SummaryWriter``, the learning rate at every step from step 1, the evaluation loss every 10
+steps. Then, as a user would:
 
     bayescpt import 'LOGS/*' --from tensorboard --out data.csv
     bayescpt fit data.csv --law annealing --seed S --out fit.nc

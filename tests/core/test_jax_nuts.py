@@ -29,7 +29,8 @@ def ridge_model():
         a = pm.Normal("a", 0.0, 1.0)
         b = pm.Normal("b", 0.0, 1.0)
         pm.Normal("y", a + b, NOISE, observed=y)
-    # closed form: precision P = I + (N / NOISE^2) [[1, 1], [1, 1]], mean = P^-1 (N ybar / NOISE^2) 1
+    # closed form: precision P = I + (N / NOISE^2) [[1, 1], [1, 1]],
+    # mean = P^-1 (N ybar / NOISE^2) 1
     prec = np.eye(2) + N / NOISE**2 * np.ones((2, 2))
     cov = np.linalg.inv(prec)
     mean = cov @ (np.ones(2) * y.sum() / NOISE**2)

@@ -1,5 +1,6 @@
 """Risk-aware CPT planning: the chance constraint holds on an independent evaluation of the draws,
-the Pareto front is monotone, exactly one plan is chosen when any is feasible, bad input is refused."""
+the Pareto front is monotone, exactly one plan is chosen when any is feasible, bad input is
+refused."""
 
 from __future__ import annotations
 

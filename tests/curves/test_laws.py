@@ -202,7 +202,8 @@ def test_multipower_sampled_rate_is_the_paper_c_at_the_reference_lr():
 
 
 def test_multipower_progress_option_is_the_paper_law_times_a_power_of_the_area():
-    """progress (the default): LD scaled by (S1 / s1_ref)^-kappa, B sampled as Br = B * G(Cr * sk_ref)."""
+    """progress (the default): LD scaled by (S1 / s1_ref)^-kappa, B sampled as
+    Br = B * G(Cr * sk_ref)."""
     paper, law = MultiPowerLaw(progress=False), MultiPowerLaw()
     assert [p.name for p in law.params] == [
         "L0",

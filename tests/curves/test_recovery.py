@@ -13,7 +13,8 @@ SPREAD = {"L0": 0.05, "A": 0.15, "alpha": 0.1, "C": 0.15}
 N_SETS = 20
 
 
-# the slow tier (pytest -m slow, run by .ci/run after the default tier): a coverage study of many simulated fits
+# the slow tier (pytest -m slow, run by .ci/run after the default tier): a coverage study of many
+# simulated fits
 pytestmark = pytest.mark.slow
 
 

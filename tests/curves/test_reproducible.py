@@ -34,7 +34,8 @@ np.save(sys.argv[1], np.concatenate([post[v].values.reshape(2, 200, -1)
 """
 
 
-# the slow tier (pytest -m slow, run by .ci/run after the default tier): two full fits, one compiling from an empty cache
+# the slow tier (pytest -m slow, run by .ci/run after the default tier): two full fits, one
+# compiling from an empty cache
 pytestmark = pytest.mark.slow
 
 

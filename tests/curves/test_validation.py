@@ -320,7 +320,8 @@ def test_lab_config_not_utf8_is_one_line(tmp_path, capsys):
         ),
         (
             GOOD.replace("a,300,", "a,99999999999999999999,"),
-            r"line 5, run 'a', column 'step': value '99999999999999999999'; expected a non-negative "
+            r"line 5, run 'a', column 'step': value '99999999999999999999'; "
+            r"expected a non-negative "
             r"whole number of optimizer steps \(below 2\*\*53\)",
         ),
         (

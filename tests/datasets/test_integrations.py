@@ -78,7 +78,7 @@ def test_callback_in_a_trainer_like_loop_then_cli_import(tmp_path, capsys):
                 },
             )
     with pytest.raises(AttributeError):
-        cb.not_an_event  # only on_* events are no-ops
+        _ = cb.not_an_event  # only on_* events are no-ops
     other = SimpleNamespace(global_step=200, is_world_process_zero=False)
     cb.on_evaluate(None, other, None, metrics={"eval_web_loss": 9.0})  # not the main process
     out = tmp_path / "data.csv"

@@ -108,7 +108,7 @@ def test_ct_loader_weights_and_baseline():
     raw = pd.read_csv(MIX / "ct" / "70M.txt", sep="\t", header=None, names=["c", "v", "loss"])
     raw = raw[raw["c"].str.contains("model_configs")]
     name = raw["v"].str.split("/").str[-1].str.extract(r"valid\.(.+)\.bin$")[0]
-    expect = sum(w[n] * l for n, l in zip(name, raw["loss"]) if n in w)
+    expect = sum(w[n] * loss for n, loss in zip(name, raw["loss"]) if n in w)
     assert base["pile"] == pytest.approx(expect, rel=1e-12)
     assert base["python"] == pytest.approx(1.83812, abs=1e-5)
     assert (df[df["tokens"] == 0].groupby("run").size() == 2).all()
