@@ -14,7 +14,8 @@
    a. the predicted optimum (what ``hparams predict`` reports: law + cell scatter), and
    b. the posterior predictive of the grid's best run
       (``bayescpt.hparams.grid_best.grid_best_draws``, what ``hparams predict --grid-lrs ...
-      --grid-batches ...`` reports): per draw, the held-out cell's bowl (new optimum and curvature drawn from the fit) evaluated at the cell's actual
+      --grid-batches ...`` reports): per draw, the held-out cell's bowl (new optimum and
+      curvature drawn from the fit) evaluated at the cell's actual
       (LR, batch) runs, plus the fitted run noise at the optimum, and its argmin. This is the
       distribution the empirical best is a draw of (the grid is coarse, 2^0.5 in LR, and the
       bowl is flat near its bottom). Widths are reported in grid steps.
