@@ -102,7 +102,17 @@ def _inputs(case, plans):
     return reference_inputs(case)
 
 
-@pytest.mark.parametrize("case", [*REFERENCE_TABLES, "plan"])
+#: the cases whose page predicts a whole bundled table (seconds each): the slow tier, which CI
+#: also runs; the default tier opens one page of each kind of content (a curve fit without a
+#: table, an hparams and a mixture fit, and a plan)
+SLOW_CASES = {"annealing_multipowerlaw", "multipower_multipowerlaw", "cpt_simulated"}
+CASES = [
+    pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c
+    for c in [*REFERENCE_TABLES, "plan"]
+]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_report_opens_whole_in_chromium_without_network(case, plans, chromium, tmp_path):
     out = tmp_path / f"{case}.html"
     extra = ["--tolerance", "0.05", "--risk", "0.1"] if case == "plan" else []

@@ -71,6 +71,7 @@ def server(tmp_path_factory):
         proc.wait(timeout=30)
 
 
+@pytest.mark.slow  # a real server and a real fit in a child process (a minute)
 def test_fit_logs_params_metrics_and_the_fit_to_a_server(server, tiny_csv, tmp_path):
     fit_path, report = tmp_path / "fit.nc", tmp_path / "fit.html"
     rc = main(
