@@ -90,6 +90,20 @@ def where(source, run=None, column=None, step=None, line=None) -> str:
     return ", ".join(parts)
 
 
+def refuse_first(bad: pd.Series, df: pd.DataFrame, column: str, at, with_step: bool, text: str):
+    """Raise :class:`DataError` at the first row where ``bad`` holds, if any: ``"<where>: value
+    <shown value>" + text``, the place named by :func:`where` from ``at = (source, runs, lines)``
+    (the table's source, each row's run name and file line) and, ``with_step``, the row's step."""
+    if not bad.any():
+        return
+    source, runs, lines = at
+    i = int(bad.idxmax())
+    step = df["step"][i] if with_step else None
+    raise DataError(
+        f"{where(source, runs[i], column, step, lines[i])}: value {shown(df[column][i])}{text}"
+    )
+
+
 def parse_numeric(
     raw: pd.Series, column: str, source, runs: pd.Series, lines: pd.Series, allow_empty: bool
 ) -> pd.Series:

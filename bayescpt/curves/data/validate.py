@@ -23,6 +23,7 @@ from bayescpt.core.tables import (
     DataError,
     parse_numeric,
     read_text_csv,
+    refuse_first,
     shown,
     start_table,
     where,
@@ -96,23 +97,26 @@ def _parse_step_lr(df: pd.DataFrame, source, runs, lines) -> None:
     """Parse ``step`` (whole, >= 0, below 2**53) and ``lr`` (finite, >= 0) in place."""
     step = parse_numeric(df["step"], "step", source, runs, lines, allow_empty=False)
     bad = ~np.isfinite(step) | (step < 0) | (step != np.round(step)) | (step >= MAX_STEP)
-    if bad.any():
-        i = int(bad.idxmax())
-        raise DataError(
-            f"{where(source, runs[i], 'step', line=lines[i])}: value "
-            f"{shown(df['step'][i])}"
-            "; expected a non-negative whole number of optimizer steps (below 2**53)"
-        )
+    refuse_first(
+        bad,
+        df,
+        "step",
+        (source, runs, lines),
+        False,
+        "; expected a non-negative whole number of optimizer steps (below 2**53)",
+    )
     df["step"] = step.astype(np.int64)
 
     lr = parse_numeric(df["lr"], "lr", source, runs, lines, allow_empty=False)
     bad = ~np.isfinite(lr) | (lr < 0)
-    if bad.any():
-        i = int(bad.idxmax())
-        raise DataError(
-            f"{where(source, runs[i], 'lr', df['step'][i], lines[i])}: value "
-            f"{shown(df['lr'][i])}; expected a finite, non-negative raw learning rate"
-        )
+    refuse_first(
+        bad,
+        df,
+        "lr",
+        (source, runs, lines),
+        True,
+        "; expected a finite, non-negative raw learning rate",
+    )
     df["lr"] = lr
 
 
@@ -133,13 +137,15 @@ def _parse_loss(df: pd.DataFrame, source, runs, lines, from_text: bool) -> None:
             )
         given = loss.notna()
     bad = given & (~np.isfinite(loss) | (loss <= 0))
-    if bad.any():
-        i = int(bad.idxmax())
-        raise DataError(
-            f"{where(source, runs[i], 'loss', df['step'][i], lines[i])}: value "
-            f"{shown(df['loss'][i])}; expected a positive, finite loss in nats "
-            "(leave the cell empty on rows that only give the learning rate)"
-        )
+    refuse_first(
+        bad,
+        df,
+        "loss",
+        (source, runs, lines),
+        True,
+        "; expected a positive, finite loss in nats "
+        "(leave the cell empty on rows that only give the learning rate)",
+    )
     df["loss"] = loss.where(given)
 
 
@@ -148,20 +154,24 @@ def _parse_model_size(df: pd.DataFrame, source, runs, lines) -> None:
     if "model_size" in df.columns:
         ms = parse_numeric(df["model_size"], "model_size", source, runs, lines, allow_empty=False)
         bad = ~np.isfinite(ms) | (ms <= 0)
-        if bad.any():
-            i = int(bad.idxmax())
-            raise DataError(
-                f"{where(source, runs[i], 'model_size', line=lines[i])}: value "
-                f"{shown(df['model_size'][i])}; expected a positive parameter count"
-            )
+        refuse_first(
+            bad,
+            df,
+            "model_size",
+            (source, runs, lines),
+            False,
+            "; expected a positive parameter count",
+        )
         small = ms < MIN_MODEL_SIZE
-        if small.any():
-            i = int(small.idxmax())
-            raise DataError(
-                f"{where(source, runs[i], 'model_size', line=lines[i])}: value "
-                f"{shown(df['model_size'][i])} looks like millions or billions; "
-                "expected the number of non-embedding parameters (e.g. 25e6)"
-            )
+        refuse_first(
+            small,
+            df,
+            "model_size",
+            (source, runs, lines),
+            False,
+            " looks like millions or billions; "
+            "expected the number of non-embedding parameters (e.g. 25e6)",
+        )
         df["model_size"] = ms
 
 
@@ -182,13 +192,15 @@ def _parse_noise_scale(df: pd.DataFrame, source, runs, lines, from_text: bool) -
                 & (df[NOISE_SCALE].astype(str).str.strip() != "")
             )
         )
-        if bad.any():
-            i = int(bad.idxmax())
-            raise DataError(
-                f"{where(source, runs[i], NOISE_SCALE, df['step'][i], lines[i])}: "
-                f"value {shown(df[NOISE_SCALE][i])}; expected a positive noise scale "
-                "(a loss's noise sd relative to one logged loss; empty means 1)"
-            )
+        refuse_first(
+            bad,
+            df,
+            NOISE_SCALE,
+            (source, runs, lines),
+            True,
+            "; expected a positive noise scale "
+            "(a loss's noise sd relative to one logged loss; empty means 1)",
+        )
         df[NOISE_SCALE] = ns.fillna(1.0)
 
 
@@ -202,12 +214,14 @@ def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
     if "phase" in df.columns:
         ph = text("phase")
         bad = ~ph.isin(PHASES)
-        if bad.any():
-            i = int(bad.idxmax())
-            raise DataError(
-                f"{where(source, runs[i], 'phase', df['step'][i], lines[i])}: value "
-                f"{shown(df['phase'][i])}; expected 'pt' or 'cpt' on every row"
-            )
+        refuse_first(
+            bad,
+            df,
+            "phase",
+            (source, runs, lines),
+            True,
+            "; expected 'pt' or 'cpt' on every row",
+        )
         df["phase"] = ph
         for r, g in df.groupby("run", sort=False):
             pt_steps, cpt_steps = (
@@ -223,12 +237,14 @@ def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
     if "val_role" in df.columns:
         role = text("val_role")
         bad = ~role.isin(VAL_ROLES + ("",))
-        if bad.any():
-            i = int(bad.idxmax())
-            raise DataError(
-                f"{where(source, runs[i], 'val_role', line=lines[i])}: value "
-                f"{shown(df['val_role'][i])}; expected one of {list(VAL_ROLES)}"
-            )
+        refuse_first(
+            bad,
+            df,
+            "val_role",
+            (source, runs, lines),
+            False,
+            f"; expected one of {list(VAL_ROLES)}",
+        )
         df["val_role"] = role
         for vs, g in df[role != ""].groupby("val_set"):
             if g["val_role"].nunique() > 1:
@@ -255,13 +271,14 @@ def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
             df["replay_ratio"], "replay_ratio", source, runs, lines, allow_empty=True
         )
         bad = rr.notna() & ((rr < 0) | (rr > 1))
-        if bad.any():
-            i = int(bad.idxmax())
-            raise DataError(
-                f"{where(source, runs[i], 'replay_ratio', line=lines[i])}: value "
-                f"{shown(df['replay_ratio'][i])}; expected the share of PT data in "
-                "the CPT mixture, between 0 and 1 (not percent)"
-            )
+        refuse_first(
+            bad,
+            df,
+            "replay_ratio",
+            (source, runs, lines),
+            False,
+            "; expected the share of PT data in the CPT mixture, between 0 and 1 (not percent)",
+        )
         per_run = rr.groupby(runs).nunique()
         if (per_run > 1).any():
             r = per_run.index[per_run > 1][0]
