@@ -36,7 +36,7 @@ from bayescpt.curves.data.validate import read_curves
 from bayescpt.curves.evaluate.scores import score
 from bayescpt.curves.forecast.predict import predict_frame
 from bayescpt.curves.model.fit import Fit
-from bayescpt.parallel.engine import LOCAL_CLUSTER, Cluster, run_sweep
+from bayescpt.parallel.engine import LOCAL_CLUSTER, Cluster
 from bayescpt.parallel.spec import StudyFit, check_fit_config, fit_law_options
 
 GROUPINGS = ("schedule", "run", "model_size")
@@ -137,15 +137,7 @@ def run_cv(
         )
         tests[fold.name] = df[held]
     say(f"cv: {len(folds)} fold(s) by {by}; {law} law")
-    fits = run_sweep(
-        specs,
-        out_dir / "fits",
-        workers=cluster.workers,
-        scheduler=cluster.scheduler,
-        client=cluster.client,
-        force=force,
-        say=say,
-    )
+    fits = cluster.sweep(specs, out_dir / "fits", force, say)
     failed = fits[~fits["status"].isin(("ok", "diagnostics", "done"))]
     if len(failed):
         r = failed.iloc[0]

@@ -235,6 +235,10 @@ class Cluster:
     scheduler: str | None = None
     client: object = None
 
+    def sweep(self, specs: list[FitSpec], out_dir, force: bool, say) -> pd.DataFrame:
+        """:func:`run_sweep` of ``specs`` into ``out_dir`` here."""
+        return run_sweep(specs, out_dir, self.workers, self.scheduler, self.client, force, say)
+
 
 #: the default place of a study's fits: a local Dask cluster (frozen, so one shared instance)
 LOCAL_CLUSTER = Cluster()

@@ -44,7 +44,7 @@ from bayescpt.curves.model.config import make_config
 from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.hierarchy import build_model, prepare
 from bayescpt.curves.model.laws import get_law
-from bayescpt.parallel.engine import LOCAL_CLUSTER, Cluster, run_sweep
+from bayescpt.parallel.engine import LOCAL_CLUSTER, Cluster
 from bayescpt.parallel.spec import DEFAULT_STUDY, StudyFit
 
 POPULATION_SUFFIXES = ("_mu", "_slope", "_sd", "_tau")
@@ -212,15 +212,7 @@ def run_sbc(
         specs.append(
             study.spec(f"sbc__sim{i:04d}", out_dir / "sims" / f"sim_{i:04d}.csv", table, offset=i)
         )
-    fits = run_sweep(
-        specs,
-        out_dir / "fits",
-        workers=cluster.workers,
-        scheduler=cluster.scheduler,
-        client=cluster.client,
-        force=force,
-        say=say,
-    )
+    fits = cluster.sweep(specs, out_dir / "fits", force, say)
     labels = [q[2] for q in quantities]
     rank_table = _rank_fits(fits, quantities, truth, ranks, say)
     if len(rank_table) < 2:

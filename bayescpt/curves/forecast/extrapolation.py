@@ -66,33 +66,17 @@ class ExtrapolationWarning(UserWarning):
         self.label = label  # what the line names instead of "run RUN" (e.g. a set of plans)
         super().__init__(self.describe())
 
+    def _fields(self, label) -> tuple:
+        """The constructor's arguments of this finding, its line naming ``label``."""
+        fields = (self.run, self.quantity, self.value, self.low, self.high, self.factor)
+        return (*fields, self.size_ranges, label)
+
     def __reduce__(self):  # copies (pandas attrs, pickling) rebuild it from its fields
-        return (
-            type(self),
-            (
-                self.run,
-                self.quantity,
-                self.value,
-                self.low,
-                self.high,
-                self.factor,
-                self.size_ranges,
-                self.label,
-            ),
-        )
+        return (type(self), self._fields(self.label))
 
     def relabelled(self, label: str) -> ExtrapolationWarning:
         """The same finding, its line naming ``label`` instead of the run."""
-        return type(self)(
-            self.run,
-            self.quantity,
-            self.value,
-            self.low,
-            self.high,
-            self.factor,
-            self.size_ranges,
-            label,
-        )
+        return type(self)(*self._fields(label))
 
     def short(self) -> str:
         """A few words for a table cell: quantity, value, the bound crossed and the factor."""
