@@ -38,7 +38,7 @@ from bayescpt.curves.model.laws.cpt_options import cpt_law_options
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 FAST = os.environ.get("BAYESCPT_FAST") == "1"
-sampling = dict(chains=2, draws=200, tune=300) if FAST else {}
+sampling = dict(chains=2, draws=100, tune=200) if FAST else {}
 warnings.filterwarnings("ignore")
 
 curves = read_curves(ROOT / "data" / "lab" / "curves.csv.gz")

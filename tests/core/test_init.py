@@ -65,7 +65,19 @@ def test_a_minor_basin_is_reported_when_the_finished_optimisations_disagree():
     assert "1 starts had no finite log density" in rep.text()
 
 
-@pytest.mark.parametrize("sampler", ["nutpie", "pymc", "numpyro", "blackjax"])
+# the JAX back ends' starts: the slow tier (the default tier samples them in test_jax_nuts)
+JAX_SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        "nutpie",
+        "pymc",
+        pytest.param("numpyro", marks=JAX_SLOW),
+        pytest.param("blackjax", marks=JAX_SLOW),
+    ],
+)
 def test_every_sampler_starts_all_chains_in_the_major_mode(sampler, jax_x64_restored):
     """With ``init="jitter"`` (the samplers' own starts) some chain of seed 0..5 lands in the
     minor mode, which shows the model can fail; with the default ``init="map"`` none does."""
