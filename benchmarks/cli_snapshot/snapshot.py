@@ -21,8 +21,8 @@ in a fresh temporary folder, one after the other:
 * a tiny ``sweep`` (``--workers 1``: two curves fits on nutpie, kept compiled, and one on PyMC,
   fixed seeds), its ``summary.csv`` without the columns that name the machine, the time or the
   path, and each output ``diagnose``d; the sweep again (every fit found done); a sweep of an
-  hparams and of a mixture entry (both fail as the sweep file is read: their tables are hashed
-  as curve tables by ``parallel.spec``; an open bug, recorded as it is).
+  hparams and of a mixture entry (each family's table hashed by the family itself: the bug this
+  snapshot found, fixed in issue 45 item 1).
 
 Each command writes ``NN_name.txt`` into the output folder: the command line, the exit code, stdout,
 stderr and, per file it writes, its bytes (CSV, JSON under 64 kB) or its SHA-256; for the fit files
@@ -383,8 +383,8 @@ def commands(tmp: Path, p: dict) -> list[tuple[str, list[str], list[Path]]]:
             [sdir / "summary.csv"],
         )
     )
-    # an hparams or a mixture entry: its table is hashed as a curve table when the sweep file is
-    # read (an internal error before any fit, found with this snapshot; kept to show it the same)
+    # an hparams and a mixture entry (their tables were once hashed as curve tables: an internal
+    # error before any fit, found with this snapshot and fixed)
     for family, data in (("hparams", p["grid"]), ("mixture", p["mixture"])):
         path = tmp / f"sweep_{family}.toml"
         path.write_text(
