@@ -25,14 +25,19 @@ from pathlib import Path
 
 import numpy as np
 
-from bayescpt.core.tables import data_hash
-from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.evaluate.compare import parameter_table
-from bayescpt.curves.evaluate.plots import plot_forest, plot_predictions
-from bayescpt.curves.evaluate.scores import percent_text, score
-from bayescpt.curves.forecast.predict import predict_frame
-from bayescpt.curves.model.fit import Fit
-from bayescpt.datasets.bundled import TRAIN_SCHEDULES, split
+from bayescpt import (
+    TRAIN_SCHEDULES,
+    Fit,
+    data_hash,
+    parameter_table,
+    percent_text,
+    plot_forest,
+    plot_predictions,
+    predict_frame,
+    read_curves,
+    score,
+    split,
+)
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 FAST = os.environ.get("BAYESCPT_FAST") == "1"

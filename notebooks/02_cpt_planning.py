@@ -26,15 +26,17 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from bayescpt.cpt.plan.files import pt_schedule_from_table
-from bayescpt.cpt.plan.request import plan_request
-from bayescpt.cpt.plots import plot_plans
-from bayescpt.cpt.run import run_plan
-from bayescpt.curves.data.thinning import thin_cpt
-from bayescpt.curves.data.validate import read_curves
-from bayescpt.curves.forecast.predict import predict_frame
-from bayescpt.curves.model.fit import Fit
-from bayescpt.curves.model.laws.cpt_options import cpt_law_options
+from bayescpt import (
+    Fit,
+    cpt_law_options,
+    plan_request,
+    plot_plans,
+    predict_frame,
+    pt_schedule_from_table,
+    read_curves,
+    run_plan,
+    thin_cpt,
+)
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 FAST = os.environ.get("BAYESCPT_FAST") == "1"

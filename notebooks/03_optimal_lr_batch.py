@@ -28,10 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from bayescpt.hparams.data import read_grid
-from bayescpt.hparams.fit import HparamsFit
-from bayescpt.hparams.plots import plot_fit
-from bayescpt.hparams.predict import law_text, predict_optimum
+from bayescpt import HparamsFit, law_text, plot_fit, predict_optimum, read_grid
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 warnings.filterwarnings("ignore")

@@ -28,16 +28,23 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bayescpt.mixture.data import describe, read_mixture
-from bayescpt.mixture.decide import CmrCriterion, cmr_report, cmr_vs_tokens, feasibility
-from bayescpt.mixture.fit import MixtureFit
-from bayescpt.mixture.plots import plot_cmr, plot_loss_vs_ratio
+from bayescpt import (
+    CmrCriterion,
+    MixtureFit,
+    cmr_report,
+    cmr_vs_tokens,
+    describe_mixture,
+    feasibility,
+    plot_cmr,
+    plot_loss_vs_ratio,
+    read_mixture,
+)
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 warnings.filterwarnings("ignore")
 data = read_mixture(ROOT / "data" / "mixture_ct70m.csv")
 fit = MixtureFit.load(ROOT / "models" / "mixture_ct70m.nc")
-print(describe(data))
+print(describe_mixture(data))
 print(fit.diagnostics().to_text().splitlines()[0])
 
 # %% [markdown]

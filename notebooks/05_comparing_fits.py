@@ -30,9 +30,7 @@ from pathlib import Path
 import arviz as az
 import matplotlib.pyplot as plt
 
-from bayescpt.curves.evaluate.compare import differences, loo_table, parameter_table
-from bayescpt.curves.evaluate.plots import plot_forest
-from bayescpt.curves.model.fit import Fit
+from bayescpt import Fit, differences, loo_table, parameter_table, plot_forest
 
 ROOT = Path(os.environ.get("BAYESCPT_ROOT", ".."))
 warnings.filterwarnings("ignore")
