@@ -215,12 +215,7 @@ def _validate_cpt_columns(df: pd.DataFrame, source, runs, lines) -> None:
         ph = text("phase")
         bad = ~ph.isin(PHASES)
         refuse_first(
-            bad,
-            df,
-            "phase",
-            (source, runs, lines),
-            True,
-            "; expected 'pt' or 'cpt' on every row",
+            bad, df, "phase", (source, runs, lines), True, "; expected 'pt' or 'cpt' on every row"
         )
         df["phase"] = ph
         for r, g in df.groupby("run", sort=False):
