@@ -5,7 +5,7 @@ import pytest
 
 from bayescpt.curves.model.fit import Fit
 
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.xdist_group("core/test_samplers")]
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,9 @@ from bayescpt.core.fitfile import FORMAT, load_idata, save_idata
 from bayescpt.core.sampling import resolve_settings, sample_model
 from tests.helpers import sigint_default
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("core/test_sampling_health")
+
 GAP = 50.0  # nats between the two modes' log densities (same shape, so also between chain means)
 STUCK = 3  # the chain started in the minor mode
 STARTS = [{"x": 0.0}] * 3 + [{"x": 20.0}]

@@ -21,6 +21,9 @@ import pytest
 
 from bayescpt.cli.main import main
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("cpt/test_hardening2_h50_plan")
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS, DATA = ROOT / "models", ROOT / "data"
 CPT_FIT, CPT_DATA = MODELS / "cpt_simulated.nc", DATA / "cpt_simulated.csv"

@@ -18,6 +18,9 @@ from bayescpt.curves.forecast.predict import curve_draws
 from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.hierarchy import parameter_draws
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("cpt/test_plan")
+
 PT = S.wsd(10000, 2e-4, decay_steps=2000, final=2e-5, warmup_steps=200, name="pt")
 
 

@@ -22,6 +22,9 @@ from bayescpt.hparams.fit import HparamsFit
 from bayescpt.hparams.predict import predict_optimum
 from bayescpt.mixture.fit import MixtureFit
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("cpt/test_run_plan")
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 HP = dict(n_params=1.07e9, init_loss=2.25, cpt_tokens=2e10)

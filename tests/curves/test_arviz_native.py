@@ -16,6 +16,9 @@ from bayescpt.curves.model.fit import Fit
 from tests.conftest import ROOT
 from tests.helpers import quiet as _quiet
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("curves/test_arviz_native")
+
 FIT = ROOT / "models" / "annealing_multipowerlaw.nc"
 HELD = ["100M/wsd_20000_24000", "25M/cosine_72000"]
 

@@ -21,6 +21,9 @@ from bayescpt.curves.forecast.extrapolation import (
 from bayescpt.curves.forecast.predict import predict_frame
 from bayescpt.curves.model.fit import Fit
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("curves/test_extrapolation")
+
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
 PEAK = 3e-4  # the peak LR of the conftest's simulated schedules

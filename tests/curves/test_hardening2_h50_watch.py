@@ -14,6 +14,9 @@ import pytest
 from bayescpt.cli.main import main
 from bayescpt.curves.model.fit import Fit
 
+# the module-scoped watch plan: the module's tests run on one xdist worker
+pytestmark = pytest.mark.xdist_group("curves/test_hardening2_h50_watch")
+
 ROOT = Path(__file__).resolve().parents[2]
 FIT = ROOT / "models" / "annealing_multipowerlaw.nc"
 RUN = "100M/wsd_20000_24000"

@@ -16,6 +16,9 @@ from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.hierarchy import parameter_draws
 from bayescpt.datasets.bundled import MODELS, bundled_multipowerlaw, split
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("curves/test_prefix")
+
 RUN = "100M/wsd_20000_24000"  # a schedule the reference fit has not seen
 
 

@@ -20,6 +20,9 @@ from bayescpt.curves.model.hierarchy import build_model, prepare
 from bayescpt.curves.model.laws import get_law
 from tests.conftest import ROOT
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("curves/test_prior_objects")
+
 LAW = get_law("annealing")
 HALF = {"dist": "HalfNormal", "kwargs": {"sigma": 0.2}}
 

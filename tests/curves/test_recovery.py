@@ -15,7 +15,7 @@ N_SETS = 20
 
 # the slow tier (pytest -m slow, run by .ci/run after the default tier): a coverage study of many
 # simulated fits
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("curves/test_recovery")]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,9 @@ from bayescpt.curves.model.fit import Fit
 from bayescpt.curves.model.laws import get_law
 from bayescpt.curves.model.schedule_level import ScheduleLevel
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("curves/test_schedule_level")
+
 POP = {"L0": 2.8, "A": 0.55, "alpha": 0.5, "C": 0.45}
 TAU_TRUE = 0.15  # ln scale on A and C: 4x the prior's median (run_sd 0.04)
 

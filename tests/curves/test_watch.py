@@ -21,7 +21,7 @@ from bayescpt.cli.main import main
 from bayescpt.curves.forecast.watch import Watch
 from bayescpt.curves.model.fit import Fit
 
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.xdist_group("curves/test_watch")]
 ROOT = Path(__file__).resolve().parents[2]
 FIT = ROOT / "models" / "annealing_multipowerlaw.nc"
 RUN = "100M/wsd_20000_24000"

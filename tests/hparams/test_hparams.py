@@ -16,6 +16,9 @@ from bayescpt.core.tables import DataError
 from bayescpt.hparams.data import cells, load_steplaw, read_grid
 from tests.conftest import SHARED
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("hparams/test_hparams")
+
 LRS = 2.5e-3 * 2.0 ** np.arange(-3, 3)
 BSS = 4e5 * 2.0 ** np.arange(-2, 3)
 

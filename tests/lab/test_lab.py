@@ -12,6 +12,9 @@ import pytest
 from bayescpt.lab import config as labconfig
 from bayescpt.lab.corpora import load_corpus
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("lab/test_lab")
+
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "bayescpt" / "lab" / "configs" / "tiny.toml"
 GRID = ROOT / "bayescpt" / "lab" / "configs" / "grid.toml"

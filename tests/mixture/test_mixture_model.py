@@ -10,6 +10,9 @@ from bayescpt.mixture.cmr_law import fit_cmr_law
 from bayescpt.mixture.decide import Feasibility
 from bayescpt.mixture.model import law_mean, ratio_shape
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("mixture/test_mixture_model")
+
 
 @pytest.mark.parametrize("form", ["power", "exp"])
 @pytest.mark.parametrize("c", [-2.0, -1e-8, 0.0, 0.7, 3.0])

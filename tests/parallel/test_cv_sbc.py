@@ -17,7 +17,7 @@ from bayescpt.parallel.engine import Cluster
 from bayescpt.parallel.sbc import rank_of, run_sbc, uniformity
 from bayescpt.parallel.spec import StudyFit
 
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.xdist_group("parallel/test_cv_sbc")]
 SAMPLER = {"chains": 2, "draws": 200, "tune": 200}
 
 

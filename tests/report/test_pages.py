@@ -40,6 +40,9 @@ PROBE = (
     ".filter(function (e) { return !e.name.startsWith('data:'); }).length;"
     "});</script>"
 )
+
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("report/test_pages")
 CHROMIUM = [
     "--headless",
     "--no-sandbox",

@@ -20,6 +20,9 @@ from bayescpt.core.fitfile import load_fit
 from bayescpt.report.tracking import track
 from tests.conftest import ROOT
 
+# module-scoped fixtures: the module's tests run on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("report/test_tracking")
+
 mlflow = pytest.importorskip("mlflow", reason="the tracking extra (mlflow) is not installed")
 
 
