@@ -120,6 +120,7 @@ def test_conflict_elsewhere_does_not_take_the_blame():
     assert any("prior-data conflict on a_mu" in n for n in diag.notes())
 
 
+@pytest.mark.slow  # two real fits of one table (the unit checks above run by default)
 def test_a_real_fit_reports_its_conflict_and_a_matching_prior_does_not(small_fit_file, capsys):
     """End to end: the same simulated curves (true L0 2.8 nats) fitted with an L0 prior centred
     at 1.0 nats (ln 1 = 0, sd 0.1: the truth is 10 prior sd away) is flagged on L0's population
