@@ -9,8 +9,6 @@ import pandas as pd
 
 from bayescpt.core.plotting import pyplot
 
-plt = pyplot()  # Agg unless a backend was chosen (a notebook's inline one)
-
 FACTORS = ("schedule", "transfer", "replay_ratio", "size", "cpt_steps")
 
 
@@ -40,6 +38,7 @@ def plot_factor(
         roles = [r for r in ("general", "domain", "other") if r in present]
     sel = sel.sort_values(vary)
     start = max(0, int(sel["transfer"].min()) - 300)
+    plt = pyplot()  # Agg unless a backend was chosen (a notebook's inline one)
     if fig is None:
         fig = plt.figure(figsize=(7.5, 2.3 * (len(roles) + 1)))
     axes = fig.subplots(
@@ -90,6 +89,7 @@ def plot_pt_runs(curves: pd.DataFrame, runs: pd.DataFrame) -> dict:
     if "pt_steps" not in runs:
         return figs
     pt = runs[runs["pt_steps"].notna()]
+    plt = pyplot()
     cmap = plt.get_cmap("tab10")
     for size, group in pt.groupby("size", sort=False):
         fig = plt.figure(figsize=(7.5, 6.0))
